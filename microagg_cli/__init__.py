@@ -1,0 +1,2 @@
+"""microagg_cli: microaggregation for statistical disclosure control."""
+__version__ = "0.1.0"

@@ -1,0 +1,51 @@
+"""The method registry: every microaggregation method ``sdc`` offers.
+
+Each family module ends with a ``SPECS`` tuple of :class:`MethodSpec`; this module
+lists the family modules explicitly (no import magic, no if/elif dispatch on names).
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidParameterError
+from . import (
+    fixed_size,
+    genetic,
+    hierarchical,
+    one_dimension,
+    projection,
+    refine,
+    univariate,
+    variable_size,
+)
+from ._spec import MethodSpec, ParamSpec
+
+__all__ = ["METHODS", "MethodSpec", "ParamSpec", "get_method"]
+
+_FAMILIES = (
+    fixed_size,
+    variable_size,
+    hierarchical,
+    univariate,
+    projection,
+    one_dimension,
+    genetic,
+    refine,
+)
+
+#: name -> MethodSpec, in family order.
+METHODS: dict[str, MethodSpec] = {}
+for _family in _FAMILIES:
+    for _spec in _family.SPECS:
+        if _spec.name in METHODS:  # pragma: no cover - caught by the registry test
+            raise RuntimeError(f"method {_spec.name!r} registered twice")
+        METHODS[_spec.name] = _spec
+
+
+def get_method(name: str) -> MethodSpec:
+    """The :class:`MethodSpec` called ``name``; :class:`InvalidParameterError` if none."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise InvalidParameterError(
+            f"unknown method {name!r} (known: {', '.join(METHODS)})"
+        ) from None
