@@ -1,7 +1,411 @@
-"""Method family module (being filled in); see methods/__init__.py."""
+"""Univariate and sorted-axis methods: optimal univariate, individual ranking, UFS, simple.
+
+Every function takes a validated (n, p) float matrix -- z-scored by the caller -- and
+the minimum group size ``k``. ``optimal_1d``, ``ufs`` and ``simple`` return canonical
+labels (groups numbered in order of first appearance in the input);
+``individual_ranking`` returns one canonical partition per column, shape (n, p).
+
+Sorting is always stable, so equal values keep their input order ("the record that
+comes first in the input wins"). The exact univariate dynamic programme lives here
+(:func:`optimal_contiguous_sizes`) and is shared with the projected methods of
+``projection.py``.
+"""
 
 from __future__ import annotations
 
-from ._spec import MethodSpec
+import numpy as np
+from numba import njit
 
-SPECS: tuple[MethodSpec, ...] = ()
+from ..errors import InvalidParameterError
+from ._axes import projection_axis, sort_order
+from ._common import check_k
+from ._spec import MethodSpec, ParamSpec
+
+__all__ = [
+    "optimal_1d",
+    "individual_ranking",
+    "ufs",
+    "simple",
+    "optimal_contiguous_sizes",
+    "fixed_contiguous_sizes",
+    "labels_from_sorted_sizes",
+    "SPECS",
+]
+
+
+# ---------------------------------------------------------------------------
+# Shared building blocks
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
+    # Shortest path over nodes 0..n (Hansen & Mukherjee 2003): node j = "the first j
+    # sorted values are grouped"; edge (i, j), k <= j - i <= 2k-1, costs the SSE of
+    # values i..j-1 (0-based). For each j the candidate groups ending at j are grown
+    # backwards one value at a time, so every edge costs O(1) and the whole DP O(n k).
+    # Sums are taken relative to the anchor v[j-1] (a member of every candidate
+    # group): no cancellation across the whole file as with global prefix sums.
+    n = v.shape[0]
+    cost = np.full(n + 1, np.inf)
+    back = np.zeros(n + 1, dtype=np.int64)
+    cost[0] = 0.0
+    for j in range(k, n + 1):
+        a = v[j - 1]
+        s = 0.0
+        q = 0.0
+        for t in range(j - 2, j - k, -1):  # the k-1 members other than the anchor
+            d = v[t] - a
+            s += d
+            q += d * d
+        best = np.inf
+        best_m = 0
+        top = min(2 * k - 1, j)
+        for m in range(k, top + 1):
+            d = v[j - m] - a
+            s += d
+            q += d * d
+            c = cost[j - m]
+            if c < np.inf:
+                e = q - s * s / m
+                if e < 0.0:
+                    e = 0.0
+                c += e
+                if c < best:  # strict: on ties the smallest last group wins
+                    best = c
+                    best_m = m
+        cost[j] = best
+        back[j] = best_m
+    # Walk back from node n; sizes come out last group first.
+    out = np.empty(n // k + 1, dtype=np.int64)
+    g = 0
+    j = n
+    while j > 0:
+        out[g] = back[j]
+        j -= back[j]
+        g += 1
+    return out[:g][::-1].copy()
+
+
+def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
+    """Group sizes of the optimal contiguous k-partition of sorted values.
+
+    Exact shortest path of Hansen & Mukherjee (2003): the groups of an optimal
+    univariate k-partition are contiguous in sorted order with k..2k-1 members, so
+    the best partition is the shortest path over nodes 0..n with edges (i, j),
+    i + k <= j <= i + 2k - 1, of cost = SSE of sorted values i+1..j.
+
+    Parameters
+    ----------
+    values_sorted : (n,) float array in non-decreasing order (n >= k).
+    k : minimum group size (>= 1).
+
+    Returns
+    -------
+    sizes : (g,) int64, the group sizes from the smallest values up; sum == n.
+
+    Notes
+    -----
+    O(n k) time, O(n) memory (numba). Among partitions of equal computed cost the
+    one whose last group is smallest wins, recursively from the top end.
+    """
+    v = np.ascontiguousarray(values_sorted, dtype=np.float64)
+    return _optimal_sizes_kernel(v, int(k))
+
+
+def fixed_contiguous_sizes(n: int, k: int) -> np.ndarray:
+    """Sizes of consecutive groups of k, the last one taking the remainder (k..2k-1)."""
+    g = n // k
+    sizes = np.full(g, k, dtype=np.int64)
+    sizes[-1] += n - g * k
+    return sizes
+
+
+def labels_from_sorted_sizes(order: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Canonical labels of a partition given as consecutive runs of a permutation.
+
+    ``order[pos]`` is the record at sorted position ``pos``; the runs of ``sizes``
+    along the sorted positions are the groups. Equal to
+    ``partition.canonical_labels`` of the same partition, in O(n + g log g) instead of
+    a full sort of the labels.
+    """
+    order = np.asarray(order, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    g = sizes.size
+    starts = np.zeros(g, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    first = np.minimum.reduceat(order, starts)  # first input position of each group
+    rank = np.empty(g, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(g)  # first positions are distinct
+    labels = np.empty(order.size, dtype=np.int64)
+    labels[order] = np.repeat(rank, sizes)
+    return labels
+
+
+def _as_matrix(X: np.ndarray) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise InvalidParameterError("the data matrix must be two-dimensional")
+    return X
+
+
+# ---------------------------------------------------------------------------
+# Methods
+# ---------------------------------------------------------------------------
+
+
+def optimal_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Optimal univariate microaggregation (Hansen & Mukherjee).
+
+    1. Sort the values of the single attribute (stable: ties keep input order).
+    2. Find the shortest path over nodes 0..n whose edges (i, j), i+k <= j <= i+2k-1,
+       cost the within-group SSE of sorted values i+1..j.
+    3. The edges of the path are the groups.
+
+    Parameters
+    ----------
+    X : (n, 1) float array (z-scored by the caller; the optimum does not depend on
+        the scaling); not mutated.
+    k : minimum group size, 2 <= k <= n.
+    rng : unused (deterministic method); accepted for the common contract.
+
+    Returns
+    -------
+    labels : (n,) int64, canonical; groups are contiguous in sorted order with
+        k..2k-1 members and their SSE is the minimum over *all* k-partitions.
+
+    Notes
+    -----
+    O(n log n) for the sort plus O(n k) for the dynamic programme (numba). Measured
+    on 1,000,000 values, k = 5: about 0.02 s for the DP and 0.2 s for the whole
+    method (sort and labels included), see ``benchmarks/univariate.py``.
+    Ties: equal values stay in input order; among partitions of equal computed SSE
+    the one whose last (largest-valued) group is smallest wins, recursively.
+
+    References
+    ----------
+    Hansen, S. L. & Mukherjee, S. (2003). A polynomial algorithm for optimal
+    univariate microaggregation. IEEE Transactions on Knowledge and Data Engineering
+    15(4), 1043-1044.
+
+    Examples
+    --------
+    >>> X = np.array([[6.0], [2.0], [0.7], [1.1], [5.0], [1.0], [5.1]])
+    >>> optimal_1d(X, 3).tolist()
+    [0, 1, 1, 1, 0, 1, 0]
+    """
+    X = _as_matrix(X)
+    n = check_k(X, k)
+    if X.shape[1] != 1:
+        raise InvalidParameterError(
+            f"optimal-1d works on one attribute, got a block of {X.shape[1]}; "
+            "use individual-ranking --optimal for several attributes"
+        )
+    x = X[:, 0]
+    order = sort_order(x)
+    sizes = optimal_contiguous_sizes(x[order], k)
+    assert int(sizes.sum()) == n
+    return labels_from_sorted_sizes(order, sizes)
+
+
+def individual_ranking(
+    X: np.ndarray,
+    k: int,
+    *,
+    rng: np.random.Generator | None = None,
+    optimal: bool = False,
+) -> np.ndarray:
+    """Individual ranking: every attribute microaggregated on its own.
+
+    For each column j: sort its values (stable), then either cut the sorted column
+    into consecutive groups of k with the last group taking the remainder (k..2k-1),
+    or, with ``optimal=True``, use the optimal univariate partition of
+    :func:`optimal_1d`. Each column gets its own partition.
+
+    Parameters
+    ----------
+    X : (n, p) float array (z-scored by the caller; the partitions do not depend on
+        the scaling); not mutated.
+    k : minimum group size, 2 <= k <= n.
+    rng : unused (deterministic method).
+    optimal : use the optimal univariate partition per column.
+
+    Returns
+    -------
+    labels : (n, p) int64; column j is the canonical partition of attribute j, every
+        group with k..2k-1 records.
+
+    Notes
+    -----
+    O(p n log n) (plus O(p n k) with ``optimal``). The result is k-anonymous per
+    attribute only: the combination of several protected attributes usually
+    identifies groups much smaller than k (higher disclosure risk than a joint
+    partition). Ties: equal values keep input order.
+
+    References
+    ----------
+    Defays, D. & Nanopoulos, P. (1993). Panels of enterprises and confidentiality:
+    the small aggregates method. Proceedings of the 1992 Symposium on Design and
+    Analysis of Longitudinal Surveys, Statistics Canada, 195-204.
+    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
+    microaggregation for statistical disclosure control. IEEE TKDE 14(1), 189-201.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 9.0], [2.0, 1.0], [3.0, 8.0], [4.0, 2.0]])
+    >>> individual_ranking(X, 2).tolist()
+    [[0, 0], [0, 1], [1, 0], [1, 1]]
+    """
+    X = _as_matrix(X)
+    n = check_k(X, k)
+    out = np.empty(X.shape, dtype=np.int64)
+    fixed = fixed_contiguous_sizes(n, k)
+    for j in range(X.shape[1]):
+        order = sort_order(X[:, j])
+        sizes = optimal_contiguous_sizes(X[order, j], k) if optimal else fixed
+        out[:, j] = labels_from_sorted_sizes(order, sizes)
+    return out
+
+
+def ufs(
+    X: np.ndarray,
+    k: int,
+    *,
+    rng: np.random.Generator | None = None,
+    order: str = "fpc",
+    descending: bool = False,
+) -> np.ndarray:
+    """Univariate fixed size microaggregation on a sorted axis.
+
+    1. Project every record on the axis named by ``order`` (``sz`` sum of z-scores,
+       ``fpc`` first principal component, ``pv:J`` column J; see ``_axes.py``).
+    2. Sort the records by it (stable; ascending unless ``descending``).
+    3. Consecutive groups of k records; the last group takes the remainder (k..2k-1).
+
+    Parameters
+    ----------
+    X : (n, p) float array, z-scored; not mutated.
+    k : minimum group size, 2 <= k <= n.
+    rng : unused (deterministic method).
+    order : ``"fpc"`` (default), ``"sz"`` or ``"pv:J"``.
+    descending : sort from the largest projected value down.
+
+    Returns
+    -------
+    labels : (n,) int64, canonical; all groups of size k except the last one.
+
+    Notes
+    -----
+    O(n p) for the axis plus O(n log n) for the sort. Ties (equal projected values)
+    keep input order in both directions.
+
+    References
+    ----------
+    Defays, D. & Anwar, M. N. (1998). Masking microdata using micro-aggregation.
+    Journal of Official Statistics 14(4), 449-461.
+    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
+    microaggregation for statistical disclosure control. IEEE TKDE 14(1), 189-201.
+
+    Examples
+    --------
+    >>> X = np.array([[3.0, 0.0], [0.0, 1.0], [2.0, 5.0], [1.0, 4.0]])
+    >>> ufs(X, 2, order="pv:0").tolist()
+    [0, 1, 0, 1]
+    """
+    X = _as_matrix(X)
+    n = check_k(X, k)
+    perm = sort_order(projection_axis(X, order), descending=descending)
+    return labels_from_sorted_sizes(perm, fixed_contiguous_sizes(n, k))
+
+
+def simple(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Simple microaggregation: consecutive groups of k records in file order.
+
+    Records 1..k form the first group, k+1..2k the second, and so on; the last group
+    takes the remainder (k..2k-1 records). The values are not looked at.
+
+    Parameters
+    ----------
+    X : (n, p) float array; not mutated (only its number of rows is used).
+    k : minimum group size, 2 <= k <= n.
+    rng : unused (deterministic method).
+
+    Returns
+    -------
+    labels : (n,) int64, canonical (already non-decreasing).
+
+    Notes
+    -----
+    O(n). A baseline: its information loss shows what a method gains over ignoring
+    the data (sdcMicro's ``simple`` method does the same).
+
+    References
+    ----------
+    Templ, M., Kowarik, A. & Meindl, B. (2015). Statistical disclosure control for
+    micro-data using the R package sdcMicro. Journal of Statistical Software 67(4)
+    (method ``simple`` of ``microaggregation``).
+
+    Examples
+    --------
+    >>> simple(np.zeros((7, 1)), 3).tolist()
+    [0, 0, 0, 1, 1, 1, 1]
+    """
+    X = _as_matrix(X)
+    n = check_k(X, k)
+    return np.minimum(np.arange(n, dtype=np.int64) // k, n // k - 1)
+
+
+_ORDER = ParamSpec(
+    "order", "str", "fpc",
+    "sorting axis: fpc (first principal component), sz (sum of z-scores) or pv:COLUMN",
+    choices=("fpc", "sz", "pv:"),
+)
+
+SPECS: tuple[MethodSpec, ...] = (
+    MethodSpec(
+        name="optimal-1d",
+        func=optimal_1d,
+        summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
+        reference=(
+            "Hansen & Mukherjee (2003), A polynomial algorithm for optimal univariate "
+            "microaggregation, IEEE TKDE 15(4)"
+        ),
+        max_columns=1,
+    ),
+    MethodSpec(
+        name="individual-ranking",
+        func=individual_ranking,
+        summary="each attribute grouped on its own (k-anonymous per attribute only)",
+        reference=(
+            "Defays & Nanopoulos (1993), Panels of enterprises and confidentiality: the "
+            "small aggregates method, Proc. Symposium on Longitudinal Surveys, Statistics Canada"
+        ),
+        params=(
+            ParamSpec("optimal", "bool", False,
+                      "use the exact optimal univariate partition on each attribute"),
+        ),
+        output="column_labels",
+    ),
+    MethodSpec(
+        name="ufs",
+        func=ufs,
+        summary="univariate fixed size: sort records on one axis, consecutive groups of k",
+        reference=(
+            "Defays & Anwar (1998), Masking microdata using micro-aggregation, "
+            "Journal of Official Statistics 14(4)"
+        ),
+        params=(
+            _ORDER,
+            ParamSpec("descending", "bool", False, "sort from the largest axis value down"),
+        ),
+    ),
+    MethodSpec(
+        name="simple",
+        func=simple,
+        summary="baseline: consecutive groups of k records in file order",
+        reference=(
+            "Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data "
+            "using the R package sdcMicro, Journal of Statistical Software 67(4)"
+        ),
+    ),
+)

@@ -1,0 +1,87 @@
+"""The ``sdc`` command line: a click group and its subcommands, nothing else.
+
+Each subcommand lives in ``microagg_cli/commands/`` (one module per command) and only
+parses options, calls one library function and prints. Errors are turned into
+``Error: <one line>`` and the documented exit code in one place: :class:`SdcGroup`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+
+import click
+
+from . import __version__
+from .commands import COMMANDS
+from .errors import SdcError
+
+__all__ = ["cli", "main"]
+
+
+class SdcGroup(click.Group):
+    """Click group converting :class:`SdcError` to one stderr line and its exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except SdcError as exc:
+            click.echo(f"Error: {_one_line(exc)}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted; nothing was written", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # a bug: say so, traceback only with --debug
+            if ctx.obj and ctx.obj.get("debug"):
+                traceback.print_exc()
+            click.echo(
+                f"Error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
+                "re-run with --debug for the traceback and report it",
+                err=True,
+            )
+            ctx.exit(1)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+@click.group(cls=SdcGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="sdc")
+@click.option("--debug", is_flag=True, help="Show the traceback of unexpected errors (exit code 1).")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """sdc: microaggregation for statistical disclosure control of numerical microdata.
+
+    Protect a CSV/Parquet file so that every record shares its protected values with
+    at least k-1 others, and measure what it cost.
+
+    \b
+    Example:
+      sdc protect sample_data/census.csv -o protected.csv -k 3 --report report.json
+
+    \b
+    Exit codes: 0 success, 1 internal error, 2 bad option or parameter,
+    3 bad data or file, 4 infeasible (fewer records than k) or failed k-check,
+    5 a risk/utility gate failed.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Console-script entry point (``sdc``)."""
+    logging.captureWarnings(True)
+    try:
+        cli(prog_name="sdc")
+    except KeyboardInterrupt:  # raised outside invoke (e.g. while parsing)
+        click.echo("Error: interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,8 @@
+"""The subcommands of ``sdc``, one module each; ``cli.py`` registers ``COMMANDS``."""
+
+from __future__ import annotations
+
+from .protect import protect_command
+
+#: Every subcommand, in the order ``sdc --help`` lists them.
+COMMANDS = (protect_command,)

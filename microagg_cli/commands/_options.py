@@ -1,0 +1,81 @@
+"""Options and helpers shared by the subcommands (click only; no computation)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Callable
+
+import click
+
+from ..errors import InvalidParameterError
+
+__all__ = ["verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "stderr_console"]
+
+
+def verbosity_options(func: Callable) -> Callable:
+    """``-q/--quiet`` and ``-v/--verbose`` (repeatable)."""
+    func = click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")(func)
+    func = click.option("-q", "--quiet", is_flag=True, help="No summary, progress or warnings on stderr; errors only.")(func)
+    return func
+
+
+def format_options(func: Callable) -> Callable:
+    """``--input-format``, ``--output-format``, ``--delimiter``."""
+    func = click.option("--delimiter", default=None, metavar="CHAR",
+                        help="CSV delimiter of the input (default: sniffed from , ; TAB |).")(func)
+    func = click.option("--output-format", type=click.Choice(["csv", "parquet"]), default=None,
+                        help="Output format (default: from the extension).")(func)
+    func = click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
+                        help="Input format (default: from the extension).")(func)
+    return func
+
+
+def setup_logging(quiet: bool, verbose: int) -> None:
+    """Logs go to stderr: rich on a terminal, plain lines otherwise; -q keeps errors only."""
+    level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    logger = logging.getLogger("microagg_cli")
+    logger.handlers.clear()
+    logger.propagate = False
+    if sys.stderr.isatty():
+        from rich.logging import RichHandler
+
+        handler: logging.Handler = RichHandler(console=stderr_console(), show_time=False, show_path=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("sdc: %(levelname)s: %(message)s"))
+    handler.setLevel(level)
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+def stderr_console():
+    """A rich console on stderr (plain text when stderr is not a terminal)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=False)
+
+
+def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
+    """``("gamma=0.3", "order=fpc")`` -> ``{"gamma": "0.3", "order": "fpc"}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InvalidParameterError(f"--param expects NAME=VALUE, got {item!r}")
+        if name in out:
+            raise InvalidParameterError(f"--param {name!r} given twice")
+        out[name] = value.strip()
+    return out
+
+
+def split_names(value: str | None) -> list[str] | None:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None."""
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")]
+    if any(not v for v in names):
+        raise InvalidParameterError(f"empty column name in {value!r}")
+    return names

@@ -1,0 +1,168 @@
+"""Generate the man pages in ``man/`` from the click command tree.
+
+Run ``python -m microagg_cli.manpages man README.md`` after changing any option or
+method; a test fails when ``man/`` or the generated README sections are out of date. Written here rather than with click-man so the pages
+carry no build date (the drift test must not fail on a new day) and include the
+exit-code table and the method list.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import EXIT_CODES
+
+__all__ = ["render_pages", "write_pages"]
+
+
+def _esc(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace("-", "\\-")
+    lines = []
+    for line in text.splitlines():
+        if line.startswith((".", "'")):
+            line = "\\&" + line
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _help_paragraphs(help_text: str) -> list[str]:
+    import inspect
+
+    out = []
+    for para in inspect.cleandoc(help_text).split("\n\n"):
+        para = para.strip("\n")
+        if para.startswith("\b"):
+            body = para[1:].strip("\n")
+            out.append(".nf\n" + _esc(body) + "\n.fi")
+        else:
+            out.append(_esc(" ".join(para.split())))
+    return out
+
+
+def _options(ctx: click.Context, command: click.Command) -> list[str]:
+    out = []
+    for param in command.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        opts, help_text = record
+        out.append(f".TP\n\\fB{_esc(opts)}\\fR\n{_esc(' '.join(help_text.split()))}")
+    return out
+
+
+def _exit_codes() -> str:
+    rows = [".SH EXIT STATUS"]
+    for code, cls, meaning in EXIT_CODES:
+        label = f" ({cls})" if cls else ""
+        rows.append(f".TP\n\\fB{code}\\fR\n{_esc(meaning + label)}")
+    return "\n".join(rows)
+
+
+def _page(name: str, command: click.Command, ctx: click.Context, extra: list[str]) -> str:
+    short = (command.short_help or command.get_short_help_str(limit=200) or "").strip()
+    usage = " ".join(command.collect_usage_pieces(ctx))
+    parts = [
+        f'.TH "{name.upper()}" "1" "" "sdc {__version__}" "sdc manual"',
+        ".SH NAME",
+        f"{_esc(name)} \\- {_esc(short)}",
+        ".SH SYNOPSIS",
+        f"\\fB{_esc(ctx.command_path)}\\fR {_esc(usage)}",
+        ".SH DESCRIPTION",
+        "\n.PP\n".join(_help_paragraphs(command.help or "")),
+        ".SH OPTIONS",
+        "\n".join(_options(ctx, command)),
+        *extra,
+        _exit_codes(),
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def render_pages() -> dict[str, str]:
+    """``{file name: troff text}`` for ``sdc`` and every subcommand."""
+    from .cli import cli
+    from .commands.protect import methods_text
+
+    root = click.Context(cli, info_name="sdc")
+    pages = {}
+    subs = sorted(cli.list_commands(root))
+    see_also = ".SH SEE ALSO\n" + ", ".join(f"\\fBsdc\\-{s}\\fR(1)" for s in subs)
+    commands = ".SH COMMANDS\n" + "\n".join(
+        f".TP\n\\fBsdc {_esc(s)}\\fR\n{_esc(cli.get_command(root, s).get_short_help_str(limit=200))}"
+        for s in subs
+    )
+    pages["sdc.1"] = _page("sdc", cli, root, [commands, see_also])
+    for s in subs:
+        cmd = cli.get_command(root, s)
+        ctx = click.Context(cmd, info_name=s, parent=root)
+        extra = []
+        if s == "protect":
+            extra.append(".SH METHODS\n.nf\n" + _esc(methods_text()) + "\n.fi")
+        extra.append(".SH SEE ALSO\n\\fBsdc\\fR(1)")
+        pages[f"sdc-{s}.1"] = _page(f"sdc-{s}", cmd, ctx, extra)
+    return pages
+
+
+def write_pages(target: str | Path) -> list[Path]:
+    """Write every page into ``target``; remove stale ``sdc*.1`` pages."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    pages = render_pages()
+    for old in target.glob("sdc*.1"):
+        if old.name not in pages:
+            old.unlink()
+    written = []
+    for name, text in pages.items():
+        path = target / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+
+
+def exit_code_table() -> str:
+    """The exit-code table as Markdown (for README.md)."""
+    rows = ["| code | error class | meaning |", "|---|---|---|"]
+    rows += [f"| {c} | {cls or '-'} | {m} |" for c, cls, m in EXIT_CODES]
+    return "\n".join(rows)
+
+
+def method_table() -> str:
+    """Every registered method as a Markdown table (for README.md)."""
+    from .methods import METHODS
+
+    rows = ["| method | what it does | parameters | reference |", "|---|---|---|---|"]
+    for spec in METHODS.values():
+        params = "<br>".join(f"`{p.name}`={p.default!r}" for p in spec.params) or "-"
+        rows.append(f"| `{spec.name}` | {spec.summary} | {params} | {spec.reference} |")
+    return "\n".join(rows)
+
+
+def refresh_readme(path: str | Path) -> bool:
+    """Rewrite the generated sections of README.md; True when something changed."""
+    import re
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    new = text
+    for tag, body in (("exit-codes", exit_code_table()), ("methods", method_table())):
+        new = re.sub(
+            rf"(<!-- {tag}:start -->)\n.*?(<!-- {tag}:end -->)",
+            lambda m, body=body: m.group(1) + "\n" + body + "\n" + m.group(2),
+            new,
+            flags=re.S,
+        )
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":
+    for page in write_pages(sys.argv[1] if len(sys.argv) > 1 else "man"):
+        print(page)
+    if len(sys.argv) > 2 and refresh_readme(sys.argv[2]):
+        print(sys.argv[2])
