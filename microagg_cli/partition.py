@@ -112,11 +112,13 @@ def aggregate(
 
     Parameters
     ----------
-    X : (n, p) float array, original units.
+    X : (n, p) float array, original units; NaN marks a missing cell, which stays
+        missing (the statistic of a group uses its non-missing values of each column).
     labels : (n,) partition.
     stat : ``"mean"`` (weighted when ``weights`` is given), ``"median"`` or
         ``"trimmed:P"`` (trimmed mean cutting a share P from each end).
-    weights : optional (n,) positive sampling weights (mean only).
+    weights : optional (n,) positive sampling weights (mean only). Weighted means
+        preserve the weighted total of every column exactly (up to rounding).
 
     Returns
     -------
@@ -124,26 +126,41 @@ def aggregate(
     """
     X = np.asarray(X, dtype=np.float64)
     labels = canonical_labels(np.asarray(labels))
+    missing = np.isnan(X)
     if stat == "mean":
-        if weights is None:
+        w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+        if weights is None and not missing.any():
             return group_centroids(X, labels)[labels]
-        w = np.asarray(weights, dtype=np.float64)
-        wsum = np.bincount(labels, weights=w)
-        sums = np.zeros((wsum.size, X.shape[1]))
-        np.add.at(sums, labels, X * w[:, None])
-        return (sums / wsum[:, None])[labels]
+        n_groups = int(labels.max()) + 1 if labels.size else 0
+        W = np.where(missing, 0.0, w[:, None])
+        wsum = np.zeros((n_groups, X.shape[1]))
+        sums = np.zeros((n_groups, X.shape[1]))
+        np.add.at(wsum, labels, W)
+        np.add.at(sums, labels, np.where(missing, 0.0, X) * W)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = (sums / wsum)[labels]
+        out[missing] = np.nan
+        return out
+    if weights is not None:
+        raise ValueError("sampling weights apply to the mean only")
     out = np.empty_like(X)
     order = np.argsort(labels, kind="stable")
     bounds = np.flatnonzero(np.diff(labels[order])) + 1
     for members in np.split(order, bounds):
         block = X[members]
-        if stat == "median":
-            out[members] = np.median(block, axis=0)
-        elif stat.startswith("trimmed:"):
-            prop = float(stat.split(":", 1)[1])
-            out[members] = [_trimmed_mean(block[:, j], prop) for j in range(X.shape[1])]
-        else:  # validated by the caller; guard for library users
-            raise ValueError(f"unknown aggregation statistic {stat!r}")
+        for j in range(X.shape[1]):
+            col = block[:, j]
+            col = col[~np.isnan(col)]
+            if col.size == 0:
+                value = np.nan
+            elif stat == "median":
+                value = float(np.median(col))
+            elif stat.startswith("trimmed:"):
+                value = _trimmed_mean(col, float(stat.split(":", 1)[1]))
+            else:  # validated by the caller; guard for library users
+                raise ValueError(f"unknown aggregation statistic {stat!r}")
+            out[members, j] = value
+    out[missing] = np.nan
     return out
 
 

@@ -48,12 +48,27 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="Statistic replacing each group's values.")
 @click.option("-s", "--seed", type=int, default=0, show_default=True,
               help="Seed of randomised methods; same seed, same output, byte for byte.")
+@click.option("--strata", default=None, metavar="COL[,COL]",
+              help="Microaggregate within each stratum (value combination of these columns); groups never mix strata.")
+@click.option("--small-strata", type=click.Choice(["error", "merge", "suppress"]), default="error", show_default=True,
+              help="Strata with fewer than K records: refuse, merge into the stratum nearest in centroid, or blank their protected values.")
+@click.option("--weights", default=None, metavar="COL",
+              help="Sampling weights (positive): group values are weighted means, preserving weighted totals.")
+@click.option("--missing", type=click.Choice(["error", "complete", "available"]), default="error", show_default=True,
+              help="Missing protected values: refuse; leave such records out of the grouping (their protected values "
+                   "are blanked); or group on the observed values (mdav only; missing cells stay missing).")
+@click.option("--shuffle-rows", is_flag=True, help="Write rows in a seeded random order so the order does not reveal groups.")
+@click.option("--id-column", default=None, metavar="COL", help="Identifier column (pass-through), for --regenerate-ids.")
+@click.option("--regenerate-ids", is_flag=True, help="Replace --id-column with fresh random ids (seeded permutation of 1..n).")
+@click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
+              help="Decimal mark of CSV input and output (',' for European CSV with ';' delimiter).")
 @click.option("-f", "--force", is_flag=True, help="Replace OUTPUT/report if they exist.")
 @format_options
 @click.option("--list-methods", is_flag=True, expose_value=False, is_eager=True, callback=_list_methods,
               help="List every method with its parameters and reference, then exit.")
 @verbosity_options
-def protect_command(input, output, k, method, params, columns, drop, report, stat, seed, force,
+def protect_command(input, output, k, method, params, columns, drop, report, stat, seed, strata, small_strata,
+                    weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, force,
                     input_format, output_format, delimiter, quiet, verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
 
@@ -69,13 +84,17 @@ def protect_command(input, output, k, method, params, columns, drop, report, sta
       sdc protect sample_data/census.csv -o protected.csv -k 3 --report report.json
       sdc protect survey.parquet -o out.parquet -k 5 -m vmdav -p gamma=0.3 \\
           --columns income,expend,savings --drop hh_id
+      sdc protect sample_data/household.csv -o hh.csv -k 3 --columns income,expend,savings \\
+          --strata urbrur --weights sampling_weight --report hh.json
     """
     setup_logging(quiet, verbose)
     rep = api.protect(
         input, output, k=k, method=method, params=parse_params(params),
         columns=split_names(columns), drop=split_names(drop), report=report, seed=seed,
         stat=stat, force=force, input_format=input_format, output_format=output_format,
-        delimiter=delimiter,
+        delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
+        weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
+        regenerate_ids=regenerate_ids,
     )
     if not quiet:
         _summary(rep)
@@ -94,6 +113,15 @@ def _summary(rep: dict) -> None:
         table.add_row(b["name"], b["method"]["name"], str(b["k"]), str(len(b["columns"])), str(groups),
                       f"{b['il_sse']:.4f}", f"{b['k_prime']:.2f}", f"{b['seconds']:.2f}")
     console.print(table)
+    for b in rep["blocks"]:
+        st = b.get("strata")
+        if st:
+            console.print(f"{b['name']}: {st['count']} strata on {', '.join(st['columns'])}; "
+                          f"merged {len(st['merged'])}, suppressed {len(st['suppressed'])} ({st['policy']})")
+        miss = b.get("missing", {})
+        if miss.get("missing_cells"):
+            console.print(f"{b['name']}: {miss['missing_cells']} missing cell(s), policy {miss['policy']}; "
+                          f"{miss['records_not_grouped']} record(s) not grouped")
     cols = rep["columns"]
     console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
                   f"passed through {len(cols['passthrough'])}, dropped {len(cols['dropped'])} column(s); "

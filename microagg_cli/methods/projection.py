@@ -25,7 +25,7 @@ from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
-from .univariate import labels_from_sorted_sizes, optimal_contiguous_sizes
+from .univariate import _check_kernel_input, labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
     "pcp",
@@ -84,6 +84,8 @@ def _optimal_sizes_multi_kernel(Z: np.ndarray, k: int) -> np.ndarray:  # pragma:
     g = 0
     j = n
     while j > 0:
+        if back[j] <= 0:  # unreachable for finite input with n >= k
+            raise ValueError("no feasible partition (non-finite values or n < k)")
         out[g] = back[j]
         j -= back[j]
         g += 1
@@ -109,6 +111,7 @@ def optimal_contiguous_sizes_multi(Z_sorted: np.ndarray, k: int) -> np.ndarray:
     Z = np.ascontiguousarray(Z_sorted, dtype=np.float64)
     if Z.ndim != 2:
         raise InvalidParameterError("the data matrix must be two-dimensional")
+    _check_kernel_input(Z, k)
     return _optimal_sizes_multi_kernel(Z, int(k))
 
 
@@ -174,8 +177,8 @@ _NOTES = """
     Notes
     -----
     O(n p) for the axis, O(n log n) for the sort and O(n k p) for the dynamic
-    programme (numba). Measured on 100,000 x 10 z-scored records, k = 5: well under
-    a second (see ``benchmarks/univariate.py``). Ties: equal projected values keep
+    programme (numba). Measured on 100,000 x 10 z-scored records, k = 5: 0.03 s
+    (zscores) to 0.11 s (pcp), see ``benchmarks/univariate.py``. Ties: equal projected values keep
     input order; among partitions of equal computed SSE the one whose last group (in
     projected order) is smallest wins, recursively.
 

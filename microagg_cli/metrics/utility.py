@@ -1,10 +1,35 @@
-"""Information-loss measures of a protected matrix against its original."""
+"""Information-loss measures of a protected matrix against its original.
+
+Every function takes the original ``X`` and the protected ``Xp`` as (n, p) float
+arrays (same records in the same order, original units) and never mutates them.
+Conventions of ``spec/metrics.md``: z-scores use the **original's** means and
+population standard deviations (a constant column gets scale 1); covariances use the
+divisor n; where a division by zero could occur the cell is skipped and the number of
+skipped cells is returned next to the value (``value`` is ``None`` when every cell was
+skipped).
+"""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any, Sequence
 
-__all__ = ["il_sse"]
+import numpy as np
+from scipy.spatial import cKDTree
+
+__all__ = [
+    "il_sse",
+    "il_sse_blocks",
+    "il_score",
+    "il1s",
+    "data_quality",
+    "lb_nn",
+    "lb_nn_blocks",
+    "optimality_gap",
+    "IL_SCORE_FORMULA",
+]
+
+#: The formula of IL_score as printed in the report.
+IL_SCORE_FORMULA = "100 * mean(min(IL1,1), min(IL2,1), min(IL3,1), min(IL4,1), min(IL5,1))"
 
 
 def il_sse(X: np.ndarray, Xp: np.ndarray) -> float:
@@ -30,3 +55,412 @@ def il_sse(X: np.ndarray, Xp: np.ndarray) -> float:
     if sst == 0:
         return 0.0
     return 100.0 * float(((Z - Zp) ** 2).sum()) / sst
+
+
+# ---------------------------------------------------------------------------------
+# helpers
+
+
+def _as_pair(X: np.ndarray, Xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    Xp = np.asarray(Xp, dtype=np.float64)
+    if X.ndim != 2 or X.shape != Xp.shape:
+        from ..errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"original and protected matrices must have the same 2-D shape, "
+            f"got {X.shape} and {Xp.shape}"
+        )
+    return X, Xp
+
+
+def _zscore_pair(X: np.ndarray, Xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Z, Z': both z-scored with the original's means and population sds."""
+    mean = X.mean(axis=0)
+    sd = X.std(axis=0)
+    scale = np.where(sd > 0, sd, 1.0)
+    return (X - mean) / scale, (Xp - mean) / scale
+
+
+def _constant(X: np.ndarray) -> np.ndarray:
+    """Boolean (p,): columns whose values are all equal."""
+    if X.shape[0] == 0:
+        return np.ones(X.shape[1], dtype=bool)
+    return np.ptp(X, axis=0) == 0
+
+
+def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Means, covariance matrix (divisor n) and the constant-column mask.
+
+    A constant column gets its value as mean and exactly zero (co)variances, so that
+    "zero denominator" is decided exactly, never by rounding noise.
+    """
+    const = _constant(X)
+    mean = X.mean(axis=0)
+    mean[const] = X[0, const]
+    C = X - mean
+    C[:, const] = 0.0
+    cov = (C.T @ C) / X.shape[0]
+    return mean, cov, const
+
+
+def _correlations(cov: np.ndarray, const: np.ndarray) -> np.ndarray:
+    """Pearson correlations from a covariance matrix; NaN where a column is constant."""
+    sd = np.sqrt(np.diag(cov))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = cov / np.outer(sd, sd)
+    r[const, :] = np.nan
+    r[:, const] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def _mean_ratio(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
+    """Mean of |num| / |den| over cells with den != 0; skipped cells counted."""
+    num = np.abs(np.asarray(num, dtype=np.float64)).ravel()
+    den = np.abs(np.asarray(den, dtype=np.float64)).ravel()
+    ok = den != 0
+    used = int(ok.sum())
+    value = float((num[ok] / den[ok]).mean()) if used else None
+    return {"value": value, "cells": used, "skipped": int(num.size - used)}
+
+
+# ---------------------------------------------------------------------------------
+# IL_SSE per block
+
+
+def _sse_sst_columns(X: np.ndarray, Xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    Z, Zp = _zscore_pair(X, Xp)
+    sse = ((Z - Zp) ** 2).sum(axis=0)
+    sst = ((Z - Z.mean(axis=0)) ** 2).sum(axis=0)
+    return sse, sst
+
+
+def _blocks_or_all(blocks: Sequence[Sequence[int]] | None, p: int) -> list[list[int]]:
+    return [list(range(p))] if blocks is None else [list(map(int, b)) for b in blocks]
+
+
+def il_sse_blocks(
+    X: np.ndarray, Xp: np.ndarray, blocks: Sequence[Sequence[int]] | None = None
+) -> dict[str, Any]:
+    """IL_SSE per block and overall.
+
+    Parameters
+    ----------
+    X, Xp : (n, p) original and protected matrices.
+    blocks : lists of column positions (default: one block of all columns).
+
+    Returns
+    -------
+    ``{"overall": float, "per_block": [float, ...]}``; overall = 100 * (sum of the
+    blocks' ||Z - Z'||^2) / (sum of their SST). A block whose SST is 0 (all columns
+    constant) reports 0.0, like :func:`il_sse`.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 1.0], [2.0, 1.0], [4.0, 5.0], [6.0, 5.0]])
+    >>> Xp = np.array([[1.0, 1.0], [1.0, 1.0], [5.0, 5.0], [5.0, 5.0]])
+    >>> round(il_sse_blocks(X, Xp)["overall"], 6)
+    5.0
+    """
+    X, Xp = _as_pair(X, Xp)
+    sse, sst = _sse_sst_columns(X, Xp)
+    per_block = []
+    for cols in _blocks_or_all(blocks, X.shape[1]):
+        den = float(sst[cols].sum())
+        per_block.append(100.0 * float(sse[cols].sum()) / den if den > 0 else 0.0)
+    den = float(sst.sum())
+    overall = 100.0 * float(sse.sum()) / den if den > 0 else 0.0
+    return {"overall": overall, "per_block": per_block}
+
+
+# ---------------------------------------------------------------------------------
+# IL1..IL5 and the score
+
+
+def il_score(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
+    """The "score" family IL1..IL5 and IL_score.
+
+    - IL1: mean over the n*p cells of |x_ij - x'_ij| / |x_ij| (cells with x_ij = 0
+      skipped);
+    - IL2: mean over attributes of |mean_j - mean'_j| / |mean_j|;
+    - IL3: mean over the p(p+1)/2 entries i <= j of |v_ij - v'_ij| / |v_ij|
+      (covariances with divisor n; zero original covariances skipped);
+    - IL4: the same over the variances v_jj only;
+    - IL5: mean over the p(p-1)/2 pairs i < j of |r_ij - r'_ij| (pairs where a column is
+      constant in the original or the protected file have no correlation: skipped);
+    - IL_score = 100 * mean of the defined terms, each capped at 1 (with all five
+      defined this is the spec's sum / 5).
+
+    Returns
+    -------
+    ``{"il1": {"value", "cells", "skipped"}, ..., "il5": {...},
+    "il_score": {"value", "terms_used", "formula"}}``; a term whose cells were all
+    skipped (or that has no cells, e.g. IL5 with p = 1) has ``value`` None and is
+    left out of IL_score (listed in ``terms_used``).
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 2.0], [3.0, 6.0]])
+    >>> r = il_score(X, np.array([[2.0, 2.0], [2.0, 6.0]]))
+    >>> r["il1"]["value"], r["il2"]["value"], r["il4"]["value"]
+    (0.41666666666666663, 0.0, 0.5)
+    """
+    X, Xp = _as_pair(X, Xp)
+    n, p = X.shape
+    mean, cov, const = _moments(X)
+    mean_p, cov_p, const_p = _moments(Xp)
+    iu = np.triu_indices(p)
+    il1 = _mean_ratio(X - Xp, X)
+    il2 = _mean_ratio(mean - mean_p, mean)
+    il3 = _mean_ratio((cov - cov_p)[iu], cov[iu])
+    il4 = _mean_ratio(np.diag(cov) - np.diag(cov_p), np.diag(cov))
+    r = _correlations(cov, const)
+    rp = _correlations(cov_p, const_p)
+    ju = np.triu_indices(p, 1)
+    d = np.abs(r[ju] - rp[ju])
+    ok = ~np.isnan(d)
+    il5 = {
+        "value": float(d[ok].mean()) if ok.any() else None,
+        "cells": int(ok.sum()),
+        "skipped": int(d.size - ok.sum()),
+    }
+    out: dict[str, Any] = {"il1": il1, "il2": il2, "il3": il3, "il4": il4, "il5": il5}
+    used = [name for name in ("il1", "il2", "il3", "il4", "il5") if out[name]["value"] is not None]
+    value = (
+        100.0 * float(np.mean([min(out[name]["value"], 1.0) for name in used])) if used else None
+    )
+    out["il_score"] = {"value": value, "terms_used": used, "formula": IL_SCORE_FORMULA}
+    return out
+
+
+def il1s(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
+    """IL1s = mean over cells of |x_ij - x'_ij| / (sqrt(2) * s_j).
+
+    s_j is the sample sd (divisor n - 1) of original column j; the cells of a constant
+    column (or all cells when n < 2) are skipped and counted.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 5.0], [2.0, 5.0]])
+    >>> il1s(X, np.array([[1.0, 5.0], [1.0, 5.0]]))
+    {'value': 0.5, 'cells': 2, 'skipped': 2}
+    """
+    X, Xp = _as_pair(X, Xp)
+    n, p = X.shape
+    if n < 2:
+        return {"value": None, "cells": 0, "skipped": int(n * p)}
+    s = X.std(axis=0, ddof=1)
+    s[_constant(X)] = 0.0
+    den = np.broadcast_to(np.sqrt(2.0) * s, X.shape)
+    return _mean_ratio(X - Xp, den)
+
+
+# ---------------------------------------------------------------------------------
+# data quality
+
+
+def _first_pc(corr: np.ndarray) -> tuple[float, np.ndarray]:
+    """Largest eigenvalue and its unit eigenvector (largest-magnitude loading > 0)."""
+    vals, vecs = np.linalg.eigh(corr)
+    lam = float(vals[-1])
+    vec = vecs[:, -1].copy()
+    if vec[int(np.argmax(np.abs(vec)))] < 0:
+        vec = -vec
+    return lam, vec
+
+
+def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
+    """Mateo-Sanz & Domingo-Ferrer's data-quality comparison.
+
+    Returns
+    -------
+    dict with
+
+    - ``mean_sd_z``: ``{"value", "skipped"}`` mean over attributes of the population
+      sd of the z-scored protected attribute (z-scored with the original's mean and
+      sd, so 1.0 = no variance lost); constant original columns skipped;
+    - ``correlation_discrepancy``: ``{"mean", "sd", "pairs", "skipped"}`` of the
+      p(p-1)/2 values |r_ij - r'_ij| (population sd; pairs involving a constant column
+      skipped);
+    - ``pc1``: first principal component of the correlation matrix (columns constant
+      in neither file): ``{"share_before", "share_after", "share_change",
+      "loading_change", "correlation_change", "attributes", "skipped"}`` -- share of
+      variance it explains, mean |l_j - l'_j| of its unit loadings (the protected
+      vector's sign aligned with the original's) and mean absolute change of the
+      attributes' correlations with it (sqrt(lambda_1) * l_j). ``None`` values when
+      no column is usable.
+
+    References
+    ----------
+    Mateo-Sanz, J. M. & Domingo-Ferrer, J. (1998). A comparative study of
+    microaggregation methods. Questiio 22(3).
+    """
+    X, Xp = _as_pair(X, Xp)
+    n, p = X.shape
+    const = _constant(X)
+    const_p = _constant(Xp)
+    sd = X.std(axis=0)
+    sdp = Xp.std(axis=0)
+    ok = ~const
+    mean_sd = {
+        "value": float((sdp[ok] / sd[ok]).mean()) if ok.any() else None,
+        "skipped": int(const.sum()),
+    }
+    _, cov, _ = _moments(X)
+    _, cov_p, _ = _moments(Xp)
+    r = _correlations(cov, const)
+    rp = _correlations(cov_p, const_p)
+    ju = np.triu_indices(p, 1)
+    d = np.abs(r[ju] - rp[ju])
+    good = ~np.isnan(d)
+    corr = {
+        "mean": float(d[good].mean()) if good.any() else None,
+        "sd": float(d[good].std()) if good.any() else None,
+        "pairs": int(good.sum()),
+        "skipped": int(d.size - good.sum()),
+    }
+    cols = np.flatnonzero(~const & ~const_p)
+    pc: dict[str, Any] = {
+        "share_before": None,
+        "share_after": None,
+        "share_change": None,
+        "loading_change": None,
+        "correlation_change": None,
+        "attributes": int(cols.size),
+        "skipped": int(p - cols.size),
+    }
+    if cols.size:
+        lam, vec = _first_pc(r[np.ix_(cols, cols)])
+        lam_p, vec_p = _first_pc(rp[np.ix_(cols, cols)])
+        if float(vec @ vec_p) < 0:
+            vec_p = -vec_p
+        m = cols.size
+        pc.update(
+            share_before=lam / m,
+            share_after=lam_p / m,
+            share_change=(lam_p - lam) / m,
+            loading_change=float(np.abs(vec - vec_p).mean()),
+            correlation_change=float(
+                np.abs(np.sqrt(lam) * vec - np.sqrt(max(lam_p, 0.0)) * vec_p).mean()
+            ),
+        )
+    return {"mean_sd_z": mean_sd, "correlation_discrepancy": corr, "pc1": pc}
+
+
+# ---------------------------------------------------------------------------------
+# lower bound and optimality gap
+
+
+def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
+    """(1/(2k)) * sum_i sum_{l<k} d^2(z_i, l-th nearest neighbour of z_i)."""
+    n = Z.shape[0]
+    if k <= 1 or n == 0:
+        return 0.0
+    tree = cKDTree(Z)
+    rows = max(1, chunk_cells // k)
+    total = 0.0
+    for start in range(0, n, rows):
+        # the query returns the k nearest data points; the record itself (distance 0)
+        # is the smallest, so the k distances are 0 plus its k-1 nearest others, also
+        # with duplicate rows
+        d, _ = tree.query(Z[start: start + rows], k=k)
+        total += float((d * d).sum())
+    return total / (2.0 * k)
+
+
+def lb_nn_blocks(
+    X: np.ndarray, k: int, blocks: Sequence[Sequence[int]] | None = None
+) -> dict[str, Any]:
+    """LB_NN per block and overall (see :func:`lb_nn`).
+
+    Returns ``{"overall": float | None, "per_block": [...]}`` with None when the
+    file has fewer than k records (no k-partition exists).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    blist = _blocks_or_all(blocks, p)
+    if n < k:
+        return {"overall": None, "per_block": [None] * len(blist)}
+    mean = X.mean(axis=0)
+    sd = X.std(axis=0)
+    Z = (X - mean) / np.where(sd > 0, sd, 1.0)
+    sst_col = ((Z - Z.mean(axis=0)) ** 2).sum(axis=0)
+    per_block = []
+    num_total = 0.0
+    for cols in blist:
+        num = _lb_nn_sum(Z[:, cols], int(k))
+        den = float(sst_col[cols].sum())
+        num_total += num
+        per_block.append(100.0 * num / den if den > 0 else 0.0)
+    den = float(sst_col.sum())
+    return {"overall": 100.0 * num_total / den if den > 0 else 0.0, "per_block": per_block}
+
+
+def lb_nn(X: np.ndarray, k: int) -> float | None:
+    """LB_NN: a lower bound on IL_SSE of every k-partition of ``X`` (one block).
+
+    LB_NN = 100 * (1/(2k)) * sum_i sum_{l=1..k-1} d^2(z_i, l-th nearest neighbour
+    of z_i) / SST, with Z the z-scored ``X`` (original means, population sds).
+
+    Parameters
+    ----------
+    X : (n, p) original matrix (not z-scored).
+    k : minimum group size.
+
+    Returns
+    -------
+    float, or None when n < k.
+
+    Notes
+    -----
+    Valid because SSE of a group g of m >= k records is (1/(2m)) times the sum of
+    squared distances over ordered pairs in g, and each record's m-1 partners are at
+    least as far on average as its k-1 nearest neighbours, with (m-1)/m >= (k-1)/k.
+    The k-1 nearest neighbours come from a cKDTree: O(n log n) time for fixed p,
+    memory O(n k) (queries in chunks).
+
+    Examples
+    --------
+    >>> round(lb_nn(np.array([[0.0], [1.0], [10.0], [11.0]]), 2), 6)
+    1.0
+    """
+    return lb_nn_blocks(X, k)["overall"]
+
+
+def optimality_gap(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    k: int,
+    blocks: Sequence[Sequence[int]] | None = None,
+) -> dict[str, Any]:
+    """IL_SSE, the lower bound LB_NN and the gap between them, per block and overall.
+
+    Returns
+    -------
+    ``{"k", "il_sse": {"overall", "per_block"}, "lb_nn": {...},
+    "gap": {"overall", "per_block"}, "ratio": {"overall", "per_block"}}``; gap =
+    IL_SSE - LB_NN (percentage points), ratio = IL_SSE / LB_NN (None when LB_NN is 0
+    or undefined). Meaningful for partition-based methods only.
+    """
+    il = il_sse_blocks(X, Xp, blocks)
+    lb = lb_nn_blocks(X, k, blocks)
+
+    def gap(a: float, b: float | None) -> float | None:
+        return None if b is None else a - b
+
+    def ratio(a: float, b: float | None) -> float | None:
+        return None if b is None or b <= 0 else a / b
+
+    return {
+        "k": int(k),
+        "il_sse": il,
+        "lb_nn": lb,
+        "gap": {
+            "overall": gap(il["overall"], lb["overall"]),
+            "per_block": [gap(a, b) for a, b in zip(il["per_block"], lb["per_block"])],
+        },
+        "ratio": {
+            "overall": ratio(il["overall"], lb["overall"]),
+            "per_block": [ratio(a, b) for a, b in zip(il["per_block"], lb["per_block"])],
+        },
+    }
