@@ -71,6 +71,7 @@ block keep their input order and blocks are ordered by their first column):
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
@@ -107,7 +108,10 @@ __all__ = [
     "k_anonymity_over",
     "scenario_risk",
     "evaluate_plan",
-    "recommend",
+    "recommend_plan",
+    "propose_plans",
+    "plan_comment",
+    "block_notes",
 ]
 
 log = logging.getLogger("microagg_cli")
@@ -457,7 +461,9 @@ class _PlanReader:
     def unknown_keys(self, table: dict[str, Any], known: tuple[str, ...], what: str, *path: Any) -> None:
         for key in table:
             if key not in known:
-                raise self.fail(f"unknown key {key!r} in {what} (known: {', '.join(known)})", *path, key)
+                near = difflib.get_close_matches(key, known, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise self.fail(f"unknown key {key!r} in {what} ({hint}known: {', '.join(known)})", *path, key)
 
     def read(
         self,
@@ -1123,7 +1129,7 @@ def evaluate_plan(
     }
 
 
-def recommend(evaluations: Mapping[str, Mapping[str, Any]], *, max_il: float | None = None) -> str | None:
+def recommend_plan(evaluations: Mapping[str, Mapping[str, Any]], *, max_il: float | None = None) -> str | None:
     """The candidate with the best worst-case k' among those with IL_SSE <= ``max_il``.
 
     Ties go to the lower IL_SSE, then to the first candidate. None when no candidate
@@ -1138,3 +1144,174 @@ def recommend(evaluations: Mapping[str, Mapping[str, Any]], *, max_il: float | N
         if best is None or key < best:
             best, choice = key, name
     return choice
+
+
+# ------------------------------------------------------------- orchestration
+
+
+def _check_k_option(k: int | None) -> None:
+    if k is not None and (isinstance(k, bool) or int(k) != k or k < 2):
+        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+
+
+def propose_plans(
+    input: str | Path,
+    *,
+    strategy: str | None = None,
+    size: int | None = None,
+    seed: int = 0,
+    columns: list[str] | None = None,
+    drop: list[str] | None = None,
+    method: str = "mdav",
+    k: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    check: str | Path | None = None,
+    evaluate: bool = False,
+    recommend: bool = False,
+    max_il: float | None = None,
+    max_known: int | None = None,
+    stat: str = "mean",
+    output: str | Path | None = None,
+    force: bool = False,
+    input_format: str | None = None,
+    delimiter: str | None = None,
+) -> dict[str, Any]:
+    """Propose (or check) blocking plans for a file; optionally evaluate and pick one.
+
+    The library side of ``sdc blocks``: reads ``input``, builds the candidate plans
+    (``strategy``, ``"all"`` for every strategy, or the plan file ``check``), with
+    ``evaluate`` protects the data in memory with each candidate and measures IL_SSE
+    and k' per intruder scenario (:func:`evaluate_plan`), with ``recommend`` picks the
+    candidate of best worst-case k' whose IL_SSE is at most ``max_il``
+    (:func:`recommend_plan`), and writes the chosen plan to ``output`` (``.toml`` or
+    ``.json``, atomically) when given. ``recommend`` implies ``evaluate``; ``max_il``
+    implies ``recommend``.
+
+    Returns
+    -------
+    ``{"input": fingerprint, "columns": [...], "candidates": {name: {"plan":
+    BlockPlan, "mean_abs_corr": float|None, "block_mean_abs_corr": {block: float|None},
+    "evaluation": dict|None}}, "recommended": name|None, "chosen": name|None,
+    "written": path|None}``. When a recommendation was asked for and no candidate
+    meets ``max_il``, ``recommended`` is None and nothing is written.
+    """
+    from .io import (
+        atomic_write_bytes,
+        check_output_path,
+        file_fingerprint,
+        numeric_matrix,
+        read_table,
+        resolve_columns,
+    )
+    from .methods import get_method
+
+    recommend = recommend or max_il is not None
+    evaluate = evaluate or recommend
+    _check_k_option(k)
+    get_method(method)
+    if check is not None and strategy is not None:
+        raise InvalidParameterError("--check PLAN and --strategy exclude each other")
+    if check is not None and columns is not None:
+        raise InvalidParameterError("--columns cannot be combined with --check PLAN (the plan names its columns)")
+    if check is None and strategy is None:
+        strategy = "correlated"
+    if strategy is not None and strategy != "all" and strategy not in STRATEGIES:
+        raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
+    names = list(STRATEGIES) if strategy == "all" else ([strategy] if strategy else [])
+    if any(STRATEGIES[n][1] for n in names) and size is None:
+        raise InvalidParameterError(f"strategy {strategy!r} needs the block size --size S")
+    if size is not None and (isinstance(size, bool) or int(size) != size or size < 1):
+        raise InvalidParameterError(f"--size must be an integer >= 1, got {size!r}")
+    if max_known is not None and not evaluate:
+        raise InvalidParameterError("--max-known applies to --evaluate")
+    if max_known is not None and max_known < 1:
+        raise InvalidParameterError(f"--max-known must be >= 1, got {max_known!r}")
+    if strategy == "all" and not evaluate:
+        raise InvalidParameterError("--strategy all proposes several plans: add --evaluate (and --recommend)")
+    if strategy == "all" and output is not None and not recommend:
+        raise InvalidParameterError("-o with --strategy all needs --recommend (which plan to write?)")
+    if evaluate and k is None and check is None:
+        raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
+    out_path = None
+    src = None if str(input) == "-" else Path(input)
+    if output is not None:
+        if str(output) == "-":
+            raise InvalidParameterError("-o -: the plan goes to stdout when -o is not given")
+        if Path(output).suffix.lower() not in (".toml", ".json"):
+            raise InvalidParameterError(f"plan file {str(output)!r}: use a .toml or .json file")
+        out_path = check_output_path(output, force=force, inputs=(src,), what="plan file")
+        if check is not None and Path(check).resolve() == out_path.resolve():
+            raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
+
+    table = read_table(input, fmt=input_format, delimiter=delimiter)
+    candidates: dict[str, dict[str, Any]] = {}
+    if check is not None:
+        plan = load_plan(check, default_k=k, default_method=method, default_params=params).with_drop(drop)
+        plan.check(table.columns)
+        cols = plan.columns
+        X = numeric_matrix(table, cols, allow_missing=True)
+        candidates[Path(check).name] = {"plan": plan}
+    else:
+        cols, dropped = resolve_columns(table, columns, drop)
+        X = numeric_matrix(table, cols, allow_missing=True)
+        for name in names:
+            plan = make_plan(X, cols, strategy=name, size=size, seed=seed, method=method, k=k,
+                             params=params, drop=tuple(dropped))
+            candidates[name] = {"plan": plan}
+    A = abs_correlation(X)
+    pos = {c: j for j, c in enumerate(cols)}
+    for entry in candidates.values():
+        plan = entry["plan"]
+        entry["mean_abs_corr"] = plan_mean_abs_corr(X, cols, plan)
+        entry["block_mean_abs_corr"] = {
+            b.name: block_mean_abs_corr(A, [pos[c] for c in b.columns]) for b in plan.blocks
+        }
+        entry["evaluation"] = None
+    if evaluate:
+        for entry in candidates.values():
+            entry["evaluation"] = evaluate_plan(table, entry["plan"], seed=seed, stat=stat, max_known=max_known)
+    recommended = None
+    if recommend:
+        recommended = recommend_plan({n: e["evaluation"] for n, e in candidates.items()}, max_il=max_il)
+    chosen = recommended if recommend else (next(iter(candidates)) if len(candidates) == 1 else None)
+    written = None
+    if out_path is not None and chosen is not None:
+        plan = candidates[chosen]["plan"]
+        if out_path.suffix.lower() == ".json":
+            text = plan_to_json(plan)
+        else:
+            text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, table),
+                                block_comments=block_notes(candidates[chosen]))
+        data = text.encode("utf-8")
+        atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force)
+        written = str(out_path)
+    return {
+        "input": file_fingerprint(table.path),
+        "columns": cols,
+        "candidates": candidates,
+        "recommended": recommended,
+        "chosen": chosen,
+        "written": written,
+    }
+
+
+def plan_comment(name: str, size: int | None, seed: int, table: "Table | None" = None) -> str:
+    """The header comment of a plan file written by ``sdc blocks``."""
+    src = table.path.name if table is not None and table.path is not None else "stdin"
+    if name in STRATEGIES:
+        how = f"--strategy {name}" + (f" --size {size}" if STRATEGIES[name][1] else "")
+        how += f" --seed {seed}" if name == "random" else ""
+    else:
+        how = f"--check {name}"
+    return (f"sdc blocking plan: sdc blocks {src} {how}\n"
+            "Edit freely; `sdc blocks INPUT --check PLAN` validates it, "
+            "`sdc protect INPUT --plan PLAN -o OUT` applies it.")
+
+
+def block_notes(entry: Mapping[str, Any]) -> dict[str, str]:
+    """Per-block comments (mean |r| inside the block) for :func:`plan_to_toml`."""
+    out = {}
+    for name, value in entry.get("block_mean_abs_corr", {}).items():
+        if value is not None:
+            out[name] = f"mean |corr| inside the block: {value:.3f}"
+    return out

@@ -86,7 +86,7 @@ def render_pages() -> dict[str, str]:
     from .cli import cli
     from .commands.protect import methods_text
 
-    root = click.Context(cli, info_name="sdc")
+    root = click.Context(cli, info_name="sdc", **cli.context_settings)
     pages = {}
     subs = sorted(cli.list_commands(root))
     see_also = ".SH SEE ALSO\n" + ", ".join(f"\\fBsdc\\-{s}\\fR(1)" for s in subs)
@@ -97,7 +97,7 @@ def render_pages() -> dict[str, str]:
     pages["sdc.1"] = _page("sdc", cli, root, [commands, see_also])
     for s in subs:
         cmd = cli.get_command(root, s)
-        ctx = click.Context(cmd, info_name=s, parent=root)
+        ctx = click.Context(cmd, info_name=s, parent=root, **cmd.context_settings)
         extra = []
         if s == "protect":
             extra.append(".SH METHODS\n.nf\n" + _esc(methods_text()) + "\n.fi")
