@@ -34,7 +34,9 @@ from microagg_cli.partition import information_loss, zscore  # noqa: E402
 
 
 def _numpy_engine(sums: np.ndarray, sizes: np.ndarray, k: int):
-    """The engine of hierarchical._ward_engine in numpy (the pre-numba version)."""
+    """The engine of hierarchical._ward_engine in numpy (the pre-numba version):
+    the same forward best-partner scheme, vectorised per scan, a Python loop over
+    merges."""
     m0, p = sums.shape
     M = 2 * m0
     S = np.zeros((M, p))
@@ -48,29 +50,26 @@ def _numpy_engine(sums: np.ndarray, sizes: np.ndarray, k: int):
     best_c = np.full(M, np.inf)
     best_t = np.full(M, -1)
 
-    def costs_to(s, upto):
-        d = C[:upto] - C[s]
-        return cnt[:upto] * cnt[s] / (cnt[:upto] + cnt[s]) * np.einsum("ij,ij->i", d, d)
-
-    def recompute(s, upto):
-        c = costs_to(s, upto)
-        c[~active[:upto]] = np.inf
-        c[s] = np.inf
-        t = int(np.argmin(c))
-        best_c[s], best_t[s] = c[t], t
+    def forward(x, upto):
+        ys = np.arange(x + 1, upto)
+        ok = active[x + 1: upto] & ((cnt[x] < k) | (cnt[x + 1: upto] < k))
+        ys = ys[ok]
+        if ys.size == 0:
+            best_c[x], best_t[x] = np.inf, -1
+            return
+        d = C[ys] - C[x]
+        c = cnt[x] * cnt[ys] / (cnt[x] + cnt[ys]) * np.einsum("ij,ij->i", d, d)
+        i = int(np.argmin(c))
+        best_c[x], best_t[x] = c[i], ys[i]
 
     nslots = m0
-    for s in np.flatnonzero(cnt[:m0] < k):
-        recompute(s, nslots)
+    n_small = int((cnt[:m0] < k).sum())
+    for x in range(m0):
+        forward(x, nslots)
     merges, costs = [], []
-    while True:
-        small = np.flatnonzero(active[:nslots] & (cnt[:nslots] < k))
-        if small.size == 0:
-            break
-        t = best_t[small]
-        lo, hi = np.minimum(small, t), np.maximum(small, t)
-        i = np.lexsort((hi, lo, best_c[small]))[0]
-        a, b, cost = int(lo[i]), int(hi[i]), float(best_c[small[i]])
+    while n_small > 0:
+        a = int(np.argmin(np.where(active[:nslots], best_c[:nslots], np.inf)))
+        b, cost = int(best_t[a]), float(best_c[a])
         new = nslots
         nslots += 1
         cnt[new] = cnt[a] + cnt[b]
@@ -78,20 +77,20 @@ def _numpy_engine(sums: np.ndarray, sizes: np.ndarray, k: int):
         C[new] = S[new] / cnt[new]
         active[[a, b]] = False
         active[new] = True
+        n_small += int(cnt[new] < k) - int(cnt[a] < k) - int(cnt[b] < k)
         merges.append((a, b))
         costs.append(cost)
-        small = np.flatnonzero(active[:new] & (cnt[:new] < k))
-        stale = (best_t[small] == a) | (best_t[small] == b)
-        for s in small[stale]:
-            recompute(s, nslots)
-        rest = small[~stale]
+        xs = np.flatnonzero(active[:new])
+        stale = (best_t[xs] == a) | (best_t[xs] == b)
+        for x in xs[stale]:
+            forward(x, nslots)
+        rest = xs[~stale]
+        rest = rest[(cnt[rest] < k) | (cnt[new] < k)]
         d = C[rest] - C[new]
         c = cnt[rest] * cnt[new] / (cnt[rest] + cnt[new]) * np.einsum("ij,ij->i", d, d)
         better = c < best_c[rest]
         best_c[rest[better]] = c[better]
         best_t[rest[better]] = new
-        if cnt[new] < k:
-            recompute(new, nslots)
     return np.array(merges, dtype=np.int64).reshape(-1, 2), np.array(costs)
 
 

@@ -674,3 +674,571 @@ def protect(
         write_json(rep, rep_path, force=force)
     result.report = rep
     return rep
+
+
+# =================================================================================
+# sdc evaluate: risk and utility of a protected file against its original.
+# (Section owned by the evaluate command; helpers are prefixed ``_ev_``.)
+
+from .errors import ThresholdExceeded  # noqa: E402
+from .io import atomic_write_bytes, column_values, numeric_columns  # noqa: E402
+
+#: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
+EVALUATION_SCHEMA_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A release gate of ``sdc evaluate``: a threshold on one headline figure.
+
+    ``stat`` is ``"scenarios"`` for figures computed per intruder scenario (the gate
+    checks the worst scenario or the mean, see ``gate_on``) and ``"overall"`` for
+    figures that have one value.
+    """
+
+    key: str
+    option: str
+    measure: str
+    direction: str  # "max": value must be <= threshold; "min": value must be >= threshold
+    stat: str
+    field: str  # key in the risk summaries (scenario figures) or in "summary"
+
+
+#: The gates, keyed like :func:`evaluate`'s ``gates`` argument.
+GATES: dict[str, Gate] = {
+    g.key: g
+    for g in (
+        Gate("max_dld", "--max-dld", "DLD", "max", "scenarios", "dld"),
+        Gate("max_id", "--max-id", "ID", "max", "scenarios", "id"),
+        Gate("max_score", "--max-score", "score", "max", "overall", "score"),
+        Gate("min_kprime", "--min-kprime", "k'", "min", "scenarios", "k_prime"),
+        Gate("max_il", "--max-il", "IL_SSE", "max", "overall", "il_sse"),
+    )
+}
+
+_EV_FORMULAS = {
+    "il_sse": "IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 (Z, Z' z-scored with the original's "
+              "means and population sds; per block and overall = sums over blocks)",
+    "lb_nn": "LB_NN = 100 * (1/(2k)) * sum_i sum_{l=1..k-1} d^2(z_i, l-th nearest neighbour) / SST "
+             "(a lower bound on IL_SSE of any k-partition); gap = IL_SSE - LB_NN",
+    "il1s": "IL1s = mean over cells of |x - x'| / (sqrt(2) * s_j), s_j the sample sd of original column j",
+    "dld": "DLD = 100 * (links to the true record by nearest z-scored distance, ties 1/t) / n",
+    "pld": "PLD = 100 * (links to the true record by highest Fellegi-Sunter weight, EM-fitted, ties 1/t) / n",
+    "id": "ID = mean over p = 1..10 % of 100 * (original values inside the rank interval of width "
+          "p % around the protected value) / (n * |S|)",
+    "sdid": "SDID = share of records whose every protected value lies within 0.05 * sd(x'_j) of its original",
+    "k_prime": "k' = n / (number of distinct protected rows over the known attributes); k_min = smallest "
+                "class; share_below_k = share of records in classes smaller than k",
+}
+
+
+def _ev_key_strings(table: Table, key: str, numeric: bool) -> np.ndarray:
+    """The key column as comparable strings (numbers normalised when both sides are numeric)."""
+    if numeric:
+        values, _ = column_values(table, key)
+        return np.array([format(v, ".17g") for v in values], dtype=object)
+    col = table.frame[key]
+    return np.array([("" if v is None else str(v)).strip() for v in col.tolist()], dtype=object)
+
+
+def _ev_all_numeric(table: Table, key: str) -> bool:
+    values, bad = column_values(table, key)
+    return not bad.any() and not np.isnan(values).any()
+
+
+def _ev_match_rows(orig: Table, prot: Table, key: str | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """Positions of the protected rows matching the original's rows (None = same order)."""
+    n_o, n_p = orig.frame.shape[0], prot.frame.shape[0]
+    if key is None:
+        if n_o != n_p:
+            raise DataError(
+                f"the original has {n_o} rows and the protected file {n_p}; rows are matched by "
+                "order, so the counts must agree (or match them by an identifier with --key COL)"
+            )
+        return None, {"by": "order"}
+    for table, what in ((orig, "original"), (prot, "protected")):
+        if key not in table.columns:
+            raise DataError(f"--key: no column {key!r} in the {what} file")
+    numeric = _ev_all_numeric(orig, key) and _ev_all_numeric(prot, key)
+    keys_o = _ev_key_strings(orig, key, numeric)
+    keys_p = _ev_key_strings(prot, key, numeric)
+    for keys, what in ((keys_o, "original"), (keys_p, "protected")):
+        empty = np.flatnonzero(keys == "")
+        if empty.size:
+            raise DataError(f"--key {key!r}: row {int(empty[0]) + 1} of the {what} file has no key")
+        index = pd.Index(keys)
+        if not index.is_unique:
+            dup = index[index.duplicated()][0]
+            count = int((keys == dup).sum())
+            raise DataError(
+                f"--key {key!r}: key {dup!r} occurs {count} times in the {what} file; keys must be unique"
+            )
+    pos = pd.Index(keys_p).get_indexer(keys_o)
+    missing = np.flatnonzero(pos < 0)
+    if missing.size:
+        raise DataError(
+            f"--key {key!r}: {missing.size} record(s) of the original have no match in the protected "
+            f"file (first: key {keys_o[missing[0]]!r})"
+        )
+    if n_p > n_o:
+        extra = np.setdiff1d(np.arange(n_p), pos)
+        raise DataError(
+            f"--key {key!r}: {extra.size} record(s) of the protected file have no match in the original "
+            f"(first: key {keys_p[extra[0]]!r})"
+        )
+    return pos.astype(np.int64), {"by": "key", "key": key}
+
+
+def _ev_check_names(names: list[str], orig: Table, prot: Table, key: str | None, option: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InvalidParameterError(f"{option}: column {name!r} is named twice")
+        seen.add(name)
+        if key is not None and name == key:
+            raise InvalidParameterError(f"{option}: the --key column {name!r} cannot be evaluated")
+        for table, what in ((orig, "original"), (prot, "protected")):
+            if name not in table.columns:
+                shown = ", ".join(table.columns[:20]) + (", ..." if len(table.columns) > 20 else "")
+                raise DataError(f"{option}: no column {name!r} in the {what} file (columns: {shown})")
+
+
+def _ev_columns(
+    orig: Table,
+    prot: Table,
+    order: np.ndarray | None,
+    *,
+    columns: list[str] | None,
+    key: str | None,
+    blocks: list[list[str]] | None,
+    plan: BlockPlan | None,
+) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
+    """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
+    info: dict[str, Any] = {}
+    if plan is not None:
+        if columns is not None or blocks is not None:
+            raise InvalidParameterError("--plan names the columns and blocks; drop --columns/--blocks")
+        names = list(plan.columns)
+        _ev_check_names(names, orig, prot, key, "--plan")
+        info["selection"] = "plan"
+        return names, [(b.name, list(b.columns), b.k) for b in plan.blocks], info
+    if blocks is not None:
+        names = [c for b in blocks for c in b]
+        _ev_check_names(names, orig, prot, key, "--blocks")
+        if columns is not None and sorted(columns) != sorted(names):
+            raise InvalidParameterError("--columns and --blocks name different columns; give one of them")
+        info["selection"] = "blocks"
+        return names, [(f"block{i + 1}", list(b), None) for i, b in enumerate(blocks)], info
+    if columns is not None:
+        _ev_check_names(list(columns), orig, prot, key, "--columns")
+        if not columns:
+            raise InvalidParameterError("--columns: no column given")
+        info["selection"] = "given"
+        return list(columns), [("block1", list(columns), None)], info
+    # default: numeric columns of both files whose values differ between them
+    prot_numeric = set(numeric_columns(prot))
+    names, unchanged, skipped = [], [], []
+    for name in numeric_columns(orig):
+        if name == key:
+            continue
+        if name not in prot_numeric:
+            skipped.append(name)
+            continue
+        a, _ = column_values(orig, name)
+        b, _ = column_values(prot, name)
+        if order is not None:
+            b = b[order]
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        (unchanged if same.all() else names).append(name)
+    if not names:
+        raise DataError(
+            "no numeric column differs between the original and the protected file; "
+            "name the protected columns with --columns"
+        )
+    info.update(selection="numeric columns whose values differ", unchanged=unchanged,
+                not_numeric_in_protected=skipped)
+    return names, [("block1", names, None)], info
+
+
+def _ev_partition_based(Xp: np.ndarray, block_pos: list[list[int]], k: int) -> bool:
+    """True when, in every block, each class of identical protected rows holds >= k (and >= 2)
+    records: the protected file is a k-partition, so LB_NN bounds its IL_SSE."""
+    need = max(int(k), 2)
+    for cols in block_pos:
+        _, counts = np.unique(Xp[:, cols], axis=0, return_counts=True)
+        if counts.min() < need:
+            return False
+    return True
+
+
+def _ev_get(d: Any, *path: Any) -> Any:
+    for step in path:
+        if d is None:
+            return None
+        d = d[step] if isinstance(d, list) else d.get(step)
+    return d
+
+
+def _ev_summary(measures: dict[str, Any]) -> dict[str, Any]:
+    """The headline figures, flat (``jq .summary.dr``)."""
+    g = lambda *p: _ev_get(measures, *p)  # noqa: E731
+    return {
+        "il_sse": g("utility", "il_sse", "overall"),
+        "il_score": g("utility", "il_score", "value"),
+        "il1s": g("utility", "il1s", "value"),
+        "lb_nn": g("utility", "optimality", "lb_nn", "overall"),
+        "optimality_gap": g("utility", "optimality", "gap", "overall"),
+        "dld": g("risk", "mean", "dld"),
+        "pld": g("risk", "mean", "pld"),
+        "id": g("risk", "mean", "id"),
+        "sdid": g("risk", "mean", "sdid"),
+        "dr": g("risk", "dr", "value"),
+        "score": g("score", "value"),
+        "k_prime": g("risk", "anonymity", "k_prime"),
+        "k_min": g("risk", "anonymity", "k_min"),
+        "share_below_k": g("risk", "anonymity", "share_below_k"),
+        "worst_dld": g("risk", "worst", "dld", "value"),
+        "worst_id": g("risk", "worst", "id", "value"),
+        "worst_k_prime": g("risk", "worst", "k_prime", "value"),
+    }
+
+
+def evaluate_matrices(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    names: list[str],
+    blocks: list[tuple[str, list[str], int | None]],
+    *,
+    k: int | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = None,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """The measurement part shared by ``sdc evaluate`` and ``sdc protect --evaluate``.
+
+    Parameters
+    ----------
+    X, Xp : (n, p) original and protected values of the columns ``names`` (same rows in
+        the same order, finite).
+    blocks : ``(name, columns, k)`` per block; the blocks partition ``names``.
+    k : k for the share below k and LB_NN (default: the smallest block k, else 3).
+    known : intruder scenarios as lists of column names (default: every subset, or a
+        seeded sample).
+    max_scenarios : evaluate every subset when there are at most this many, else a
+        seeded stratified sample of this size (default: every subset up to 10
+        columns, else 512).
+
+    Returns
+    -------
+    ``{"blocks", "parameters", "formulas", "summary", "measures"}`` (JSON-ready);
+    ``measures`` is :func:`microagg_cli.metrics.evaluate_arrays`'s dict.
+    """
+    from .metrics import evaluate_arrays
+
+    p = len(names)
+    pos = {c: j for j, c in enumerate(names)}
+    block_pos = [[pos[c] for c in cols] for _n, cols, _k in blocks]
+    k_source = "option"
+    if k is None:
+        ks = [bk for _n, _c, bk in blocks if bk is not None]
+        k, k_source = (min(ks), "plan") if ks else (3, "default")
+    if isinstance(k, bool) or int(k) != k or k < 2:
+        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+    k = int(k)
+    scenarios = None
+    if known is not None:
+        scenarios = []
+        for subset in known:
+            for c in subset:
+                if c not in pos:
+                    raise InvalidParameterError(
+                        f"--known: {c!r} is not an evaluated column ({', '.join(names)})"
+                    )
+            if len(set(subset)) != len(subset):
+                raise InvalidParameterError(f"--known {','.join(subset)}: a column is named twice")
+            scenarios.append([pos[c] for c in subset])
+    max_all, sample = 10, 512
+    if max_scenarios is not None:
+        if isinstance(max_scenarios, bool) or int(max_scenarios) < 1:
+            raise InvalidParameterError(f"--max-scenarios must be >= 1, got {max_scenarios!r}")
+        sample = int(max_scenarios)
+        max_all = p if 2**p - 1 <= sample else 0
+    partition = _ev_partition_based(Xp, block_pos, k)
+    measures = evaluate_arrays(
+        X, Xp, blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights,
+        score_weights=score_weights, rng=np.random.default_rng(np.random.SeedSequence(int(seed))),
+        max_all_subsets=max_all, sample_size=sample, partition_based=partition, progress=progress,
+    )
+    formulas = dict(_EV_FORMULAS)
+    formulas["il_score"] = "IL_score = " + str(_ev_get(measures, "utility", "il_score", "formula"))
+    formulas["dr"] = measures["risk"]["dr"]["formula"]
+    formulas["score"] = measures["score"]["formula"]
+    return {
+        "blocks": [{"name": bn, "columns": list(cols), "k": bk} for bn, cols, bk in blocks],
+        "parameters": {
+            "k": k,
+            "k_source": k_source,
+            "seed": int(seed),
+            "known": [list(s) for s in known] if known is not None else None,
+            "max_scenarios": max_scenarios,
+            "scenario_mode": measures["risk"]["scenarios"]["mode"],
+            "scenario_count": measures["risk"]["scenarios"]["count"],
+            "dr_weights": measures["risk"]["dr"]["weights"],
+            "score_weights": measures["score"]["weights"],
+            "pld_window_share": measures["risk"]["parameters"]["pld_window_share"],
+            "id_percents": measures["risk"]["parameters"]["id_percents"],
+            "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
+            "partition_based": partition,
+            "partition_rule": "LB_NN and the optimality gap are reported when every class of identical "
+                              "protected rows in every block holds at least k records",
+        },
+        "formulas": formulas,
+        "summary": _ev_summary(measures),
+        "measures": measures,
+    }
+
+
+def _ev_complete_rows(X: np.ndarray, Xp: np.ndarray, names: list[str], missing: str) -> np.ndarray:
+    """Rows complete in both matrices (all rows when nothing is missing)."""
+    bad = np.isnan(X) | np.isnan(Xp)
+    if not bad.any():
+        return np.arange(X.shape[0])
+    if missing == "error":
+        j = int(np.flatnonzero(bad.any(axis=0))[0])
+        i = int(np.flatnonzero(bad[:, j])[0])
+        which = "original" if np.isnan(X[i, j]) else "protected"
+        raise DataError(
+            f"column {names[j]!r} has {int(bad[:, j].sum())} missing value(s) (first in row {i + 1} of "
+            f"the {which} file); use --missing complete to evaluate the complete records only"
+        )
+    rows = np.flatnonzero(~bad.any(axis=1))
+    if rows.size < 2:
+        raise DataError(f"only {rows.size} record(s) are complete in both files; nothing to evaluate")
+    return rows
+
+
+def _ev_column_stats(values: np.ndarray) -> dict[str, Any]:
+    return {"mean": float(values.mean()), "sd": float(values.std(ddof=1)) if values.size > 1 else None,
+            "min": float(values.min()), "max": float(values.max())}
+
+
+def _ev_gates(rep: dict[str, Any], gates: Mapping[str, float], gate_on: str) -> dict[str, Any]:
+    names = rep["columns"]["evaluated"]
+    measures = rep["measures"]
+    checks = []
+    for key, threshold in gates.items():
+        gate = GATES[key]
+        scenario = None
+        if gate.stat == "overall":
+            value, stat = rep["summary"][gate.field], "overall"
+        elif gate_on == "mean":
+            value, stat = _ev_get(measures, "risk", "mean", gate.field), "mean over scenarios"
+        else:
+            worst = _ev_get(measures, "risk", "worst", gate.field)
+            value, stat = (worst or {}).get("value"), "worst scenario"
+            if worst:
+                scenario = [names[j] for j in worst["attributes"]]
+        passed = value is not None and (value <= threshold if gate.direction == "max" else value >= threshold)
+        checks.append({
+            "option": gate.option, "measure": gate.measure, "statistic": stat,
+            "threshold": float(threshold), "value": value, "scenario": scenario, "passed": bool(passed),
+        })
+    return {"on": gate_on, "passed": all(c["passed"] for c in checks), "checks": checks}
+
+
+def _ev_gate_message(gates: dict[str, Any]) -> str:
+    parts = []
+    for c in gates["checks"]:
+        if c["passed"]:
+            continue
+        if c["value"] is None:
+            parts.append(f"{c['option']} {c['threshold']:g}: {c['measure']} was not computed")
+            continue
+        op = ">" if c["option"].startswith("--max") else "<"
+        where = f", scenario {','.join(c['scenario'])}" if c["scenario"] else ""
+        parts.append(f"{c['option']} {c['threshold']:g}: {c['measure']} = {c['value']:.4g} "
+                     f"({c['statistic']}{where}) {op} {c['threshold']:g}")
+    return "gate failed: " + "; ".join(parts)
+
+
+def evaluate(
+    original: str | Path,
+    protected: str | Path,
+    *,
+    columns: list[str] | None = None,
+    key: str | None = None,
+    blocks: list[list[str]] | None = None,
+    plan: BlockPlan | None = None,
+    k: int | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = None,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    gates: Mapping[str, float] | None = None,
+    gate_on: str = "worst",
+    missing: str = "error",
+    report: str | Path | None = None,
+    html: str | Path | None = None,
+    internal: bool = False,
+    force: bool = False,
+    input_format: str | None = None,
+    delimiter: str | None = None,
+    decimal: str = ".",
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Risk and utility of a protected file against its original (``sdc evaluate``).
+
+    Reads both files, matches their rows (by order, or by the identifier column
+    ``key``), computes every measure of the metrics spec over the evaluated columns
+    (:func:`microagg_cli.metrics.evaluate_arrays`), writes the JSON ``report`` and the
+    self-contained ``html`` report (atomically), then checks the ``gates``.
+
+    Parameters
+    ----------
+    original, protected : CSV or Parquet files (by extension or ``input_format``).
+    columns : evaluated columns (one block). Default: the numeric columns of both
+        files whose values differ between them.
+    key : identifier column present in both files; rows are matched by it. Duplicate,
+        empty or unmatched keys are a :class:`DataError`.
+    blocks : attribute blocks as lists of column names (they are the evaluated
+        columns); scenarios are labelled 1G, 2G... by the blocks they touch.
+    plan : a :class:`BlockPlan` (its blocks and k) instead of ``columns``/``blocks``.
+    k : for the share of records in classes smaller than k and LB_NN (default: the
+        plan's smallest k, else 3).
+    known, max_scenarios, seed : intruder scenarios (see :func:`evaluate_matrices`).
+    dr_weights, score_weights : weights of DR (``dld``, ``pld``, ``id``) and of the
+        score (``il``, ``dr``).
+    gates : ``{"max_dld": 5.0, "min_kprime": 3, ...}`` (keys of :data:`GATES`).
+    gate_on : ``"worst"`` (default) or ``"mean"``: which figure over the intruder
+        scenarios the DLD, ID and k' gates check.
+    missing : ``"error"`` (default) or ``"complete"`` (evaluate only records complete in
+        both files; the count left out is reported).
+    report : JSON report path (``"-"`` = stdout) or None.
+    html : HTML report path or None.
+    internal : include original values (per-column statistics) in the reports; for
+        internal use only, never for release.
+    progress : ``progress(done, total)`` called after each scenario.
+
+    Returns
+    -------
+    The report (dict, schema :data:`EVALUATION_SCHEMA_VERSION`).
+
+    Raises
+    ------
+    ThresholdExceeded : a gate failed (after the reports were written); the report is
+        in the exception's ``report`` attribute.
+    """
+    from . import report as _report
+
+    t0 = time.perf_counter()
+    gates = dict(gates or {})
+    for name in gates:
+        if name not in GATES:
+            raise InvalidParameterError(f"unknown gate {name!r} (known: {', '.join(GATES)})")
+    if gate_on not in ("worst", "mean"):
+        raise InvalidParameterError(f"gate_on must be 'worst' or 'mean', got {gate_on!r}")
+    if missing not in ("error", "complete"):
+        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use error or complete)")
+    if decimal not in (".", ","):
+        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
+    fmt_o = detect_format(original, input_format)
+    fmt_p = detect_format(protected, input_format)
+    if str(original) == "-" and str(protected) == "-":
+        raise InvalidParameterError("the original and the protected file cannot both come from stdin")
+    srcs = tuple(None if str(s) == "-" else Path(s) for s in (original, protected))
+    rep_path = html_path = None
+    if report is not None:
+        rep_path = check_output_path(report, force=force, inputs=srcs, what="report")
+    if html is not None:
+        if str(html) == "-":
+            raise InvalidParameterError("--html needs a file name (the HTML report is not written to stdout)")
+        html_path = check_output_path(html, force=force, inputs=srcs, what="HTML report")
+        if rep_path is not None and rep_path.resolve() == html_path.resolve():
+            raise InvalidParameterError("the JSON and the HTML report are the same file")
+    orig = read_table(original, fmt=fmt_o, delimiter=delimiter, decimal=decimal)
+    prot = read_table(protected, fmt=fmt_p, delimiter=delimiter, decimal=decimal)
+    order, matching = _ev_match_rows(orig, prot, key)
+    names, blist, selection = _ev_columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan)
+    X = numeric_matrix(orig, names, allow_missing=True)
+    Xp = numeric_matrix(prot, names, allow_missing=True)
+    if order is not None:
+        Xp = Xp[order]
+    rows = _ev_complete_rows(X, Xp, names, missing)
+    X, Xp = X[rows], Xp[rows]
+    section = evaluate_matrices(
+        X, Xp, names, blist, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
+        dr_weights=dr_weights, score_weights=score_weights, progress=progress,
+    )
+
+    def file_entry(table: Table) -> dict[str, Any]:
+        return {**file_fingerprint(table.path), "format": table.fmt, "rows": int(table.frame.shape[0]),
+                "columns": int(table.frame.shape[1])}
+
+    rep: dict[str, Any] = {
+        "schema_version": EVALUATION_SCHEMA_VERSION,
+        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
+        "command": "evaluate",
+        "internal": bool(internal),
+        "original": file_entry(orig),
+        "protected": file_entry(prot),
+        "matching": matching,
+        "records": {"evaluated": int(rows.size), "left_out_incomplete": int(orig.frame.shape[0] - rows.size)},
+        "columns": {"evaluated": names, **selection},
+        "blocks": section["blocks"],
+        "parameters": {
+            **section["parameters"],
+            "gate_on": gate_on,
+            "missing": missing,
+            "decimal": decimal,
+            "columns_given": list(columns) if columns is not None else None,
+            "blocks_given": [list(b) for b in blocks] if blocks is not None else None,
+            "plan": plan.source.name if plan is not None and plan.source is not None else None,
+            "key": key,
+        },
+        "formulas": section["formulas"],
+        "summary": section["summary"],
+        "measures": section["measures"],
+        "gates": None,
+    }
+    if internal:
+        rep["internal_details"] = {
+            "warning": "contains original values of protected attributes: for internal use only",
+            "columns": [
+                {"name": c, "original": _ev_column_stats(X[:, j]), "protected": _ev_column_stats(Xp[:, j])}
+                for j, c in enumerate(names)
+            ],
+        }
+    rep["gates"] = _ev_gates(rep, gates, gate_on)
+    rep["timing"] = {"seconds": time.perf_counter() - t0}
+    if report is not None:
+        write_json(rep, rep_path, force=force)
+    if html_path is not None:
+        data = _report.render_html(rep).encode("utf-8")
+        atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
+    if not rep["gates"]["passed"]:
+        exc = ThresholdExceeded(_ev_gate_message(rep["gates"]))
+        exc.report = rep  # type: ignore[attr-defined]
+        raise exc
+    return rep
+
+
+def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, seed: int = 0) -> dict[str, Any]:
+    """The risk section of ``sdc protect --evaluate``: :func:`evaluate_matrices` on the
+    protected blocks of ``result`` (rows in input order; records with a missing or
+    suppressed protected value are left out and counted)."""
+    names = list(plan.columns)
+    X = numeric_matrix(table, names, allow_missing=True)
+    Xp = np.column_stack([r.values[:, j] for r in result.blocks for j in range(len(r.block.columns))])
+    bad = np.isnan(X) | np.isnan(Xp)
+    rows = np.flatnonzero(~bad.any(axis=1))
+    if rows.size < 2:
+        raise DataError(f"only {rows.size} record(s) have every protected value; nothing to evaluate")
+    blist = [(r.block.name, list(r.block.columns), r.block.k) for r in result.blocks]
+    section = evaluate_matrices(X[rows], Xp[rows], names, blist, seed=seed)
+    section["records"] = {"evaluated": int(rows.size), "left_out_incomplete": int(X.shape[0] - rows.size)}
+    section["columns"] = names
+    return section

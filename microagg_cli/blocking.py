@@ -105,7 +105,6 @@ __all__ = [
     "block_mean_abs_corr",
     "plan_mean_abs_corr",
     "scenario_subsets",
-    "k_anonymity_over",
     "scenario_risk",
     "evaluate_plan",
     "recommend_plan",
@@ -199,9 +198,10 @@ class BlockPlan:
     def _where(self, *path: Any, value: str | None = None) -> str:
         return self.source.where(*path, value=value) + ": " if self.source else ""
 
-    def check(self, available: list[str]) -> None:
-        """Blocks non-empty, disjoint, named uniquely, k set, columns present in
-        ``available``, none dropped or declared pass-through."""
+    def check(self, available: list[str], *, require_k: bool = True) -> None:
+        """Blocks non-empty, disjoint, named uniquely, k set (unless not
+        ``require_k``), columns present in ``available``, none dropped or declared
+        pass-through."""
         if not self.blocks:
             raise InvalidParameterError(f"{self._where('blocks')}the plan has no block")
         have = set(available)
@@ -218,7 +218,7 @@ class BlockPlan:
             names.add(b.name)
             if not b.columns:
                 raise InvalidParameterError(f"{self._where('blocks', i)}block {b.name!r} has no column")
-            if b.k is None:
+            if b.k is None and require_k:
                 raise InvalidParameterError(
                     f"{self._where('blocks', i)}block {b.name!r} has no k "
                     "(set k in the block or in [defaults], or give -k)"
@@ -254,11 +254,14 @@ class BlockPlan:
 def _code_part(line: str) -> str:
     """The line without a trailing ``# comment`` (quotes respected)."""
     quote = None
+    escaped = False
     for i, ch in enumerate(line):
         if quote:
-            if ch == "\\" and quote == '"':
-                continue
-            if ch == quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
                 quote = None
         elif ch in "\"'":
             quote = ch
@@ -286,32 +289,20 @@ class _Locator:
             m = re.match(r"^\[\[\s*([^\]]+?)\s*\]\]$", code) or re.match(r"^\[\s*([^\]]+?)\s*\]$", code)
             if m:
                 headers.append((i, ("[[" if code.startswith("[[") else "[") + m.group(1).replace(" ", "")))
-        ranges: dict[Any, tuple[int, int]] = {}
-        first = headers[0][0] if headers else len(self.lines)
-        ranges["top"] = (0, first)
+        ranges: dict[Any, tuple[int, int]] = {"top": (0, headers[0][0] if headers else len(self.lines))}
+        sections: list[tuple[int, Any]] = []
         n_block = -1
-        current: Any = None
-        for pos, (line, name) in enumerate(headers):
+        for line, name in headers:
+            if name.startswith(("[blocks.", "[defaults.")):
+                continue  # a sub-table ([blocks.params]) belongs to the section above
             if name == "[[blocks":
                 n_block += 1
-                current = ("blocks", n_block)
-            elif name == "[defaults":
-                current = "defaults"
-            elif name.startswith("[blocks.") and current == ("blocks", n_block):
-                pass  # a sub-table of the current block
-            elif name.startswith("[defaults.") and current == "defaults":
-                pass
+                sections.append((line, ("blocks", n_block)))
             else:
-                current = None
-                continue
-            if not (name.startswith("[blocks.") or name.startswith("[defaults.")):
-                end = len(self.lines)
-                for line2, name2 in headers[pos + 1:]:
-                    sub = name2.startswith("[blocks.") if current != "defaults" else name2.startswith("[defaults.")
-                    if not sub:
-                        end = line2
-                        break
-                ranges[current] = (line, end)
+                sections.append((line, "defaults" if name == "[defaults" else None))
+        for (line, ident), (end, _) in zip(sections, sections[1:] + [(len(self.lines), None)]):
+            if ident is not None:
+                ranges[ident] = (line, end)
         return ranges
 
     def _json_ranges(self) -> dict[Any, tuple[int, int]]:
@@ -505,7 +496,7 @@ class _PlanReader:
         blocks: list[Block] = []
         owner: dict[str, str] = {}
         names: set[str] = set()
-        used_cli_params = False
+        used_cli_params = used_cli_k = False
         for i, raw in enumerate(raw_blocks):
             self.unknown_keys(raw, _BLOCK_KEYS, f"block {i + 1}", "blocks", i)
             name = raw.get("name", f"block{i + 1}")
@@ -533,6 +524,7 @@ class _PlanReader:
                 owner[c] = name
             method = self.method(raw["method"], "blocks", i, "method") if "method" in raw else d_method
             k = self.k(raw["k"], "blocks", i, "k") if "k" in raw else d_k
+            used_cli_k = used_cli_k or ("k" not in raw and "k" not in defaults)
             own = self.params(raw["params"], "blocks", i, "params") if "params" in raw else {}
             spec = get_method(method)
             layers: list[tuple[dict[str, Any], tuple[Any, ...]]] = []
@@ -561,6 +553,8 @@ class _PlanReader:
         for c in drop:
             if c in passthrough:
                 raise self.fail(f"column {c!r} is both in drop and in passthrough", "passthrough", value=c)
+        if default_k is not None and not used_cli_k:
+            log.warning("-k %d is not used: the plan gives every block its k", default_k)
         if cli_params and not used_cli_params:
             log.warning("--param is ignored: no block of the plan uses method %r", cli_method)
         return BlockPlan(tuple(blocks), drop, passthrough, self.src)
@@ -678,6 +672,22 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} to a plan file")
 
 
+def _toml_array(key: str, values: Sequence[str], width: int = 88) -> str:
+    """``key = [...]`` on one line, or wrapped over several when longer than ``width``."""
+    one = f"{key} = {_toml_value(list(values))}"
+    if len(one) <= width:
+        return one
+    lines, cur = [], "   "
+    for v in values:
+        item = " " + _toml_value(v) + ","
+        if len(cur) + len(item) > width and cur.strip():
+            lines.append(cur)
+            cur = "   "
+        cur += item
+    lines.append(cur)
+    return f"{key} = [\n" + "\n".join(lines) + "\n]"
+
+
 def _toml_params(params: Mapping[str, Any]) -> str:
     bare = re.compile(r"^[A-Za-z0-9_-]+$")
     items = [f"{k if bare.match(k) else json.dumps(k)} = {_toml_value(v)}" for k, v in params.items()]
@@ -706,9 +716,9 @@ def plan_to_toml(
         out += [f"# {ln}".rstrip() for ln in comment.splitlines()]
     out.append(f"version = {PLAN_VERSION}")
     if plan.drop:
-        out.append(f"drop = {_toml_value(list(plan.drop))}")
+        out.append(_toml_array("drop", plan.drop))
     if plan.passthrough:
-        out.append(f"passthrough = {_toml_value(list(plan.passthrough))}")
+        out.append(_toml_array("passthrough", plan.passthrough))
     blocks = plan.blocks
     same_method, method = _common([b.method for b in blocks]) if blocks else (False, None)
     same_k, k = _common([b.k for b in blocks]) if blocks else (False, None)
@@ -730,7 +740,7 @@ def plan_to_toml(
             out += [f"# {ln}".rstrip() for ln in note.splitlines()]
         out.append("[[blocks]]")
         out.append(f"name = {_toml_value(b.name)}")
-        out.append(f"columns = {_toml_value(list(b.columns))}")
+        out.append(_toml_array("columns", b.columns))
         if not same_method:
             out.append(f"method = {_toml_value(b.method)}")
         if not (same_k and k is not None) and b.k is not None:
@@ -800,10 +810,6 @@ def abs_correlation(X: np.ndarray) -> np.ndarray:
 
 def _sizes(p: int, size: int) -> list[int]:
     return [size] * (p // size) + ([p % size] if p % size else [])
-
-
-def _within(A: np.ndarray, blocks: list[list[int]]) -> float:
-    return float(sum(A[i, j] for b in blocks for i, j in combinations(b, 2)))
 
 
 def _greedy_correlated(A: np.ndarray, size: int) -> list[list[int]]:
@@ -981,69 +987,24 @@ def plan_mean_abs_corr(X: np.ndarray, names: Sequence[str], plan: BlockPlan) -> 
 # ----------------------------------------------------------- evaluation (k')
 
 
-def scenario_subsets(p: int, *, max_known: int | None = None, limit: int = 512, seed: int = 0) -> list[tuple[int, ...]]:
-    """Intruder scenarios: the sets of attribute positions an intruder may know.
+def scenario_subsets(p: int, *, max_known: int | None = None, seed: int = 0) -> list[tuple[int, ...]]:
+    """Intruder scenarios (sets of attribute positions) of at most ``max_known`` attributes.
 
-    Every non-empty subset of at most ``max_known`` attributes when there are at most
-    ``limit`` of them (all 2^p - 1 subsets for p <= 9); otherwise a seeded sample of
-    ``limit`` subsets stratified by size (as even as possible over the sizes, all
-    subsets of a size when they are fewer), sorted by size then positions.
+    The defaults of :mod:`microagg_cli.metrics.scenarios`: every non-empty subset when
+    p <= 10, else a seeded sample of 512 stratified by size. With ``max_known``: every
+    subset of at most ``max_known`` attributes when there are at most 512 of them,
+    else the default sample restricted to those sizes.
     """
-    top = p if max_known is None else max(1, min(int(max_known), p))
-    counts = [math.comb(p, s) for s in range(1, top + 1)]
-    if sum(counts) <= limit:
-        return [c for s in range(1, top + 1) for c in combinations(range(p), s)]
-    rng = np.random.default_rng(int(seed))
-    out: list[tuple[int, ...]] = []
-    quota = _spread(limit, counts)
-    for s, (q, total) in enumerate(zip(quota, counts), start=1):
-        if q >= total:
-            out += list(combinations(range(p), s))
-            continue
-        chosen: set[tuple[int, ...]] = set()
-        while len(chosen) < q:
-            chosen.add(tuple(sorted(rng.choice(p, size=s, replace=False).tolist())))
-        out += sorted(chosen)
-    return out
+    from .metrics.scenarios import all_subsets, default_scenarios
 
-
-def _spread(limit: int, counts: list[int]) -> list[int]:
-    """Split ``limit`` over sizes as evenly as possible, capped by each size's count."""
-    quota = [0] * len(counts)
-    left = limit
-    open_ = [i for i in range(len(counts))]
-    while left > 0 and open_:
-        share = max(1, left // len(open_))
-        for i in list(open_):
-            add = min(share, counts[i] - quota[i], left)
-            quota[i] += add
-            left -= add
-            if quota[i] >= counts[i]:
-                open_.remove(i)
-            if left == 0:
-                break
-    return quota
-
-
-def _column_codes(Xp: np.ndarray) -> np.ndarray:
-    codes = np.empty(Xp.shape, dtype=np.int64)
-    for j in range(Xp.shape[1]):
-        codes[:, j] = np.unique(Xp[:, j], return_inverse=True)[1].reshape(-1)
-    return codes
-
-
-def k_anonymity_over(Xp: np.ndarray, subset: Sequence[int], k: int) -> dict[str, float]:
-    """Real anonymity of protected data over the columns ``subset``.
-
-    ``k_prime`` = n / number of distinct rows of ``Xp[:, subset]``; ``k_min`` = the
-    smallest class of identical rows; ``share_below_k`` = share of records in classes
-    smaller than ``k``. Rows are compared by exact equality.
-    """
-    sub = np.asarray(Xp)[:, list(subset)]
-    _, inverse, counts = np.unique(sub, axis=0, return_inverse=True, return_counts=True)
-    sizes = counts[inverse.reshape(-1)]
-    n = sub.shape[0]
-    return {"k_prime": n / counts.size, "k_min": int(counts.min()), "share_below_k": float((sizes < k).mean())}
+    if max_known is None or max_known >= p:
+        return default_scenarios(p, rng=np.random.default_rng(int(seed)))[0]
+    top = max(1, int(max_known))
+    if p <= 10 or sum(math.comb(p, s) for s in range(1, top + 1)) <= 512:
+        return [c for s in range(1, top + 1) for c in combinations(range(p), s)] if p > 10 else [
+            c for c in all_subsets(p) if len(c) <= top]
+    sample = default_scenarios(p, rng=np.random.default_rng(int(seed)))[0]
+    return [c for c in sample if len(c) <= top]
 
 
 def scenario_risk(
@@ -1056,38 +1017,45 @@ def scenario_risk(
 ) -> dict[str, Any]:
     """k' per intruder scenario, summarised by blocks touched (1G, 2G, ...).
 
-    ``Xp`` holds the protected columns in ``plan.columns`` order. Returns
-    ``{"labels": {"1G": {...}, ...}, "by_known": {"1": {...}, ...}, "worst": {...},
-    "scenarios": count}``; each summary gives the number of scenarios, the mean and
-    worst k', the worst k_min and the mean share of records in classes below k.
+    ``Xp`` holds the protected columns in ``plan.columns`` order; k' per scenario is
+    :func:`metrics.risk.real_anonymity`. Returns
+    ``{"scenarios": count, "labels": {"1G": summary, ...}, "by_known": {"1": summary,
+    ...}, "worst": summary}``; a summary gives the number of scenarios, the mean and
+    worst k' (``k_prime_mean``, ``k_prime_worst``), the worst k_min, the mean share of
+    records in classes below k and the attributes of the worst scenario
+    (``worst_known``). Summaries come from :func:`metrics.scenarios.summarize`.
     """
+    from .metrics.risk import real_anonymity
+    from .metrics.scenarios import scenario_label, summarize
+
     names = plan.columns
     block_of = plan.block_of()
-    codes = _column_codes(np.asarray(Xp))
+    blocks: list[list[int]] = [[] for _ in plan.blocks]
+    for j, c in enumerate(names):
+        blocks[block_of[c]].append(j)
+    Xp = np.asarray(Xp, dtype=np.float64)
     subsets = scenario_subsets(len(names), max_known=max_known, seed=seed)
-    per: list[tuple[str, int, dict[str, float], tuple[int, ...]]] = []
-    for s in subsets:
-        touched = len({block_of[names[j]] for j in s})
-        per.append((f"{touched}G", len(s), k_anonymity_over(codes, s, k), s))
+    values = [real_anonymity(Xp, s, k=k) for s in subsets]
+    measures = {m: [v[m] for v in values] for m in ("k_prime", "k_min", "share_below_k")}
 
-    def summary(rows: list[tuple[str, int, dict[str, float], tuple[int, ...]]]) -> dict[str, Any]:
-        worst = min(rows, key=lambda r: (r[2]["k_prime"], r[2]["k_min"]))
+    def reshape(entry: Mapping[str, Any], count: int) -> dict[str, Any]:
+        worst = entry["worst"]["k_prime"]
         return {
-            "scenarios": len(rows),
-            "k_prime_mean": float(np.mean([r[2]["k_prime"] for r in rows])),
-            "k_prime_worst": worst[2]["k_prime"],
-            "k_min_worst": int(min(r[2]["k_min"] for r in rows)),
-            "share_below_k_mean": float(np.mean([r[2]["share_below_k"] for r in rows])),
-            "worst_known": [names[j] for j in worst[3]],
+            "scenarios": count,
+            "k_prime_mean": entry["mean"]["k_prime"],
+            "k_prime_worst": worst["value"],
+            "k_min_worst": int(entry["worst"]["k_min"]["value"]),
+            "share_below_k_mean": entry["mean"]["share_below_k"],
+            "worst_known": [names[j] for j in worst["attributes"]],
         }
 
-    labels = sorted({r[0] for r in per}, key=lambda s: int(s[:-1]))
-    sizes = sorted({r[1] for r in per})
+    by_blocks = summarize(measures, subsets, [scenario_label(s, blocks) for s in subsets])
+    by_size = summarize(measures, subsets, [f"{len(s)}K" for s in subsets])
     return {
-        "scenarios": len(per),
-        "labels": {lab: summary([r for r in per if r[0] == lab]) for lab in labels},
-        "by_known": {str(s): summary([r for r in per if r[1] == s]) for s in sizes},
-        "worst": summary(per),
+        "scenarios": len(subsets),
+        "labels": {lab: reshape(e, e["scenarios"]) for lab, e in by_blocks["by_label"].items()},
+        "by_known": {lab[:-1]: reshape(e, e["scenarios"]) for lab, e in by_size["by_label"].items()},
+        "worst": reshape(by_blocks, len(subsets)),
     }
 
 
@@ -1132,15 +1100,19 @@ def evaluate_plan(
 def recommend_plan(evaluations: Mapping[str, Mapping[str, Any]], *, max_il: float | None = None) -> str | None:
     """The candidate with the best worst-case k' among those with IL_SSE <= ``max_il``.
 
-    Ties go to the lower IL_SSE, then to the first candidate. None when no candidate
-    meets the bound.
+    k' values are compared as displayed (2 decimals); ties go to the higher mean k'
+    over the scenarios (2 decimals), then to the lower IL_SSE, then to the first
+    candidate. None when no candidate meets the bound. Without a bound on the
+    intruder's knowledge (``max_known``) the worst case is an intruder who knows every
+    attribute, where any plan of several blocks is near k' = 1.
     """
-    best: tuple[float, float, int] | None = None
+    best: tuple[float, float, float, int] | None = None
     choice = None
     for pos, (name, ev) in enumerate(evaluations.items()):
         if max_il is not None and ev["il_sse"] > max_il:
             continue
-        key = (-ev["risk"]["worst"]["k_prime_worst"], ev["il_sse"], pos)
+        worst = ev["risk"]["worst"]
+        key = (-round(worst["k_prime_worst"], 2), -round(worst["k_prime_mean"], 2), ev["il_sse"], pos)
         if best is None or key < best:
             best, choice = key, name
     return choice
@@ -1247,7 +1219,7 @@ def propose_plans(
     candidates: dict[str, dict[str, Any]] = {}
     if check is not None:
         plan = load_plan(check, default_k=k, default_method=method, default_params=params).with_drop(drop)
-        plan.check(table.columns)
+        plan.check(table.columns, require_k=evaluate)
         cols = plan.columns
         X = numeric_matrix(table, cols, allow_missing=True)
         candidates[Path(check).name] = {"plan": plan}
@@ -1280,7 +1252,8 @@ def propose_plans(
         if out_path.suffix.lower() == ".json":
             text = plan_to_json(plan)
         else:
-            text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, table),
+            source = table.path.name if table.path is not None else "-"
+            text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, source),
                                 block_comments=block_notes(candidates[chosen]))
         data = text.encode("utf-8")
         atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force)
@@ -1295,15 +1268,14 @@ def propose_plans(
     }
 
 
-def plan_comment(name: str, size: int | None, seed: int, table: "Table | None" = None) -> str:
-    """The header comment of a plan file written by ``sdc blocks``."""
-    src = table.path.name if table is not None and table.path is not None else "stdin"
+def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:
+    """The header comment of a plan file written by ``sdc blocks`` for candidate ``name``."""
     if name in STRATEGIES:
         how = f"--strategy {name}" + (f" --size {size}" if STRATEGIES[name][1] else "")
         how += f" --seed {seed}" if name == "random" else ""
     else:
         how = f"--check {name}"
-    return (f"sdc blocking plan: sdc blocks {src} {how}\n"
+    return (f"sdc blocking plan: sdc blocks {source} {how}\n"
             "Edit freely; `sdc blocks INPUT --check PLAN` validates it, "
             "`sdc protect INPUT --plan PLAN -o OUT` applies it.")
 

@@ -62,13 +62,19 @@ class TestMdavClassic:
         assert mdav_classic(X, 3).tolist() == [0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
 
     def test_nearest_neighbour_ties_by_input_order(self):
-        # k=2: centroid 0.4 -> r = 4 (idx 4 at 4.0); its nearest: idx 1, 2 (both 3.0)
-        # -> idx 1. s = farthest from 4 = idx 0 (value 0), nearest idx 3 (value 0.5)...
-        X = col(0, 3, 3, -2, 4, -1)
-        # centroid 7/6; distances: 0->1.17, 3->1.83, -2->3.17, 4->2.83, -1->2.17:
+        # k=2, centroid 7/6; distances 0->1.17, 3->1.83, -2->3.17, 4->2.83, -1->2.17:
         # r = idx 3 (-2) takes idx 5 (-1); s = farthest from -2 = idx 4 (4) takes
-        # idx 1 (3, first of the tie with idx 2); rest {0, 2} < 2k -> last group.
+        # idx 1 (3, first of the tie with idx 2); the rest {0, 2} is the last group.
+        X = col(0, 3, 3, -2, 4, -1)
         assert mdav_classic(X, 2).tolist() == [0, 1, 0, 2, 1, 2]
+
+    def test_s_absorbed_replaced_by_first_remaining(self):
+        # r = idx 0 (0, 0) is farthest from the centroid; every other record is at
+        # d^2 = 25 from it, so s = idx 1 and r's group takes idx 1 too. The first
+        # remaining record, idx 2 (5, 0), seeds instead and takes idx 3 (4, 3).
+        # (Seeding with idx 3 would take idx 4 and leave {2, 5}.)
+        X = np.array([[0, 0], [5, 0], [5, 0], [4, 3], [3, 4], [3, 4]], dtype=float)
+        assert mdav_classic(X, 2).tolist() == [0, 0, 1, 1, 2, 2]
 
     def test_duplicates_s_absorbed(self):
         # All records equal: r = idx 0, its group {0, 1, 2}; s (= idx 0 too) is gone,
@@ -99,6 +105,12 @@ class TestMd:
         # -> a's group (created first).
         assert md(col(0, 1, 2, 6, 10, 11, 12), 3).tolist() == [0, 0, 0, 0, 1, 1, 1]
 
+    def test_b_absorbed_seeds_with_first_remaining_record(self):
+        # Pair (0, 1) at d^2 = 25 (no other pair is as far); a's group takes idx 1,
+        # so idx 2 (5, 0), the first remaining record, seeds and takes idx 3 (4, 3).
+        X = np.array([[0, 0], [5, 0], [5, 0], [4, 3], [3, 4], [3, 4]], dtype=float)
+        assert md(X, 2).tolist() == [0, 0, 1, 1, 2, 2]
+
     def test_b_absorbed_replaced_by_first_remaining(self):
         # Pair (0, 1) at distance 1; 0's group takes idx 1 and 2 (all at distance 1,
         # ties by input order), so b = idx 1 is gone: idx 3 (first remaining) seeds.
@@ -106,7 +118,8 @@ class TestMd:
 
     def test_small_n(self):
         assert md(col(0, 1, 2), 2).tolist() == [0, 0, 0]
-        assert md(col(0, 1, 2, 3, 4), 2).tolist() == [0, 0, 1, 1, 1]
+        # Pair (0, 4): {0, 1}, {4, 3}; 2 is 1.5 from both centroids -> a's group.
+        assert md(col(0, 1, 2, 3, 4), 2).tolist() == [0, 0, 0, 1, 1]
 
 
 class TestCbfs:
@@ -117,11 +130,11 @@ class TestCbfs:
         assert cbfs(col(0, 1, 2, 3, 4, 5, 6), 3).tolist() == [0, 0, 0, 1, 1, 1, 1]
 
     def test_one_group_per_step_then_leftovers(self):
-        # n=7, k=2: centroid 27/7: 0 takes 1; centroid of {2,6,7,10,11}=7.2: 2 takes
-        # 6; {7,10,11} centroid 9.33: 7 takes 10; 11 (< k left) joins the nearest
-        # centroid 8.5.
+        # n=7, k=2: centroid 37/7: 11 takes 10; centroid of {0,1,2,6,7} = 3.2: 7
+        # takes 6; centroid of {0,1,2} = 1: 0 and 2 tie -> 0 takes 1; 2 (< k left)
+        # joins the nearest centroid (0.5).
         X = col(0, 1, 2, 6, 7, 10, 11)
-        assert cbfs(X, 2).tolist() == [0, 0, 1, 1, 2, 2, 2]
+        assert cbfs(X, 2).tolist() == [0, 0, 0, 1, 1, 2, 2]
 
 
 class TestTfrp:
@@ -139,10 +152,10 @@ class TestTfrp:
 
     def test_reference_points_are_coordinatewise_extremes(self):
         # g1 = (0, 0), g2 = (10, 10) although no record is at either point.
-        # Farthest from g1: idx 3 (10, 1)? d^2 = 101; idx 1 (1, 10): 101 -> idx 1.
-        # idx 1 takes idx 0 (0, 9). Farthest from g2 among {2, 3, 4, 5}: idx 2 (9,0)
-        # d^2 = 101 -> takes idx 3 (10, 1). Then from g1: idx 4 (5, 5) d^2=50 vs
-        # idx 5 (4, 4) 32 -> idx 4 takes idx 5.
+        # Farthest from g1: idx 1 (1, 10) and idx 3 (10, 1) tie at d^2 = 101 -> idx 1,
+        # which takes idx 0 (0, 9). Farthest from g2 among {2, 3, 4, 5}: idx 2 (9, 0),
+        # d^2 = 101, takes idx 3 (10, 1). Then from g1: idx 4 (5, 5), d^2 = 50, takes
+        # idx 5.
         X = np.array([[0.0, 9.0], [1.0, 10.0], [9.0, 0.0], [10.0, 1.0], [5.0, 5.0], [4.0, 4.0]])
         assert tfrp(X, 2).tolist() == [0, 0, 1, 1, 2, 2]
 
@@ -184,12 +197,23 @@ class TestMultidsort:
         assert multidsort(col(0, 1, 2, 10, 11, 12), 2).tolist() == [0, 0, 1, 1, 2, 2]
         assert multidsort(col(0, 1, 2), 2).tolist() == [0, 0, 0]
 
-    def test_ranks_recomputed_on_remaining_records(self):
-        # After the first two groups, the order of the rest is recomputed on the rest.
-        # 2-D, k=2, n=6: rank sums on all records: idx0 2, idx1 12, idx2 7, idx3 7,
-        # idx4 10, idx5 4 -> f = 0 takes idx 5 (distance^2 2); l = idx 1 takes idx 4.
+    def test_rank_sums_2d(self):
+        # Rank sums 2, 12, 6, 6, 10, 6: f = idx 0 (0, 0) takes idx 5 (1, 1); l = idx 1
+        # (9, 9) takes idx 4 (7, 7); {2, 3} is the last group.
         X = np.array([[0, 0], [9, 9], [6, 1], [1, 6], [7, 7], [1, 1]], dtype=float)
         assert multidsort(X, 2).tolist() == [0, 1, 2, 2, 1, 0]
+
+    def test_ranks_recomputed_on_remaining_records(self):
+        # Columns are permutations of 0..8, so rank = value + 1. Value sums: 1, 9, 7,
+        # 11, 11, 8, 10, 8, 7. f = idx 0 (0, 1) takes idx 2 (3, 4); l = idx 4 (8, 3)
+        # (last of the tie at 11) takes idx 5 (6, 2). Ranks on the remaining
+        # {1, 3, 6, 7, 8} give sums 5, 7, 7, 5, 6: f = idx 1 (4, 5) takes idx 3;
+        # {6, 7, 8} is the last group. (With the ranks of the whole file f would be
+        # idx 8, taking idx 1.)
+        X = np.array(
+            [[0, 1], [4, 5], [3, 4], [5, 6], [8, 3], [6, 2], [2, 8], [1, 7], [7, 0]], dtype=float
+        )
+        assert multidsort(X, 2).tolist() == [0, 1, 0, 1, 2, 2, 3, 3, 3]
 
 
 class TestRmd:
@@ -206,10 +230,6 @@ class TestRmd:
         assert rmd(X, 3).tolist() == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
 
     def test_grouping_follows_robust_distances(self, monkeypatch):
-        # With given robust distances: idx 2 (largest) takes its 2 nearest idx 1 and
-        # idx 3 (tie at distance 1 with idx 3 vs idx 1 -> both, k=3); next idx 5
-        # (largest of the rest; idx 0 ties with it but comes... after? no: idx 0 is
-        # 5.0 < 7.0) takes idx 4 and idx 6; the rest {0, 7} ... (k..2k-1 needed).
         X = col(0, 10, 11, 12, 20, 21, 22, 30)
         d2 = np.array([5.0, 1.0, 9.0, 1.0, 1.0, 7.0, 1.0, 2.0])
         monkeypatch.setattr(robust, "robust_mahalanobis", lambda _X: d2)
@@ -231,11 +251,11 @@ class TestRmd:
         centre, scatter = det_mcd(X)
         assert np.abs(centre).max() < 0.25
         assert np.all(np.abs(np.diag(scatter) - 1.0) < 0.35)
-        A = np.array([[2.0, 0.5, 0.0], [0.0, 1.0, -1.0], [0.3, 0.0, 3.0]])
+        a = np.array([2.0, 0.5, 30.0])  # per-column scale and shift: equivariant
         b = np.array([5.0, -1.0, 2.0])
-        c2, s2 = det_mcd(X @ A + b)
-        np.testing.assert_allclose(c2, centre @ A + b, atol=1e-8)
-        np.testing.assert_allclose(s2, A.T @ scatter @ A, atol=1e-8)
+        c2, s2 = det_mcd(X * a + b)
+        np.testing.assert_allclose(c2, centre * a + b, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(s2, scatter * np.outer(a, a), rtol=1e-9, atol=1e-9)
         d = robust_mahalanobis(X)
         assert d[300:].min() > d[:300].max() * 0.5  # every outlier is far
         np.testing.assert_array_equal(d, robust_mahalanobis(X.copy()))
@@ -386,7 +406,7 @@ def test_invariants(name, case):
     np.testing.assert_array_equal(labels, canonical_labels(labels))
     sizes = group_sizes(labels)
     assert sizes.min() >= k
-    assert sizes.max() <= max(largest(k), X.shape[0] if X.shape[0] < 2 * k else 0)
+    assert sizes.max() <= largest(k)
     np.testing.assert_array_equal(func(X, k, rng=None), labels)  # deterministic
 
 
@@ -410,12 +430,14 @@ def test_md_matches_reference_property(case):
 
 
 def test_fixed_group_sizes():
-    # md, mdav-classic, multidsort and rmd: all groups k except the last/joined ones.
+    # n=47, k=5: md, mdav-classic, multidsort, rmd form eight groups of 5 and a last
+    # group of 7; cbfs and tfrp nine groups of 5, then the 2 leftovers join some.
     X = np.random.default_rng(3).normal(size=(47, 3))
     for func in (md, mdav_classic, multidsort, rmd):
-        sizes = np.sort(group_sizes(func(X, 5, rng=None)))
-        assert sizes[:-1].tolist() == [5] * (sizes.size - 1) or sizes.max() <= 9
-        assert sizes.sum() == 47 and sizes.min() == 5
+        assert np.sort(group_sizes(func(X, 5, rng=None))).tolist() == [5] * 8 + [7]
+    for func in (cbfs, tfrp):
+        sizes = group_sizes(func(X, 5, rng=None))
+        assert sizes.size == 9 and sizes.min() == 5 and sizes.sum() == 47
 
 
 def test_specs_registered_in_modules():

@@ -142,6 +142,16 @@ def test_md_seeds_farthest_pair_tie():
     assert events == [(0, (2,), (5,), 0.5)]
 
 
+def test_sorted_seed_ties_follow_the_stable_sort():
+    # pv:0, k=2: r0, r3, r4 tie at 5. The stable ascending order is r1 r2 r0 r3 r4,
+    # so the last seed group is {r3, r4} (not {r0, r3}); r0 then joins {r1, r2}
+    # (2/3*(25 + 0.5^2) against 2/3*100.5^2).
+    X = np.array([[5.0, 0], [0, 0], [0, 1], [5, 100], [5, 101]])
+    labels, events = run_traced(kward, X, 2, order="pv:0")
+    assert labels.tolist() == [0, 0, 0, 1, 1]
+    assert [e[1:3] for e in events] == [((1, 2), (0,))]
+
+
 def test_recursion_splits_group_of_2k():
     # k=2: {0,1}+1.2 (2/3*0.7^2), then 2.2 joins it (3/4*(2.2-0.7333)^2) -> a group
     # of 4 = 2k, split again: seeds {0,1} and {1.2,2.2}, nothing left to merge.

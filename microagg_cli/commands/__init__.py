@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from .blocks import blocks_command
 from .protect import protect_command
 
 #: Every subcommand, in the order ``sdc --help`` lists them.
-COMMANDS = (protect_command,)
+COMMANDS = (protect_command, blocks_command)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from .. import api
+from ..blocking import load_plan
+from ..errors import InvalidParameterError
 from ..methods import METHODS
 from ._options import format_options, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
@@ -40,6 +42,10 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="Method parameter (repeatable), e.g. --param gamma=0.3.")
 @click.option("-c", "--columns", default=None, metavar="A,B,C",
               help="Columns to protect as one block (default: every numeric column not dropped).")
+@click.option("--plan", "plan", default=None, metavar="PLAN",
+              help="Blocking plan (.toml/.json, see sdc blocks): protect each block on its own. "
+                   "-k/--method/--param then fill in what a block and the plan's [defaults] leave out; "
+                   "--columns is not allowed.")
 @click.option("-d", "--drop", default=None, metavar="ID,NAME",
               help="Identifier columns to remove from the output.")
 @click.option("-r", "--report", default=None, metavar="FILE.json",
@@ -67,7 +73,7 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 @click.option("--list-methods", is_flag=True, expose_value=False, is_eager=True, callback=_list_methods,
               help="List every method with its parameters and reference, then exit.")
 @verbosity_options
-def protect_command(input, output, k, method, params, columns, drop, report, stat, seed, strata, small_strata,
+def protect_command(input, output, k, method, params, columns, plan, drop, report, stat, seed, strata, small_strata,
                     weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, force,
                     input_format, output_format, delimiter, quiet, verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
@@ -86,10 +92,17 @@ def protect_command(input, output, k, method, params, columns, drop, report, sta
           --columns income,expend,savings --drop hh_id
       sdc protect sample_data/household.csv -o hh.csv -k 3 --columns income,expend,savings \\
           --strata urbrur --weights sampling_weight --report hh.json
+      sdc protect sample_data/census.csv -o blocked.csv --plan sample_data/plans/census-correlated.toml
     """
     setup_logging(quiet, verbose)
+    block_plan = None
+    if plan is not None:
+        if columns is not None:
+            raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
+        block_plan = load_plan(plan, default_k=k, default_method=method,
+                               default_params=parse_params(params)).with_drop(split_names(drop))
     rep = api.protect(
-        input, output, k=k, method=method, params=parse_params(params),
+        input, output, k=k, method=method, params=parse_params(params), plan=block_plan,
         columns=split_names(columns), drop=split_names(drop), report=report, seed=seed,
         stat=stat, force=force, input_format=input_format, output_format=output_format,
         delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,

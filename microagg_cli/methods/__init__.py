@@ -14,6 +14,7 @@ from . import (
     one_dimension,
     projection,
     refine,
+    robust,
     univariate,
     variable_size,
 )
@@ -23,6 +24,7 @@ __all__ = ["METHODS", "MethodSpec", "ParamSpec", "get_method"]
 
 _FAMILIES = (
     fixed_size,
+    robust,
     variable_size,
     hierarchical,
     univariate,

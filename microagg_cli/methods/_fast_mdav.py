@@ -47,7 +47,7 @@ REBUILD_FRACTION = 0.5
 _EXPANSION_CAPACITY = 2112
 _STACK = 512
 #: Diagnostics of the last call: leaves scanned by farthest / nearest queries, builds.
-_STATS = np.zeros(4, np.int64)
+_STATS = np.zeros(8, np.int64)
 
 
 # --------------------------------------------------------------------------- exact sums
@@ -100,7 +100,7 @@ def _fsum_round(parts, npart, j):
 
 
 # --------------------------------------------------------------------------- distances
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dist(A, a, q):
     """Squared distance of row ``a`` of ``A`` to ``q``, left to right."""
     s = 0.0
@@ -149,8 +149,12 @@ def _fit_leaf(nd, Xt, alive_t, d2t, nodes, lo, hi, cen, rad, maxd2, rel):
 
 
 @njit(cache=True)
-def _fit_inner(nd, nodes, lo, hi, cen, rad, maxd2, rel):
-    """Bounds of an inner node from those of its children with remaining records."""
+def _fit_inner(nd, nodes, lo, hi, cen, rad, rad0, maxd2, rel):
+    """Bounds of an inner node from those of its children with remaining records.
+
+    The ball keeps the centre it got when the tree was built; its radius is the
+    smaller of the radius at build time and the one that covers both children's balls.
+    """
     p = lo.shape[1]
     a = nodes[nd, _LEFT]
     b = nodes[nd, _RIGHT]
@@ -159,20 +163,16 @@ def _fit_inner(nd, nodes, lo, hi, cen, rad, maxd2, rel):
         for j in range(p):
             lo[nd, j] = lo[c, j]
             hi[nd, j] = hi[c, j]
-            cen[nd, j] = cen[c, j]
-        rad[nd] = rad[c]
+        rr = (np.sqrt(_dist(cen, c, cen[nd])) * (1.0 + rel) + rad[c]) * (1.0 + rel)
+        rad[nd] = min(rr, rad0[nd])
         maxd2[nd] = maxd2[c]
         return
-    wa = nodes[a, _COUNT] / nodes[nd, _COUNT]
-    wb = nodes[b, _COUNT] / nodes[nd, _COUNT]
     for j in range(p):
         lo[nd, j] = min(lo[a, j], lo[b, j])
         hi[nd, j] = max(hi[a, j], hi[b, j])
-        # any point is a valid ball centre; the radius below covers both children
-        cen[nd, j] = wa * cen[a, j] + wb * cen[b, j]
     ra = np.sqrt(_dist(cen, a, cen[nd])) * (1.0 + rel) + rad[a]
     rb = np.sqrt(_dist(cen, b, cen[nd])) * (1.0 + rel) + rad[b]
-    rad[nd] = max(ra, rb) * (1.0 + rel)
+    rad[nd] = min(max(ra, rb) * (1.0 + rel), rad0[nd])
     maxd2[nd] = max(maxd2[a], maxd2[b])
 
 
@@ -258,19 +258,37 @@ def _build(X, idx, c0, leaf_size, rel):
         for j in range(p):
             Xt[t, j] = X[perm[t], j]
         d2t[t] = _dist(Xt, t, c0)
+    rad0 = np.empty(cap)
     # children have larger ids than their parent: fit bottom-up in reverse id order
     for nd in range(nn - 1, -1, -1):
         if nodes[nd, _LEFT] < 0:
             for t in range(nodes[nd, _START], nodes[nd, _END]):
                 leaf_of[t] = nd
             _fit_leaf(nd, Xt, alive_t, d2t, nodes, lo, hi, cen, rad, maxd2, rel)
+            rad0[nd] = rad[nd]
         else:
-            _fit_inner(nd, nodes, lo, hi, cen, rad, maxd2, rel)
+            # inner ball: the mean of its records and the exact radius around it
+            s = nodes[nd, _START]
+            e = nodes[nd, _END]
+            for j in range(p):
+                cen[nd, j] = 0.0
+            for t in range(s, e):
+                for j in range(p):
+                    cen[nd, j] += Xt[t, j]
+            for j in range(p):
+                cen[nd, j] /= e - s
+            r2 = 0.0
+            for t in range(s, e):
+                d = _dist(Xt, t, cen[nd])
+                if d > r2:
+                    r2 = d
+            rad0[nd] = np.sqrt(r2) * (1.0 + rel) + (1e-300 if r2 > 0.0 else 0.0)
+            _fit_inner(nd, nodes, lo, hi, cen, rad, rad0, maxd2, rel)
     return Xt, perm, alive_t, leaf_of, d2t, nodes[:nn].copy(), lo[:nn].copy(), hi[:nn].copy(), \
-        cen[:nn].copy(), rad[:nn].copy(), maxd2[:nn].copy(), c0.copy()
+        cen[:nn].copy(), rad[:nn].copy(), maxd2[:nn].copy(), c0.copy(), rad0[:nn].copy()
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _upper(tree, nd, q, shift, use_ref, rel):
     """Upper bound on the rounded squared distance of ``q`` to any record of ``nd``.
 
@@ -280,7 +298,7 @@ def _upper(tree, nd, q, shift, use_ref, rel):
     |shift|^2``, which stays tight when ``q`` has barely moved. The last two carry a
     relative margin ``rel`` far above the rounding error.
     """
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
     ubb = 0.0
     dc = 0.0
     sp = 0.0
@@ -308,10 +326,10 @@ def _upper(tree, nd, q, shift, use_ref, rel):
     return ubb
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lower(tree, nd, q, rel):
     """Lower bound on the rounded squared distance of ``q`` to any record of ``nd``."""
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
     lbb = 0.0
     dc = 0.0
     for j in range(q.shape[0]):
@@ -335,9 +353,9 @@ def _lower(tree, nd, q, rel):
 
 
 @njit(cache=True)
-def _farthest(tree, q, use_ref, rel, st_node, st_val, stats):
+def _farthest(tree, q, use_ref, rel, st_node, st_val, stats, QQ):
     """Input index of the remaining record farthest from ``q`` (first on ties)."""
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
     shift = q - c0
     best_d = -1.0
     best_i = np.iinfo(np.int64).max
@@ -353,7 +371,7 @@ def _farthest(tree, q, use_ref, rel, st_node, st_val, stats):
         if ub < best_d or (ub <= best_d and nodes[nd, _MINIDX] > best_i):
             continue
         if nodes[nd, _LEFT] < 0:
-            stats[0] += 1
+            stats[0 if QQ else 6] += 1
             for t in range(nodes[nd, _START], nodes[nd, _END]):
                 if alive_t[t]:
                     d = _dist(Xt, t, q)
@@ -362,6 +380,7 @@ def _farthest(tree, q, use_ref, rel, st_node, st_val, stats):
                         best_d = d
                         best_i = i
         else:
+            stats[3 if QQ else 5] += 1
             a = nodes[nd, _LEFT]
             b = nodes[nd, _RIGHT]
             ua = _upper(tree, a, q, shift, use_ref, rel) if nodes[a, _COUNT] > 0 else -1.0
@@ -388,7 +407,7 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
     Ordered by (distance, input index) into ``kd[:m]``, ``ki[:m]``; returns how many
     were found.
     """
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
     filled = 0
     st_node[0] = 0
     st_val[0] = 0.0
@@ -424,6 +443,7 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
                 kd[pos] = d
                 ki[pos] = i
         else:
+            stats[4] += 1
             a = nodes[nd, _LEFT]
             b = nodes[nd, _RIGHT]
             la = _lower(tree, a, q, rel) if nodes[a, _COUNT] > 0 else np.inf
@@ -449,7 +469,7 @@ def _remove(tree, i, X, pos_of, alive, parts, npart, rel):
     The leaf's bounds are refitted to its remaining records and its ancestors' from
     their children, so that bounds stay tight as MDAV peels the data from outside.
     """
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
     alive[i] = False
     for j in range(X.shape[1]):
         _fsum_add(parts, npart, j, -X[i, j])
@@ -465,7 +485,7 @@ def _remove(tree, i, X, pos_of, alive, parts, npart, rel):
     nd = nodes[leaf, _PARENT]
     while nd >= 0:
         if nodes[nd, _COUNT] > 0:
-            _fit_inner(nd, nodes, lo, hi, cen, rad, maxd2, rel)
+            _fit_inner(nd, nodes, lo, hi, cen, rad, rad0, maxd2, rel)
         nd = nodes[nd, _PARENT]
 
 
@@ -503,11 +523,11 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel, stats):
 
     while nrem >= 2 * k:
         _centroid(parts, npart, nrem, c)
-        r = _farthest(tree, c, True, rel, st_node, st_val, stats)
+        r = _farthest(tree, c, True, rel, st_node, st_val, stats, True)
         three = nrem >= 3 * k
         s = -1
         if three:
-            s = _farthest(tree, X[r], False, rel, st_node, st_val, stats)
+            s = _farthest(tree, X[r], True, rel, st_node, st_val, stats, False)
         for rep in range(2):
             centre = r if rep == 0 else s
             if rep == 1:

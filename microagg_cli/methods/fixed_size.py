@@ -113,7 +113,9 @@ def _position(rem: np.ndarray, labels: np.ndarray, index: int) -> int:
     return int(np.searchsorted(rem, index))
 
 
-def _join_one_by_one(X: np.ndarray, labels: np.ndarray, leftovers: np.ndarray, n_groups: int) -> None:
+def _join_one_by_one(
+    X: np.ndarray, labels: np.ndarray, leftovers: np.ndarray, n_groups: int
+) -> None:
     """Leftover records, in input order, each join the group whose *current* centroid
     is nearest (first group label on ties); that centroid is updated before the next
     record joins."""

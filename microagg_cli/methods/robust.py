@@ -29,18 +29,21 @@ _MAX_CSTEPS = 200
 
 
 def _scale(v: np.ndarray) -> float:
-    """Robust scale of a vector: MAD * 1.4826; falls back to IQR / 1.349, then to the
-    standard deviation, then to 1 (a constant vector)."""
+    """Robust scale of a vector: MAD * 1.4826; when it is zero or negligible (below
+    1e-10 times the largest deviation from the median: most values tied), IQR / 1.349,
+    then the standard deviation; 1 for a constant vector."""
     med = np.median(v)
-    s = 1.482602218505602 * float(np.median(np.abs(v - med)))
-    if s > 0:
+    dev = np.abs(v - med)
+    floor = 1e-10 * float(dev.max())
+    s = 1.482602218505602 * float(np.median(dev))
+    if s > floor:
         return s
     q1, q3 = np.quantile(v, [0.25, 0.75])
     s = float(q3 - q1) / 1.3489795003921634
-    if s > 0:
+    if s > floor:
         return s
     s = float(v.std())
-    return s if s > 0 else 1.0
+    return s if s > floor else 1.0
 
 
 def _cov(A: np.ndarray, centre: np.ndarray | None = None) -> np.ndarray:

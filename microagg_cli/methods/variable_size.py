@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
 from ._spec import MethodSpec, ParamSpec
@@ -86,8 +87,6 @@ def vmdav(
     n = check_k(X, k)
     gamma = float(gamma)
     if not (gamma >= 0 and np.isfinite(gamma)):
-        from ..errors import InvalidParameterError
-
         raise InvalidParameterError(f"gamma must be a finite number >= 0, got {gamma!r}")
     labels = np.full(n, -1, dtype=np.int64)
     free = np.ones(n, dtype=bool)

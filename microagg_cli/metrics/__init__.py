@@ -1,7 +1,421 @@
-"""Risk and utility measures (numpy only); see ``../shared/spec/metrics.md``."""
+"""Risk and utility measures (numpy/scipy only); see ``spec/metrics.md``.
+
+:func:`evaluate_arrays` computes every measure of the spec for an original matrix and
+its protected version and returns a JSON-ready nested dict (plain Python types, None
+for "not computed"). :data:`METRICS` lists every headline measure with its unit,
+direction, place in that dict and reference; the CLI, the report and the docs read it.
+
+Report schema (``"schema": "microagg_cli.evaluate/1"``; keys are stable -- renaming
+or removing one is a breaking change)::
+
+    n, p                       records and attributes
+    blocks                     list of lists of column positions (one block = all)
+    k                          minimum group size given, or None
+    utility:
+      il_sse                   {"overall", "per_block": [...]}            percent
+      il1 .. il5               {"value", "cells", "skipped"}              ratios
+      il_score                 {"value", "terms_used", "formula"}         percent
+      il1s                     {"value", "cells", "skipped"}
+      data_quality             {"mean_sd_z": {"value", "skipped"},
+                                "correlation_discrepancy": {"mean", "sd", "pairs", "skipped"},
+                                "pc1": {"share_before", "share_after", "share_change",
+                                        "loading_change", "correlation_change",
+                                        "attributes", "skipped"}}
+      optimality               None, or {"k", "il_sse", "lb_nn", "gap", "ratio"}, each
+                               (except k) {"overall", "per_block"}; gap = IL_SSE - LB_NN
+    risk:
+      parameters               {"distance", "rank", "pld_window", "pld_window_share",
+                                "id_percents", "id_windows", "sdid_factor", "k",
+                                "tie_rule"}
+      scenarios                {"mode": "all"|"sample"|"explicit", "count",
+                                "max_all_subsets", "sample_size"}
+      anonymity                {"k_prime", "k_min", "classes", "share_below_k"} over all
+                               attributes
+      mean                     {"dld", "pld", "id", "sdid", "k_prime", "k_min",
+                                "share_below_k"}: means over all scenarios
+      worst                    same keys -> {"value", "attributes", "label"} (max for
+                               risks, min for k_prime / k_min)
+      by_label                 {"1G": {"scenarios", "mean": {...}, "worst": {...}}, ...}
+      per_scenario             [{"attributes", "label", "size", "k_prime", "k_min",
+                                 "classes", "share_below_k", "dld", "pld", "id",
+                                 "id_by_percent", "sdid", "pld_em"}, ...] (scenario
+                               order: by size, then lexicographic; explicit: as given)
+      pld_skipped_reason       None or why PLD was not computed
+      dr                       {"value", "formula", "weights"}
+    score                      {"value", "formula", "weights"}
+
+Percentages are in [0, 100] except ``sdid`` and ``share_below_k`` (shares in [0, 1],
+sdcMicro's scale) and the raw IL1..IL5 / IL1s ratios.
+"""
 
 from __future__ import annotations
 
-from .utility import il_sse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["il_sse"]
+import numpy as np
+
+from ..errors import DataError, InvalidParameterError
+from . import risk, scenarios, utility
+from . import scenarios as _scenarios
+from .risk import (
+    DEFAULT_DR_WEIGHTS,
+    DEFAULT_ID_PERCENTS,
+    DEFAULT_SCORE_WEIGHTS,
+    RiskEvaluator,
+    disclosure_risk,
+    dld,
+    fellegi_sunter_em,
+    interval_disclosure,
+    overall_score,
+    pld,
+    real_anonymity,
+    sdid,
+)
+from .scenarios import all_subsets, default_scenarios, sample_subsets, scenario_label
+from .utility import (
+    data_quality,
+    il1s,
+    il_score,
+    il_sse,
+    il_sse_blocks,
+    lb_nn,
+    lb_nn_blocks,
+    optimality_gap,
+)
+
+__all__ = [
+    "SCHEMA",
+    "MetricSpec",
+    "METRICS",
+    "evaluate_arrays",
+    "il_sse",
+    "il_sse_blocks",
+    "il_score",
+    "il1s",
+    "data_quality",
+    "lb_nn",
+    "lb_nn_blocks",
+    "optimality_gap",
+    "dld",
+    "pld",
+    "interval_disclosure",
+    "sdid",
+    "real_anonymity",
+    "fellegi_sunter_em",
+    "disclosure_risk",
+    "overall_score",
+    "RiskEvaluator",
+    "all_subsets",
+    "sample_subsets",
+    "default_scenarios",
+    "scenario_label",
+    "DEFAULT_DR_WEIGHTS",
+    "DEFAULT_SCORE_WEIGHTS",
+    "DEFAULT_ID_PERCENTS",
+    "risk",
+    "scenarios",
+    "utility",
+]
+
+#: Version tag of the dict returned by :func:`evaluate_arrays`.
+SCHEMA = "microagg_cli.evaluate/1"
+
+
+# ---------------------------------------------------------------------------------
+# evaluate
+
+
+def _check_pair(X: Any, Xp: Any) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    Xp = np.asarray(Xp, dtype=np.float64)
+    if X.ndim != 2 or X.shape != Xp.shape:
+        raise DataError(
+            f"original and protected data must have the same shape, got {X.shape} and {Xp.shape}"
+        )
+    if X.shape[0] < 2 or X.shape[1] < 1:
+        raise DataError(f"evaluation needs at least 2 records and 1 attribute, got {X.shape}")
+    if not (np.isfinite(X).all() and np.isfinite(Xp).all()):
+        raise DataError("original and protected data must be finite (no NaN or inf)")
+    return X, Xp
+
+
+def evaluate_arrays(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    *,
+    blocks: Sequence[Sequence[int]] | None = None,
+    k: int | None = None,
+    scenarios: Sequence[Sequence[int]] | None = None,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    rng: np.random.Generator | None = None,
+    pld_window_share: float = 0.01,
+    id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
+    sdid_factor: float = 0.05,
+    max_all_subsets: int = 10,
+    sample_size: int = 512,
+    partition_based: bool = True,
+    per_scenario: bool = True,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Every risk and utility measure of ``spec/metrics.md`` for one file pair.
+
+    Parameters
+    ----------
+    X, Xp : (n, p) original and protected matrices, same records in the same order,
+        restricted to the protected attributes, original units; not mutated.
+    blocks : the blocking plan as lists of column positions partitioning range(p)
+        (default one block). Drives IL_SSE / LB_NN per block and the scenario labels
+        1G, 2G, ...
+    k : the minimum group size used for protection; enables LB_NN / the optimality
+        gap and the share of records in classes smaller than k.
+    scenarios : explicit intruder scenarios (lists of column positions); default every
+        non-empty subset when p <= ``max_all_subsets``, else ``sample_size`` subsets
+        sampled with ``rng`` stratified by size.
+    dr_weights : weights of DLD, PLD, ID in DR (keys "dld", "pld", "id"; defaults
+        0.25, 0.25, 0.5).
+    score_weights : weights of IL_score and DR in the score (keys "il", "dr";
+        defaults 0.5, 0.5).
+    rng : generator for the scenario sample (``default_rng(0)`` when None).
+    pld_window_share : PLD agreement window w = max(1, floor(share * n)).
+    id_percents : the interval sizes of ID(p), percent.
+    sdid_factor : SDID half-width in protected sds.
+    partition_based : report the optimality gap (needs ``k``); False for methods that
+        do not partition records.
+    per_scenario : include the per-scenario list (the summaries are always there).
+    workers : threads for kd-tree queries (results do not depend on it).
+    progress : optional callback ``progress(done, total)`` after each scenario.
+
+    Returns
+    -------
+    dict following the schema in this module's docstring; only plain Python types.
+
+    Raises
+    ------
+    DataError : shapes differ, fewer than 2 records, NaN/inf.
+    InvalidParameterError : bad blocks, scenarios, weights or parameters.
+    """
+    X, Xp = _check_pair(X, Xp)
+    n, p = X.shape
+    blist = _scenarios.validate_blocks(blocks, p)
+    if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
+        raise InvalidParameterError(f"k must be a positive integer, got {k!r}")
+    k = None if k is None else int(k)
+    if sample_size < 1 or max_all_subsets < 0:
+        raise InvalidParameterError("sample_size must be >= 1 and max_all_subsets >= 0")
+    # weights are checked before any heavy work
+    disclosure_risk(0.0, 0.0, 0.0, weights=dr_weights)
+    overall_score(0.0, 0.0, weights=score_weights)
+
+    if scenarios is None:
+        subsets, mode = _scenarios.default_scenarios(
+            p, rng=rng, max_all=max_all_subsets, sample_size=sample_size
+        )
+    else:
+        subsets, mode = _scenarios.validate_subsets(scenarios, p), "explicit"
+
+    # -- utility ----------------------------------------------------------------
+    scores = il_score(X, Xp)
+    util: dict[str, Any] = {"il_sse": il_sse_blocks(X, Xp, blist)}
+    for name in ("il1", "il2", "il3", "il4", "il5", "il_score"):
+        util[name] = scores[name]
+    util["il1s"] = il1s(X, Xp)
+    util["data_quality"] = data_quality(X, Xp)
+    util["optimality"] = (
+        optimality_gap(X, Xp, k, blist) if (k is not None and partition_based) else None
+    )
+
+    # -- risk -------------------------------------------------------------------
+    used = sorted({v for s in subsets for v in s})
+    ev = RiskEvaluator(
+        X,
+        Xp,
+        k=k,
+        pld_window_share=pld_window_share,
+        pld_attributes=used,
+        id_percents=id_percents,
+        sdid_factor=sdid_factor,
+        workers=workers,
+    )
+    rows: list[dict[str, Any] | None] = [None] * len(subsets)
+    order = sorted(range(len(subsets)), key=lambda i: subsets[i])  # shares row classes
+    for done, i in enumerate(order, 1):
+        row = ev.scenario(subsets[i])
+        row["label"] = scenario_label(subsets[i], blist)
+        row["size"] = len(subsets[i])
+        rows[i] = row
+        if progress is not None:
+            progress(done, len(subsets))
+    per = [r for r in rows if r is not None]
+    labels = [r["label"] for r in per]
+    measures = {
+        name: [r[name] for r in per]
+        for name in ("dld", "pld", "id", "sdid", "k_prime", "k_min", "share_below_k")
+    }
+    summary = _scenarios.summarize(measures, subsets, labels)
+    mean = summary["mean"]
+    dr = disclosure_risk(mean["dld"], mean["pld"], mean["id"], weights=dr_weights)
+    key_order = ("attributes", "label", "size", "k_prime", "k_min", "classes",
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em")
+    risk_out: dict[str, Any] = {
+        "parameters": {
+            "distance": "euclidean on attributes z-scored with the original's means and population sds",
+            "rank": "insertion position into the sorted original column (ties share the smallest rank)",
+            "tie_rule": "t records tied for the best link with the true one among them count 1/t",
+            "pld_window": ev.pld_window,
+            "pld_window_share": ev.pld_window_share,
+            "id_percents": list(ev.id_percents),
+            "id_windows": [risk.id_window(n, q) for q in ev.id_percents],
+            "sdid_factor": ev.sdid_factor,
+            "k": k,
+        },
+        "scenarios": {
+            "mode": mode,
+            "count": len(subsets),
+            "max_all_subsets": max_all_subsets,
+            "sample_size": sample_size,
+        },
+        "anonymity": ev.anonymity(tuple(range(p))),
+        "mean": mean,
+        "worst": summary["worst"],
+        "by_label": summary["by_label"],
+        "per_scenario": [{key: r[key] for key in key_order} for r in per] if per_scenario else None,
+        "pld_skipped_reason": ev.pld_skipped_reason,
+        "dr": dr,
+    }
+    return {
+        "schema": SCHEMA,
+        "n": int(n),
+        "p": int(p),
+        "blocks": blist,
+        "k": k,
+        "utility": util,
+        "risk": risk_out,
+        "score": overall_score(util["il_score"]["value"], dr["value"], weights=score_weights),
+    }
+
+
+# ---------------------------------------------------------------------------------
+# registry
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One headline measure.
+
+    Attributes
+    ----------
+    name : identifier used by the CLI (``--max-risk dld=5``) and the docs.
+    kind : ``"utility"`` or ``"risk"``.
+    summary : one line for ``--help`` and the README.
+    unit : ``"percent"``, ``"ratio"``, ``"share"`` or ``"records"``.
+    better : ``"lower"`` or ``"higher"``.
+    report_key : dotted path of the value in the :func:`evaluate_arrays` dict.
+    reference : authors (year), title, venue.
+    func : ``func(X, Xp, **params) -> float | None`` computing the headline value on
+        its own (risk measures: intruder knows all attributes).
+    params : names of the keyword parameters ``func`` accepts.
+    identity : value under identity protection (Xp = X) of a file with distinct
+        values in every column, or None when it depends on the data.
+    """
+
+    name: str
+    kind: str
+    summary: str
+    unit: str
+    better: str
+    report_key: str
+    reference: str
+    func: Callable[..., float | None] = field(repr=False)
+    params: tuple[str, ...] = ()
+    identity: float | None = None
+
+
+def _score_term(term: str) -> Callable[..., float | None]:
+    def f(X: np.ndarray, Xp: np.ndarray) -> float | None:
+        return il_score(X, Xp)[term]["value"]
+
+    f.__name__ = term
+    return f
+
+
+_DF_MS = ("Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation "
+          "for statistical disclosure control, IEEE TKDE 14(1)")
+_DF_T = ("Domingo-Ferrer & Torra (2001), A quantitative comparison of disclosure control "
+         "methods for microdata, in Confidentiality, Disclosure and Data Access, North-Holland")
+_MS_DF = ("Mateo-Sanz & Domingo-Ferrer (1998), A comparative study of microaggregation "
+          "methods, Questiio 22(3)")
+
+_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec("il_sse", "utility", "100 * SSE / SST on z-scores (the microaggregation IL)",
+               "percent", "lower", "utility.il_sse.overall", _DF_MS,
+               func=lambda X, Xp: il_sse(X, Xp), identity=0.0),
+    MetricSpec("il1", "utility", "mean |x - x'| / |x| over cells", "ratio", "lower",
+               "utility.il1.value", _DF_T, func=_score_term("il1"), identity=0.0),
+    MetricSpec("il2", "utility", "mean relative change of attribute means", "ratio", "lower",
+               "utility.il2.value", _DF_T, func=_score_term("il2"), identity=0.0),
+    MetricSpec("il3", "utility", "mean relative change of covariances (i <= j)", "ratio",
+               "lower", "utility.il3.value", _DF_T, func=_score_term("il3"), identity=0.0),
+    MetricSpec("il4", "utility", "mean relative change of variances", "ratio", "lower",
+               "utility.il4.value", _DF_T, func=_score_term("il4"), identity=0.0),
+    MetricSpec("il5", "utility", "mean |r - r'| over attribute pairs", "ratio", "lower",
+               "utility.il5.value", _DF_T, func=_score_term("il5"), identity=0.0),
+    MetricSpec("il_score", "utility", "100 * mean of IL1..IL5 capped at 1", "percent", "lower",
+               "utility.il_score.value", _DF_T, func=_score_term("il_score"), identity=0.0),
+    MetricSpec("il1s", "utility", "mean |x - x'| / (sqrt(2) s) over cells", "ratio", "lower",
+               "utility.il1s.value", _DF_T,
+               func=lambda X, Xp: il1s(X, Xp)["value"], identity=0.0),
+    MetricSpec("mean_sd_z", "utility", "mean sd of the z-scored protected attributes (1 = none lost)",
+               "ratio", "higher", "utility.data_quality.mean_sd_z.value", _MS_DF,
+               func=lambda X, Xp: data_quality(X, Xp)["mean_sd_z"]["value"], identity=1.0),
+    MetricSpec("correlation_discrepancy", "utility", "mean |r - r'| of the correlation matrix",
+               "ratio", "lower", "utility.data_quality.correlation_discrepancy.mean", _MS_DF,
+               func=lambda X, Xp: data_quality(X, Xp)["correlation_discrepancy"]["mean"],
+               identity=None),  # None for p = 1
+    MetricSpec("pc1_loading_change", "utility", "mean |l - l'| of the first PC's loadings",
+               "ratio", "lower", "utility.data_quality.pc1.loading_change", _MS_DF,
+               func=lambda X, Xp: data_quality(X, Xp)["pc1"]["loading_change"], identity=0.0),
+    MetricSpec("lb_nn", "utility", "lower bound on IL_SSE of any k-partition (k-1 nearest neighbours)",
+               "percent", "lower", "utility.optimality.lb_nn.overall",
+               "this project (see spec/metrics.md)",
+               func=lambda X, Xp, k=3: lb_nn(X, k), params=("k",), identity=None),
+    MetricSpec("optimality_gap", "utility", "IL_SSE - LB_NN (percentage points)", "percent",
+               "lower", "utility.optimality.gap.overall", "this project (see spec/metrics.md)",
+               func=lambda X, Xp, k=3: optimality_gap(X, Xp, k)["gap"]["overall"],
+               params=("k",), identity=None),
+    MetricSpec("dld", "risk", "distance-based record linkage, % linked correctly", "percent",
+               "lower", "risk.mean.dld", _DF_T,
+               func=lambda X, Xp: dld(X, Xp), identity=100.0),
+    MetricSpec("pld", "risk", "probabilistic (Fellegi-Sunter/EM) record linkage, % linked",
+               "percent", "lower", "risk.mean.pld",
+               "Jaro (1989), Advances in record-linkage methodology, JASA 84(406)",
+               func=lambda X, Xp, window_share=0.01: pld(X, Xp, window_share=window_share)["value"],
+               params=("window_share",), identity=None),
+    MetricSpec("id", "risk", "rank-based interval disclosure, mean of ID(1..10)", "percent",
+               "lower", "risk.mean.id",
+               "Mateo-Sanz, Sebe & Domingo-Ferrer (2004), Outlier protection in continuous "
+               "microdata masking, PSD 2004, LNCS 3050",
+               func=lambda X, Xp: interval_disclosure(X, Xp)["value"], identity=100.0),
+    MetricSpec("sdid", "risk", "sdcMicro dRisk: share of records within 0.05 sd everywhere",
+               "share", "lower", "risk.mean.sdid",
+               "Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data "
+               "using the R package sdcMicro, JSS 67(4)",
+               func=lambda X, Xp, factor=0.05: sdid(X, Xp, factor=factor),
+               params=("factor",), identity=1.0),
+    MetricSpec("k_prime", "risk", "real anonymity n / distinct protected rows", "records",
+               "higher", "risk.anonymity.k_prime",
+               "Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous "
+               "k-anonymity through microaggregation, DMKD 11(2)",
+               func=lambda X, Xp: real_anonymity(Xp)["k_prime"], identity=1.0),
+    MetricSpec("dr", "risk", "DR = 0.25 DLD + 0.25 PLD + 0.5 ID over the intruder scenarios",
+               "percent", "lower", "risk.dr.value", _DF_T,
+               func=lambda X, Xp: evaluate_arrays(X, Xp)["risk"]["dr"]["value"], identity=None),
+    MetricSpec("score", "risk", "score = 0.5 IL_score + 0.5 DR (lower is better)", "percent",
+               "lower", "score.value", _DF_T,
+               func=lambda X, Xp: evaluate_arrays(X, Xp)["score"]["value"], identity=None),
+)
+
+#: name -> MetricSpec, in report order.
+METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}

@@ -1,0 +1,143 @@
+"""Options and parsers shared by the commands that evaluate risk and utility.
+
+``sdc evaluate`` uses all of them; the gate and scenario option groups are written as
+decorators so that another command (``sdc protect --evaluate``, ``sdc compare``) can
+reuse exactly the same names, help texts and parsing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+
+from ..errors import InvalidParameterError
+
+__all__ = [
+    "GATE_OPTIONS",
+    "gate_options",
+    "scenario_options",
+    "input_options",
+    "collect_gates",
+    "parse_blocks",
+    "parse_known",
+    "parse_weights",
+]
+
+#: (option name, keyword of :func:`microagg_cli.api.evaluate`'s ``gates``, metavar, help)
+GATE_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("--max-dld", "max_dld", "PCT",
+     "Fail (exit code 5) when DLD, the share of records linked correctly by distance, exceeds PCT %."),
+    ("--max-id", "max_id", "PCT",
+     "Fail (exit code 5) when ID, the interval-disclosure share averaged over 1..10 % intervals, exceeds PCT %."),
+    ("--max-score", "max_score", "S",
+     "Fail (exit code 5) when score = 0.5 * IL_score + 0.5 * DR exceeds S."),
+    ("--min-kprime", "min_kprime", "K",
+     "Fail (exit code 5) when the real anonymity k' (records per distinct protected row) is below K."),
+    ("--max-il", "max_il", "PCT",
+     "Fail (exit code 5) when IL_SSE over all evaluated columns exceeds PCT %."),
+)
+
+
+def gate_options(func: Callable) -> Callable:
+    """``--max-dld``, ``--max-id``, ``--max-score``, ``--min-kprime``, ``--max-il``, ``--gate-on``."""
+    func = click.option(
+        "--gate-on", type=click.Choice(["worst", "mean"]), default="worst", show_default=True,
+        help="Which figure the DLD, ID and k' gates check: the worst intruder scenario, or the mean "
+             "over scenarios (the figures entering DR and score).",
+    )(func)
+    for opt, dest, metavar, text in reversed(GATE_OPTIONS):
+        func = click.option(opt, dest, type=float, default=None, metavar=metavar, help=text)(func)
+    return func
+
+
+def scenario_options(func: Callable) -> Callable:
+    """``--known`` (repeatable), ``--max-scenarios``, ``-s/--seed``, ``-k``."""
+    func = click.option(
+        "-s", "--seed", type=int, default=0, show_default=True,
+        help="Seed of the scenario sample (used when there are more scenarios than --max-scenarios).",
+    )(func)
+    func = click.option(
+        "--max-scenarios", type=int, default=None, metavar="N",
+        help="Evaluate every subset of the columns when there are at most N, else a seeded sample of N "
+             "stratified by size (default: every subset up to 10 columns, else 512).",
+    )(func)
+    func = click.option(
+        "--known", multiple=True, metavar="A,B,C",
+        help="An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
+             "scenarios (every subset of the columns).",
+    )(func)
+    func = click.option(
+        "-k", "k", type=int, default=None, metavar="K",
+        help="k for the share of records in classes smaller than k and for the lower bound LB_NN "
+             "(default: the smallest k of --plan, else 3).",
+    )(func)
+    return func
+
+
+def input_options(func: Callable) -> Callable:
+    """``--input-format``, ``--delimiter``, ``--decimal`` (for both input files)."""
+    func = click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
+                        help="Decimal mark of CSV inputs (',' for European CSV with ';' delimiter).")(func)
+    func = click.option("--delimiter", default=None, metavar="CHAR",
+                        help="CSV delimiter of both inputs (default: sniffed from , ; TAB |).")(func)
+    func = click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
+                        help="Format of both inputs (default: from each file's extension).")(func)
+    return func
+
+
+def collect_gates(values: dict[str, Any]) -> dict[str, float]:
+    """The gates given on the command line: ``{"max_dld": 5.0, ...}`` (unset ones left out)."""
+    return {dest: float(values[dest]) for _opt, dest, _m, _h in GATE_OPTIONS if values.get(dest) is not None}
+
+
+def _names(text: str, what: str) -> list[str]:
+    names = [v.strip() for v in text.split(",")]
+    if not names or any(not v for v in names):
+        raise InvalidParameterError(f"{what}: empty column name in {text!r}")
+    return names
+
+
+def parse_blocks(value: str | None) -> list[list[str]] | None:
+    """``"a,b;c,d"`` -> ``[["a", "b"], ["c", "d"]]``; None stays None.
+
+    >>> parse_blocks("AGI, FICA; INTVAL")
+    [['AGI', 'FICA'], ['INTVAL']]
+    """
+    if value is None:
+        return None
+    parts = [p for p in value.split(";")]
+    if any(not p.strip() for p in parts):
+        raise InvalidParameterError(f"--blocks: empty block in {value!r} (use \"a,b;c,d\")")
+    return [_names(p, "--blocks") for p in parts]
+
+
+def parse_known(values: tuple[str, ...]) -> list[list[str]] | None:
+    """Repeated ``--known a,b`` -> ``[["a", "b"], ...]``; none given -> None."""
+    if not values:
+        return None
+    return [_names(v, "--known") for v in values]
+
+
+def parse_weights(value: str | None, option: str) -> dict[str, float] | None:
+    """``"dld=0.5,pld=0,id=0.5"`` -> ``{"dld": 0.5, "pld": 0.0, "id": 0.5}``.
+
+    >>> parse_weights("il=0.3, dr=0.7", "--score-weights")
+    {'il': 0.3, 'dr': 0.7}
+    """
+    if value is None:
+        return None
+    out: dict[str, float] = {}
+    for item in value.split(","):
+        name, sep, num = item.partition("=")
+        name = name.strip().lower()
+        try:
+            weight = float(num)
+        except ValueError:
+            weight = None
+        if not sep or not name or weight is None:
+            raise InvalidParameterError(f"{option} expects NAME=WEIGHT[,NAME=WEIGHT...], got {value!r}")
+        if name in out:
+            raise InvalidParameterError(f"{option}: weight {name!r} given twice")
+        out[name] = weight
+    return out

@@ -1,0 +1,725 @@
+"""Rendering of evaluation results: JSON (the source of truth), terminal, HTML.
+
+Everything here reads the report dict built by :func:`microagg_cli.api.evaluate`
+(schema ``EVALUATION_SCHEMA_VERSION``) and never computes a measure. Three views:
+
+- :func:`to_json` -- the dict as JSON text (key order is the schema's);
+- :func:`print_summary` -- a rich summary for a terminal (stderr);
+- :func:`render_html` -- one self-contained HTML page (inline CSS, hand-drawn inline
+  SVG charts, no script, no external asset) that is also well-formed XML, so that it
+  opens offline in any browser and can be checked with an XML parser.
+
+None of the views adds data: original values of protected attributes appear only
+when the report itself holds them (``internal_details``, ``sdc evaluate --internal``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from html import escape
+from typing import Any, Iterable, Sequence
+
+__all__ = ["to_json", "print_summary", "print_risk_summary", "render_html", "fmt"]
+
+#: Colours of the three linkage measures in the charts (colour-blind safe, Okabe-Ito).
+_COLORS = {"dld": "#0072B2", "pld": "#E69F00", "id": "#009E73", "k_prime": "#CC79A7", "worst": "#333333"}
+_LABEL_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+
+_MEASURE_NAMES = {
+    "dld": "DLD", "pld": "PLD", "id": "ID", "sdid": "SDID", "k_prime": "k'", "k_min": "k_min",
+    "share_below_k": "share < k",
+}
+
+
+def to_json(rep: dict[str, Any]) -> str:
+    """The report as JSON text (indent 2, no NaN, trailing newline)."""
+    return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A number for display: fixed ``digits`` decimals, ``-`` for None.
+
+    >>> fmt(5.69218627), fmt(None), fmt(3), fmt(0.000012345)
+    ('5.6922', '-', '3', '1.234e-05')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    v = float(value)
+    if not math.isfinite(v):
+        return str(v)
+    if v != 0 and abs(v) < 10 ** (-digits + 1) / 2:
+        return f"{v:.{max(digits - 1, 1)}e}"
+    return f"{v:.{digits}f}"
+
+
+def _get(d: Any, *path: Any) -> Any:
+    for step in path:
+        if d is None:
+            return None
+        if isinstance(d, list):
+            d = d[step] if isinstance(step, int) and -len(d) <= step < len(d) else None
+        else:
+            d = d.get(step)
+    return d
+
+
+def _names(rep: dict[str, Any], positions: Iterable[int] | None) -> str:
+    cols = _get(rep, "columns", "evaluated") or []
+    if positions is None:
+        return "-"
+    return ", ".join(cols[j] if 0 <= j < len(cols) else str(j) for j in positions)
+
+
+def _labels(measures: dict[str, Any]) -> list[str]:
+    return list((_get(measures, "risk", "by_label") or {}).keys())
+
+
+# ----------------------------------------------------------------------------- terminal
+
+
+def _title(rep: dict[str, Any]) -> str:
+    o, p = rep["original"]["name"], rep["protected"]["name"]
+    m = rep["measures"]
+    sc = m["risk"]["scenarios"]
+    blocks = len(rep.get("blocks") or [])
+    return (f"sdc evaluate: {o} vs {p}: {m['n']} records, {m['p']} columns, {blocks} block(s), "
+            f"{sc['count']} intruder scenario(s) ({sc['mode']})")
+
+
+def _risk_table(section: dict[str, Any], title: str):
+    from rich.table import Table
+
+    m = section["measures"]
+    k = _get(m, "risk", "parameters", "k")
+    table = Table(title=title, title_justify="left")
+    for col in ("knowledge", "scenarios", "k' mean", "k' worst", f"share<{k}" if k else "share<k",
+                "DLD mean", "DLD worst", "PLD mean", "ID mean", "ID worst"):
+        table.add_column(col, justify="left" if col == "knowledge" else "right")
+
+    def row(name: str, entry: dict[str, Any]) -> None:
+        mean, worst = entry.get("mean") or {}, entry.get("worst") or {}
+        table.add_row(
+            name, str(entry.get("scenarios", "")), fmt(mean.get("k_prime"), 2),
+            fmt(_get(worst, "k_prime", "value"), 2), fmt(_get(worst, "share_below_k", "value"), 3),
+            fmt(mean.get("dld"), 2), fmt(_get(worst, "dld", "value"), 2), fmt(mean.get("pld"), 2),
+            fmt(mean.get("id"), 2), fmt(_get(worst, "id", "value"), 2),
+        )
+
+    for label, entry in (_get(m, "risk", "by_label") or {}).items():
+        row(label, entry)
+    risk = m["risk"]
+    row("all", {"scenarios": risk["scenarios"]["count"], "mean": risk["mean"], "worst": risk["worst"]})
+    return table
+
+
+def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
+    """Headline figures and the per-label risk table of an evaluation section.
+
+    ``section`` is a report of ``sdc evaluate`` or the ``evaluation`` entry of a
+    ``sdc protect --evaluate`` report (both hold ``summary``, ``formulas``,
+    ``measures``).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(stderr=True, highlight=False)
+    s = section["summary"]
+    head = Table(title="Headline figures", title_justify="left", show_header=True)
+    for col in ("IL_SSE", "LB_NN", "gap", "IL_score", "DLD", "PLD", "ID", "DR", "score", "k' (all)"):
+        head.add_column(col, justify="right")
+    head.add_row(fmt(s["il_sse"]), fmt(s["lb_nn"]), fmt(s["optimality_gap"]), fmt(s["il_score"]),
+                 fmt(s["dld"], 2), fmt(s["pld"], 2), fmt(s["id"], 2), fmt(s["dr"], 2), fmt(s["score"], 2),
+                 fmt(s["k_prime"], 2))
+    console.print(head)
+    console.print(_risk_table(section, "Risk by intruder knowledge (G = blocks the known attributes touch)"))
+    f = section["formulas"]
+    console.print(f"{f['dr']}  (DLD, PLD, ID: means over the scenarios)")
+    console.print(f"{f['score']}  (lower is better)")
+    reason = _get(section, "measures", "risk", "pld_skipped_reason")
+    if reason:
+        console.print(f"PLD not computed: {reason}")
+
+
+def print_summary(rep: dict[str, Any], console: Any = None) -> None:
+    """The terminal summary of a ``sdc evaluate`` report (rich; plain text off a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(stderr=True, highlight=False)
+    console.print(_title(rep))
+    if rep["records"]["left_out_incomplete"]:
+        console.print(f"{rep['records']['left_out_incomplete']} record(s) with a missing value left out")
+    print_risk_summary(rep, console)
+    u = rep["measures"]["utility"]
+    blocks = rep.get("blocks") or []
+    if len(blocks) > 1:
+        bt = Table(title="IL_SSE per block", title_justify="left")
+        for col in ("block", "columns", "IL_SSE", "LB_NN"):
+            bt.add_column(col, justify="left" if col in ("block", "columns") else "right")
+        for i, b in enumerate(blocks):
+            bt.add_row(b["name"], ", ".join(b["columns"]), fmt(_get(u, "il_sse", "per_block", i)),
+                       fmt(_get(u, "optimality", "lb_nn", "per_block", i)))
+        console.print(bt)
+    gates = rep.get("gates") or {}
+    for c in gates.get("checks", []):
+        status = "[green]pass[/green]" if c["passed"] else "[bold red]FAIL[/bold red]"
+        where = f" [{', '.join(c['scenario'])}]" if c.get("scenario") else ""
+        console.print(f"gate {c['option']} {c['threshold']:g}: {c['measure']} = {fmt(c['value'])} "
+                      f"({c['statistic']}{where}) {status}")
+    if rep.get("internal"):
+        console.print("[bold]internal report[/bold]: it contains original values; do not release it")
+
+
+# ----------------------------------------------------------------------------- SVG charts
+
+
+def _nice_max(v: float) -> float:
+    """Smallest 1/2/2.5/5 x 10^e >= v (at least 1e-9)."""
+    v = max(float(v), 1e-9)
+    e = math.floor(math.log10(v))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * 10**e >= v * (1 - 1e-12):
+            return m * 10**e
+    return 10 ** (e + 1)  # pragma: no cover
+
+
+def _ticks(vmax: float, count: int = 5) -> list[float]:
+    step = vmax / count
+    return [step * i for i in range(count + 1)]
+
+
+def _tick_text(v: float) -> str:
+    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
+
+
+class _Svg:
+    """A tiny SVG writer: elements as escaped strings, well-formed XML."""
+
+    def __init__(self, width: int, height: int, title: str, desc: str) -> None:
+        self.width, self.height = width, height
+        self.parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">',
+            f"<title>{escape(title)}</title>",
+            f"<desc>{escape(desc)}</desc>",
+        ]
+
+    def add(self, tag: str, text: str | None = None, **attrs: Any) -> None:
+        a = " ".join(f'{k.rstrip("_").replace("_", "-")}="{escape(str(v))}"' for k, v in attrs.items())
+        if text is None:
+            self.parts.append(f"<{tag} {a}/>")
+        else:
+            self.parts.append(f"<{tag} {a}>{escape(text)}</{tag}>")
+
+    def raw(self, text: str) -> None:
+        self.parts.append(text)
+
+    def text(self, x: float, y: float, s: str, *, anchor: str = "middle", size: int = 11,
+             weight: str = "normal", fill: str = "#222", rotate: float | None = None) -> None:
+        extra: dict[str, Any] = {}
+        if rotate is not None:
+            extra["transform"] = f"rotate({rotate:g} {x:.1f} {y:.1f})"
+        self.add("text", s, x=f"{x:.1f}", y=f"{y:.1f}", text_anchor=anchor, font_size=size,
+                 font_weight=weight, fill=fill, **extra)
+
+    def close(self) -> str:
+        return "\n".join(self.parts + ["</svg>"])
+
+
+def _axes(svg: _Svg, x0: float, y0: float, w: float, h: float, ymax: float, ylabel: str) -> None:
+    """Y axis with grid lines from 0 to ymax; the plot box is (x0, y0, w, h), y0 top."""
+    for t in _ticks(ymax):
+        y = y0 + h - h * t / ymax
+        svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{y:.1f}", y2=f"{y:.1f}",
+                stroke="#ddd", stroke_width=1)
+        svg.text(x0 - 6, y + 4, _tick_text(t), anchor="end", size=10, fill="#555")
+    svg.add("line", x1=f"{x0:.1f}", x2=f"{x0:.1f}", y1=f"{y0:.1f}", y2=f"{y0 + h:.1f}", stroke="#888")
+    svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{y0 + h:.1f}", y2=f"{y0 + h:.1f}", stroke="#888")
+    svg.text(14, y0 + h / 2, ylabel, size=11, rotate=-90)
+
+
+def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[float | None],
+               Sequence[float | None]]], *, title: str, desc: str, ylabel: str, ymax: float | None = None,
+               ref: tuple[float, str] | None = None, width: int = 560, height: int = 300) -> str:
+    """Grouped bars (one group per label) with a tick at the worst scenario's value.
+
+    ``series``: (name, colour, means per group, worsts per group).
+    """
+    svg = _Svg(width, height, title, desc)
+    x0, y0, w, h = 56.0, 34.0, width - 72.0, height - 88.0
+    vals = [v for _n, _c, means, worsts in series for v in list(means) + list(worsts) if v is not None]
+    if ref is not None:
+        vals.append(ref[0])
+    top = ymax if ymax is not None else _nice_max(max(vals) * 1.05 if vals else 1.0)
+    svg.text(width / 2, 18, title, size=13, weight="bold")
+    _axes(svg, x0, y0, w, h, top, ylabel)
+    ng, ns = max(len(groups), 1), max(len(series), 1)
+    gw = w / ng
+    bw = min(34.0, gw * 0.8 / ns)
+    for gi, g in enumerate(groups):
+        gx = x0 + gi * gw + (gw - bw * ns) / 2
+        for si, (name, color, means, worsts) in enumerate(series):
+            bx = gx + si * bw
+            m = means[gi]
+            if m is not None:
+                bh = h * min(m, top) / top
+                svg.add("rect", x=f"{bx + 1:.1f}", y=f"{y0 + h - bh:.1f}", width=f"{bw - 2:.1f}",
+                        height=f"{bh:.1f}", fill=color)
+                svg.text(bx + bw / 2, y0 + h - bh - 3, _tick_text(m) if m >= 10 else f"{m:.2g}", size=9,
+                         fill="#333")
+            wv = worsts[gi]
+            if wv is not None:
+                wy = y0 + h - h * min(wv, top) / top
+                svg.add("line", x1=f"{bx + 2:.1f}", x2=f"{bx + bw - 2:.1f}", y1=f"{wy:.1f}", y2=f"{wy:.1f}",
+                        stroke=_COLORS["worst"], stroke_width=2.5)
+                if m is not None:
+                    my = y0 + h - h * min(m, top) / top
+                    svg.add("line", x1=f"{bx + bw / 2:.1f}", x2=f"{bx + bw / 2:.1f}", y1=f"{wy:.1f}",
+                            y2=f"{my:.1f}", stroke=_COLORS["worst"], stroke_width=1, stroke_dasharray="2 2")
+        svg.text(x0 + gi * gw + gw / 2, y0 + h + 16, g, size=11, weight="bold")
+    if ref is not None:
+        ry = y0 + h - h * min(ref[0], top) / top
+        svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{ry:.1f}", y2=f"{ry:.1f}",
+                stroke="#C00", stroke_width=1.5, stroke_dasharray="6 3")
+        svg.text(x0 + w - 4, ry - 4, ref[1], anchor="end", size=10, fill="#C00")
+    # legend
+    lx, ly = x0, height - 22
+    for name, color, _m, _w in series:
+        svg.add("rect", x=f"{lx:.1f}", y=f"{ly - 9:.1f}", width=12, height=12, fill=color)
+        svg.text(lx + 16, ly + 1, f"{name} (mean)", anchor="start", size=10)
+        lx += 96
+    svg.add("line", x1=f"{lx:.1f}", x2=f"{lx + 14:.1f}", y1=f"{ly - 3:.1f}", y2=f"{ly - 3:.1f}",
+            stroke=_COLORS["worst"], stroke_width=2.5)
+    svg.text(lx + 18, ly + 1, "worst scenario", anchor="start", size=10)
+    return svg.close()
+
+
+def _ru_map(rep: dict[str, Any], *, width: int = 560, height: int = 340) -> str | None:
+    """Risk-utility map: IL_score (x) against DR (y), overall and per label, with lines of
+    equal score."""
+    m = rep["measures"]
+    il = _get(m, "utility", "il_score", "value")
+    dr = _get(m, "risk", "dr", "value")
+    if il is None or dr is None:
+        return None
+    wts = _get(m, "risk", "dr", "weights") or {}
+    sw = _get(m, "score", "weights") or {}
+    points: list[tuple[str, float, str]] = []
+    for i, (label, entry) in enumerate((_get(m, "risk", "by_label") or {}).items()):
+        mean = entry.get("mean") or {}
+        terms = {t: mean.get(t) for t in ("dld", "pld", "id")}
+        if any(wts.get(t, 0) and terms[t] is None for t in terms):
+            continue
+        value = sum(wts.get(t, 0) * (terms[t] or 0.0) for t in terms)
+        points.append((label, value, _LABEL_COLORS[i % len(_LABEL_COLORS)]))
+    xmax = _nice_max(max(il * 1.25, 10.0))
+    ymax = _nice_max(max([dr * 1.25, 10.0] + [v * 1.1 for _l, v, _c in points]))
+    title = "Risk-utility map"
+    svg = _Svg(width, height, title,
+               f"IL_score {il:.2f} against DR {dr:.2f}; points per intruder knowledge label; dashed lines "
+               "join files of equal score")
+    x0, y0, w, h = 56.0, 34.0, width - 80.0, height - 84.0
+    svg.text(width / 2, 18, title, size=13, weight="bold")
+    svg.raw(f'<defs><clipPath id="ru-clip"><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" '
+            f'height="{h:.1f}"/></clipPath></defs>')
+    _axes(svg, x0, y0, w, h, ymax, "DR (%)")
+    for t in _ticks(xmax):
+        x = x0 + w * t / xmax
+        svg.add("line", x1=f"{x:.1f}", x2=f"{x:.1f}", y1=f"{y0:.1f}", y2=f"{y0 + h:.1f}", stroke="#eee")
+        svg.text(x, y0 + h + 14, _tick_text(t), size=10, fill="#555")
+    svg.text(x0 + w / 2, y0 + h + 32, "IL_score (%), information loss", size=11)
+
+    def px(x: float) -> float:
+        return x0 + w * x / xmax
+
+    def py(y: float) -> float:
+        return y0 + h - h * y / ymax
+
+    a, b = float(sw.get("il", 0.5)), float(sw.get("dr", 0.5))
+    score = _get(m, "score", "value")
+    if a > 0 and b > 0 and score is not None:
+        levels = sorted({round(score * f, 6) for f in (0.5, 1.0, 1.5, 2.0)})
+        for s in levels:
+            dash = "none" if abs(s - score) < 1e-9 else "4 4"
+            svg.add("line", x1=f"{px(0):.1f}", y1=f"{py(s / b):.1f}", x2=f"{px(s / a):.1f}", y2=f"{py(0):.1f}",
+                    stroke="#999", stroke_width=1, stroke_dasharray=dash, clip_path="url(#ru-clip)")
+            # label where the line meets the top or the right border of the box
+            lx, ly = (s - b * ymax) / a, ymax
+            if lx < 0 or lx > xmax:
+                lx, ly = xmax, (s - a * xmax) / b
+            if 0 <= lx <= xmax and 0 <= ly <= ymax:
+                svg.text(px(lx) - 4, py(ly) + 12, f"score {s:.3g}", anchor="end", size=9, fill="#777")
+    for label, value, color in points:
+        svg.add("circle", cx=f"{px(il):.1f}", cy=f"{py(value):.1f}", r=5, fill=color, fill_opacity=0.85)
+        svg.text(px(il) + 9, py(value) + 4, f"{label}: DR {value:.1f}", anchor="start", size=10, fill=color)
+    svg.add("circle", cx=f"{px(il):.1f}", cy=f"{py(dr):.1f}", r=7, fill="none", stroke="#000", stroke_width=2)
+    svg.text(px(il) - 10, py(dr) + 4, f"all: IL {il:.1f}, DR {dr:.1f}", anchor="end", size=10, weight="bold")
+    return svg.close()
+
+
+def _scatter(rep: dict[str, Any], *, width: int = 560, height: int = 300) -> str | None:
+    """DLD of every scenario against the number of known attributes, coloured by label."""
+    per = _get(rep, "measures", "risk", "per_scenario")
+    if not per:
+        return None
+    labels = _labels(rep["measures"])
+    color = {lab: _LABEL_COLORS[i % len(_LABEL_COLORS)] for i, lab in enumerate(labels)}
+    p = int(rep["measures"]["p"])
+    title = "DLD of every intruder scenario"
+    svg = _Svg(width, height, title, "one dot per scenario: attributes known (x) and DLD (y), colour = label")
+    x0, y0, w, h = 56.0, 34.0, width - 72.0, height - 88.0
+    svg.text(width / 2, 18, title, size=13, weight="bold")
+    _axes(svg, x0, y0, w, h, 100.0, "DLD (%)")
+    for s in range(1, p + 1):
+        svg.text(x0 + w * (s - 0.5) / p, y0 + h + 14, str(s), size=10, fill="#555")
+    svg.text(x0 + w / 2, y0 + h + 30, "attributes known to the intruder", size=11)
+    count: dict[int, int] = {}
+    for r in per:
+        if r.get("dld") is None:
+            continue
+        size = int(r["size"])
+        i = count.get(size, 0)
+        count[size] = i + 1
+        # deterministic spread inside the column (golden-ratio sequence)
+        jitter = ((i * 0.6180339887) % 1.0 - 0.5) * 0.7
+        cx = x0 + w * (size - 0.5 + jitter) / p
+        cy = y0 + h - h * min(float(r["dld"]), 100.0) / 100.0
+        svg.add("circle", cx=f"{cx:.1f}", cy=f"{cy:.1f}", r=2.6, fill=color.get(r["label"], "#444"),
+                fill_opacity=0.7)
+    lx = x0
+    for lab in labels:
+        svg.add("circle", cx=f"{lx + 5:.1f}", cy=f"{height - 26:.1f}", r=5, fill=color[lab])
+        svg.text(lx + 14, height - 22, lab, anchor="start", size=10)
+        lx += 52
+    return svg.close()
+
+
+# ----------------------------------------------------------------------------- HTML
+
+_CSS = """
+:root { --fg: #1d232a; --muted: #5b6670; --line: #d8dee4; --bg: #ffffff; --card: #f5f7f9;
+        --ok: #1a7f37; --bad: #c62828; --warn: #8a5a00; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 1180px; padding: 24px 28px 48px; color: var(--fg); background: var(--bg);
+       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 14px; margin: 18px 0 6px; }
+p.sub, .muted { color: var(--muted); }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 16px 0; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px;
+        min-width: 128px; flex: 1 1 128px; }
+.card .v { font-size: 22px; font-weight: 600; }
+.card .l { color: var(--muted); font-size: 12px; }
+table { border-collapse: collapse; margin: 8px 0 12px; font-size: 13px; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: right; vertical-align: top; }
+th { background: var(--card); font-weight: 600; }
+td.l, th.l { text-align: left; }
+.figs { display: flex; flex-wrap: wrap; gap: 16px; }
+figure { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 8px; background: #fff; }
+figcaption { color: var(--muted); font-size: 12px; max-width: 540px; padding: 4px 6px 0; }
+svg { display: block; max-width: 100%; height: auto; }
+.pass { color: var(--ok); font-weight: 700; }
+.fail { color: var(--bad); font-weight: 700; }
+.banner { border-radius: 8px; padding: 10px 14px; margin: 14px 0; font-weight: 600; }
+.banner.ok { background: #e6f4ea; color: var(--ok); border: 1px solid #b7dfc3; }
+.banner.bad { background: #fdecea; color: var(--bad); border: 1px solid #f5c2c0; }
+.banner.internal { background: #fff4e5; color: var(--warn); border: 1px solid #f3d19e; }
+dl.formulas dt { font-weight: 600; margin-top: 6px; }
+dl.formulas dd { margin: 2px 0 0 16px; }
+footer { margin-top: 40px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line);
+         padding-top: 8px; }
+@media print { body { max-width: none; padding: 0; } figure { break-inside: avoid; } }
+"""
+
+
+class _Html:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+
+    def el(self, tag: str, text: Any = "", cls: str | None = None) -> None:
+        c = f' class="{escape(cls)}"' if cls else ""
+        self.parts.append(f"<{tag}{c}>{escape(str(text))}</{tag}>")
+
+    def table(self, head: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1,
+              caption: str | None = None) -> None:
+        """A table; the first ``left`` columns are left-aligned text."""
+        out = ["<table>"]
+        if caption:
+            out.append(f"<caption class=\"muted\">{escape(caption)}</caption>")
+        out.append("<thead><tr>" + "".join(
+            f'<th class="l">{escape(h)}</th>' if i < left else f"<th>{escape(h)}</th>"
+            for i, h in enumerate(head)) + "</tr></thead><tbody>")
+        for r in rows:
+            out.append("<tr>" + "".join(
+                f'<td class="l">{escape(str(v))}</td>' if i < left else f"<td>{escape(str(v))}</td>"
+                for i, v in enumerate(r)) + "</tr>")
+        out.append("</tbody></table>")
+        self.parts.append("".join(out))
+
+    def text(self) -> str:
+        return "\n".join(self.parts)
+
+
+def _cards(h: _Html, items: Sequence[tuple[str, str, str]]) -> None:
+    h.add('<div class="cards">')
+    for label, value, hint in items:
+        h.add(f'<div class="card"><div class="l">{escape(label)}</div><div class="v">{escape(value)}</div>'
+              f'<div class="l">{escape(hint)}</div></div>')
+    h.add("</div>")
+
+
+def _risk_section(h: _Html, rep: dict[str, Any]) -> None:
+    m = rep["measures"]
+    risk = m["risk"]
+    by_label = risk.get("by_label") or {}
+    labels = list(by_label)
+    k = _get(risk, "parameters", "k")
+    h.add("<h2>Disclosure risk by intruder knowledge</h2>")
+    sc = risk["scenarios"]
+    mode = {"all": "every non-empty subset of the evaluated columns",
+            "sample": "a seeded random sample of subsets, stratified by size",
+            "explicit": "the scenarios named with --known"}.get(sc["mode"], sc["mode"])
+    h.add(f"<p>The intruder knows the original values of some columns and links them to the protected "
+          f"file. {sc['count']} scenario(s): {escape(mode)}. A scenario's label is the number of attribute "
+          f"blocks its columns touch (1G = within one block).</p>")
+
+    def series(name: str) -> tuple[list[Any], list[Any]]:
+        return ([_get(by_label, lab, "mean", name) for lab in labels],
+                [_get(by_label, lab, "worst", name, "value") for lab in labels])
+
+    figs = []
+    dld_m, dld_w = series("dld")
+    pld_m, pld_w = series("pld")
+    id_m, id_w = series("id")
+    figs.append((_bar_chart(labels, [("DLD", _COLORS["dld"], dld_m, dld_w), ("PLD", _COLORS["pld"], pld_m, pld_w),
+                                     ("ID", _COLORS["id"], id_m, id_w)],
+                            title="Linkage risk per label", ylabel="% of records", ymax=100.0,
+                            desc="mean DLD, PLD and ID per label, with the worst scenario"),
+                 "Bars: mean over the label's scenarios; black tick: its worst scenario. Lower is safer."))
+    kp_m, kp_w = series("k_prime")
+    figs.append((_bar_chart(labels, [("k'", _COLORS["k_prime"], kp_m, kp_w)], title="Real anonymity k' per label",
+                            ylabel="records per distinct row", ref=(float(k), f"k = {k}") if k else None,
+                            desc="mean and worst k' per label"),
+                 "k' = records / distinct protected rows over the known columns; higher is safer. "
+                 "Black tick: the worst (smallest) scenario."))
+    ru = _ru_map(rep)
+    if ru:
+        figs.append((ru, "The file's position between information loss and disclosure risk (lower-left is "
+                         "better). Each label's DR uses that label's mean DLD, PLD and ID. The solid line "
+                         "holds every file with this file's score."))
+    sc_svg = _scatter(rep)
+    if sc_svg:
+        figs.append((sc_svg, "Each dot is one intruder scenario."))
+    h.add('<div class="figs">')
+    for svg, caption in figs:
+        h.add(f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>")
+    h.add("</div>")
+    rows = []
+    for lab in labels + ["all"]:
+        e = by_label[lab] if lab != "all" else {"scenarios": sc["count"], "mean": risk["mean"],
+                                                  "worst": risk["worst"]}
+        mean, worst = e.get("mean") or {}, e.get("worst") or {}
+        rows.append([lab, e.get("scenarios"), fmt(mean.get("k_prime"), 3), fmt(_get(worst, "k_prime", "value"), 3),
+                     fmt(_get(worst, "k_min", "value"), 0), fmt(mean.get("share_below_k"), 4),
+                     fmt(mean.get("dld"), 3), fmt(_get(worst, "dld", "value"), 3),
+                     fmt(mean.get("pld"), 3), fmt(_get(worst, "pld", "value"), 3),
+                     fmt(mean.get("id"), 3), fmt(_get(worst, "id", "value"), 3), fmt(mean.get("sdid"), 4)])
+    h.add("<h3>Per label</h3>")
+    h.table(["label", "scenarios", "k' mean", "k' worst", "k_min worst", f"share < {k} mean" if k else "share < k",
+             "DLD mean", "DLD worst", "PLD mean", "PLD worst", "ID mean", "ID worst", "SDID mean"], rows)
+    h.add("<h3>Worst scenarios</h3>")
+    rows = []
+    for key in ("dld", "pld", "id", "sdid", "k_prime", "k_min", "share_below_k"):
+        wv = (risk.get("worst") or {}).get(key)
+        if not wv:
+            continue
+        digits = 0 if key == "k_min" else 4
+        rows.append([_MEASURE_NAMES[key], fmt(wv["value"], digits), wv["label"], len(wv["attributes"]),
+                     _names(rep, wv["attributes"])])
+    h.table(["measure", "value", "label", "known", "columns the intruder knows"], rows)
+    an = risk.get("anonymity") or {}
+    h.add(f"<p>Over all {m['p']} evaluated columns: k' = {escape(fmt(an.get('k_prime'), 4))} "
+          f"({escape(fmt(an.get('classes'), 0))} distinct protected rows), k_min = {escape(fmt(an.get('k_min'), 0))}, "
+          f"share of records in classes smaller than {escape(str(k))} = {escape(fmt(an.get('share_below_k'), 4))}.</p>")
+    if risk.get("pld_skipped_reason"):
+        h.el("p", f"PLD not computed: {risk['pld_skipped_reason']}", "muted")
+
+
+def _utility_section(h: _Html, rep: dict[str, Any]) -> None:
+    u = rep["measures"]["utility"]
+    blocks = rep.get("blocks") or []
+    h.add("<h2>Information loss</h2>")
+    opt = u.get("optimality")
+    rows = []
+    for i, b in enumerate(blocks):
+        rows.append([b["name"], ", ".join(b["columns"]), fmt(b.get("k"), 0),
+                     fmt(_get(u, "il_sse", "per_block", i)), fmt(_get(opt, "lb_nn", "per_block", i)),
+                     fmt(_get(opt, "gap", "per_block", i))])
+    rows.append(["overall", f"{len(rep['columns']['evaluated'])} columns", "",
+                 fmt(_get(u, "il_sse", "overall")), fmt(_get(opt, "lb_nn", "overall")),
+                 fmt(_get(opt, "gap", "overall"))])
+    h.table(["block", "columns", "k", "IL_SSE (%)", "LB_NN (%)", "gap (points)"], rows, left=2)
+    if opt is None:
+        h.el("p", "LB_NN and the optimality gap are shown only when the protected file is a k-partition "
+                  "(every class of identical protected rows in each block holds at least k records).", "muted")
+    else:
+        h.el("p", "LB_NN is a lower bound on the IL_SSE of any partition into groups of at least k records: "
+                  "no microaggregation of these columns can lose less. The gap is what a better method could "
+                  "still gain at most.", "muted")
+    rows = []
+    names = {"il1": "IL1: cell values |x - x'| / |x|", "il2": "IL2: means", "il3": "IL3: covariances",
+             "il4": "IL4: variances", "il5": "IL5: correlations |r - r'|", "il1s": "IL1s: |x - x'| / (sqrt 2 s)"}
+    for key, label in names.items():
+        e = u.get(key) or {}
+        rows.append([label, fmt(e.get("value")), fmt(e.get("cells"), 0), fmt(e.get("skipped"), 0)])
+    ils = u.get("il_score") or {}
+    rows.append(["IL_score (%)", fmt(ils.get("value")), "", ""])
+    h.add("<h3>Score family</h3>")
+    h.table(["measure", "value", "cells", "skipped (zero denominator)"], rows)
+    dq = u.get("data_quality") or {}
+    pc = dq.get("pc1") or {}
+    cd = dq.get("correlation_discrepancy") or {}
+    rows = [
+        ["mean sd of z-scored protected columns (1 = no variance lost)", fmt(_get(dq, "mean_sd_z", "value"))],
+        ["correlation discrepancy |r - r'|: mean", fmt(cd.get("mean"))],
+        ["correlation discrepancy |r - r'|: sd", fmt(cd.get("sd"))],
+        ["first principal component: share of variance before", fmt(pc.get("share_before"))],
+        ["first principal component: share of variance after", fmt(pc.get("share_after"))],
+        ["first principal component: mean |loading change|", fmt(pc.get("loading_change"))],
+        ["first principal component: mean |change of correlation with it|", fmt(pc.get("correlation_change"))],
+    ]
+    h.add("<h3>Data quality</h3>")
+    h.table(["figure", "value"], rows)
+
+
+def _gates_html(h: _Html, rep: dict[str, Any]) -> None:
+    gates = rep.get("gates") or {}
+    checks = gates.get("checks") or []
+    if not checks:
+        return
+    ok = gates.get("passed")
+    h.add(f'<div class="banner {"ok" if ok else "bad"}">'
+          f'{"Every release gate passed." if ok else "A release gate failed."}</div>')
+    rows = []
+    for c in checks:
+        rows.append([c["option"], c["measure"], c["statistic"], fmt(c["threshold"]), fmt(c["value"]),
+                     ", ".join(c["scenario"]) if c.get("scenario") else "-", "pass" if c["passed"] else "FAIL"])
+    h.table(["gate", "measure", "checked on", "threshold", "value", "scenario", "result"], rows, left=3)
+
+
+def _parameters_section(h: _Html, rep: dict[str, Any]) -> None:
+    h.add("<h2>Formulas</h2>")
+    h.add('<dl class="formulas">')
+    for key, text in (rep.get("formulas") or {}).items():
+        h.add(f"<dt>{escape(key)}</dt><dd><code>{escape(str(text))}</code></dd>")
+    h.add("</dl>")
+    h.add("<h2>Inputs and parameters</h2>")
+    rows = []
+    for role in ("original", "protected"):
+        f = rep[role]
+        rows.append([role, f["name"], f["format"], f["rows"], f["columns"], f.get("sha256") or "-"])
+    h.table(["file", "name", "format", "rows", "columns", "SHA-256"], rows, left=3)
+    match = rep.get("matching") or {}
+    rec = rep.get("records") or {}
+    lines = [
+        ["rows matched", "by order" if match.get("by") == "order" else f"by key column {match.get('key')}"],
+        ["records evaluated", rec.get("evaluated")],
+        ["records left out (missing values)", rec.get("left_out_incomplete")],
+        ["evaluated columns", ", ".join(rep["columns"]["evaluated"])],
+        ["column choice", rep["columns"].get("selection", "-")],
+    ]
+    if rep["columns"].get("unchanged"):
+        lines.append(["numeric columns equal in both files (not evaluated)", ", ".join(rep["columns"]["unchanged"])])
+    params = rep.get("parameters") or {}
+    for key, value in params.items():
+        if isinstance(value, (list, dict)):
+            value = json.dumps(value, ensure_ascii=False)
+        lines.append([key, "-" if value is None else value])
+    for key, value in (_get(rep, "measures", "risk", "parameters") or {}).items():
+        if isinstance(value, (list, dict)):
+            value = json.dumps(value, ensure_ascii=False)
+        lines.append([f"risk: {key}", "-" if value is None else value])
+    h.table(["parameter", "value"], lines, left=2)
+
+
+def _internal_section(h: _Html, rep: dict[str, Any]) -> None:
+    details = rep.get("internal_details")
+    if not details:
+        return
+    h.add("<h2>Internal: original and protected column statistics</h2>")
+    h.add('<div class="banner internal">This section contains original values of protected attributes. '
+          "Do not release this report.</div>")
+    rows = []
+    for c in details.get("columns", []):
+        o, p = c["original"], c["protected"]
+        rows.append([c["name"], fmt(o["mean"]), fmt(p["mean"]), fmt(o["sd"]), fmt(p["sd"]),
+                     repr(o["min"]), repr(p["min"]), repr(o["max"]), repr(p["max"])])
+    h.table(["column", "mean (orig.)", "mean (prot.)", "sd (orig.)", "sd (prot.)", "min (orig.)", "min (prot.)",
+             "max (orig.)", "max (prot.)"], rows)
+
+
+def render_html(rep: dict[str, Any]) -> str:
+    """The self-contained HTML report of a ``sdc evaluate`` result.
+
+    Inline CSS and inline SVG only (no script, no link, no image file), so the page
+    reads offline; the markup is well-formed XML (XHTML-compatible). It shows only
+    what the report holds, hence no original value of a protected attribute unless the
+    report was made with ``internal=True``.
+    """
+    h = _Html()
+    o, p = rep["original"]["name"], rep["protected"]["name"]
+    title = f"sdc evaluate: {o} vs {p}"
+    h.add("<!DOCTYPE html>")
+    h.add('<html xmlns="http://www.w3.org/1999/xhtml" lang="en">')
+    h.add("<head>")
+    h.add('<meta charset="utf-8"/>')
+    h.add('<meta name="viewport" content="width=device-width, initial-scale=1"/>')
+    h.add(f'<meta name="generator" content="sdc {escape(str(rep["tool"]["version"]))}"/>')
+    h.add(f"<title>{escape(title)}</title>")
+    h.add(f"<style>{_CSS}</style>")
+    h.add("</head>")
+    h.add("<body>")
+    h.add("<header>")
+    h.el("h1", "Risk and utility of a protected file")
+    m = rep["measures"]
+    h.el("p", f"{o} (original) vs {p} (protected): {m['n']} records, {m['p']} evaluated column(s) in "
+              f"{len(rep.get('blocks') or [])} block(s), k = {_get(m, 'risk', 'parameters', 'k')}.", "sub")
+    h.add("</header>")
+    if rep.get("internal"):
+        h.add('<div class="banner internal">INTERNAL report: it contains original values of protected '
+              "attributes. Do not release it.</div>")
+    s = rep["summary"]
+    k = _get(m, "risk", "parameters", "k")
+    _cards(h, [
+        ("IL_SSE", fmt(s["il_sse"], 4), "% information loss (lower = better)"),
+        ("LB_NN", fmt(s["lb_nn"], 4), "lower bound on IL_SSE at this k"),
+        ("IL_score", fmt(s["il_score"], 2), "% score family IL1-IL5"),
+        ("DR", fmt(s["dr"], 2), "% disclosure risk (lower = safer)"),
+        ("score", fmt(s["score"], 2), "IL/DR trade-off (lower = better)"),
+        ("k'", fmt(s["k_prime"], 3), f"all columns known (k = {k})"),
+        ("DLD", fmt(s["dld"], 2), f"% linked, mean; worst {fmt(s['worst_dld'], 2)}"),
+        ("ID", fmt(s["id"], 2), f"% disclosed, mean; worst {fmt(s['worst_id'], 2)}"),
+    ])
+    _gates_html(h, rep)
+    _risk_section(h, rep)
+    _utility_section(h, rep)
+    _internal_section(h, rep)
+    _parameters_section(h, rep)
+    privacy = ("INTERNAL: contains original values." if rep.get("internal") else
+               "This report holds no original value of a protected attribute: only counts, shares and "
+               "losses.")
+    h.add(f"<footer>Generated by sdc {escape(str(rep['tool']['version']))} "
+          f"(report schema {escape(str(rep['schema_version']))}). {escape(privacy)}</footer>")
+    h.add("</body>")
+    h.add("</html>")
+    return h.text() + "\n"
