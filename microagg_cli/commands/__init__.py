@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .blocks import blocks_command
+from .evaluate import evaluate_command
 from .protect import protect_command
 
 #: Every subcommand, in the order ``sdc --help`` lists them.
-COMMANDS = (protect_command, blocks_command)
+COMMANDS = (protect_command, evaluate_command, blocks_command)

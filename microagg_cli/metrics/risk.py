@@ -506,81 +506,94 @@ def _pack_bits(agree: np.ndarray) -> np.ndarray:
 class _PLDTable:
     """Agreement patterns of every (original, protected) pair, counted per original.
 
-    For each attribute v the pairs agreeing on v are found by rank windows: the
-    protected records sorted by their rank on v, original a's window is the slice of
-    ranks in [R(a_v) - w, R(a_v) + w]. A pair is kept in the pass of its *lowest*
-    agreeing attribute, so every pair that agrees somewhere is seen once and gets its
-    full pattern over all table attributes; pairs agreeing nowhere are only counted.
-    The result is, per original record, the distinct full patterns with their
-    counts, from which every scenario's pattern counts (for EM) and best links follow
-    by masking. Work O(sum of window sizes) = O(q n w) pair checks, memory
-    O(n * distinct patterns per record) plus a fixed chunk.
+    For each attribute v, originals and protected records are sorted by their rank on
+    v; the pairs agreeing on v (|R(a_v) - R(b_v)| <= w) then form a band, covered by
+    dense tiles of consecutive originals times the union of their windows (at most
+    ``block_cells`` cells each), where the full agreement pattern over all table
+    attributes is computed with a few vector operations per attribute. A pair is kept
+    in the pass of its *lowest* agreeing attribute, so every pair that agrees
+    somewhere is counted once; pairs agreeing nowhere are only counted. The result
+    is, per original record, its distinct full patterns with their counts, from which
+    every scenario's pattern counts (for EM) and exact best links follow by masking.
+
+    Work O(q * n * (2w + 1)) cell checks (plus a tile overhead of about the tile
+    height / window), memory O(n * distinct patterns per record) plus one tile.
     """
 
     def __init__(self, Ro: np.ndarray, Rp: np.ndarray, window: int, *,
-                 chunk_pairs: int = 1 << 19) -> None:
+                 block_cells: int = 1 << 18) -> None:
         n, q = Ro.shape
         self.n = n
         self.q = q
         self.window = w = int(window)
-        Rp32 = np.ascontiguousarray(Rp, dtype=np.int32)
-        Rlo = np.ascontiguousarray(Ro - w, dtype=np.int32)
         span = np.uint32(2 * w)
+        # lower window ends of the originals and protected ranks, one row per attribute
+        RloT = np.ascontiguousarray((Ro - w).T, dtype=np.int32)
+        RpT = np.ascontiguousarray(Rp.T, dtype=np.int32)
+        pdt = np.int32 if q <= 30 else np.int64
+        by_count = q <= 12  # aggregate (record, pattern) keys with bincount
+        max_rows = max(1, (1 << 22) >> q) if by_count else n
         pieces_a: list[np.ndarray] = []
         pieces_p: list[np.ndarray] = []
         pieces_c: list[np.ndarray] = []
         for v in range(q):
-            order = np.argsort(Rp[:, v], kind="stable")
-            sr = Rp[order, v]
-            lo = np.searchsorted(sr, Ro[:, v] - w, side="left")
-            hi = np.searchsorted(sr, Ro[:, v] + w, side="right")
-            lens = hi - lo
-            csum = np.concatenate(([0], np.cumsum(lens)))
-            lower = (1 << v) - 1
-            max_a = n if q > 16 else max(1, (1 << 22) >> q)
-            a0 = 0
-            while a0 < n:
-                a1 = int(np.searchsorted(csum, csum[a0] + chunk_pairs, side="right")) - 1
-                a1 = min(max(a1, a0 + 1), n, a0 + max_a)
-                L = lens[a0:a1]
-                tot = int(csum[a1] - csum[a0])
-                a0_next = a1
-                if tot == 0:
-                    a0 = a0_next
+            # originals and protected records both sorted by their rank on v: the
+            # window of consecutive originals is a contiguous, sliding range of
+            # protected records, so a block of originals and the union of their
+            # windows form a dense band tile (no per-pair gathers)
+            oo = np.argsort(Ro[:, v], kind="stable")
+            op = np.argsort(Rp[:, v], kind="stable")
+            sr = Rp[op, v]
+            ro = Ro[oo, v]
+            lo = np.searchsorted(sr, ro - w, side="left")
+            hi = np.searchsorted(sr, ro + w, side="right")
+            bit_v = 1 << v
+            need = bit_v | (bit_v - 1)  # agrees on v, on no attribute before v
+            i0 = 0
+            while i0 < n:
+                a, b = i0 + 1, min(n, i0 + max_rows)
+                while a < b:  # largest tile within the cell budget
+                    mid = (a + b + 1) // 2
+                    if (mid - i0) * (hi[mid - 1] - lo[i0]) <= block_cells:
+                        a = mid
+                    else:
+                        b = mid - 1
+                i1 = a
+                A = oo[i0:i1]
+                B = op[lo[i0]:hi[i1 - 1]]
+                i0 = i1
+                if B.size == 0:
                     continue
-                # positions of the window members in `order`
-                pos = np.arange(tot, dtype=np.int64) + np.repeat(lo[a0:a1] - (csum[a0:a1] - csum[a0]), L)
-                b = order[pos]
-                agree = (Rp32[b] - np.repeat(Rlo[a0:a1], L, axis=0)).view(np.uint32) <= span
-                pat = _pack_bits(agree)
-                al = np.repeat(np.arange(a1 - a0, dtype=np.int64), L)
-                keep = (pat & lower) == 0  # seen in the pass of a lower attribute
-                pat = pat[keep]
-                al = al[keep]
-                if q <= 16:
-                    cnt = np.bincount((al << q) | pat, minlength=(a1 - a0) << q)
+                pat = np.zeros((A.size, B.size), dtype=pdt)
+                for u in range(q):
+                    agree = (RpT[u][B][None, :] - RloT[u][A][:, None]).view(np.uint32) <= span
+                    pat |= agree.astype(pdt) << u
+                valid = (pat & need) == bit_v
+                rows = np.broadcast_to(np.arange(A.size, dtype=np.int64)[:, None], pat.shape)[valid]
+                pv = pat[valid].astype(np.int64)
+                if by_count:
+                    cnt = np.bincount((rows << q) | pv, minlength=A.size << q)
                     nz = np.flatnonzero(cnt)
-                    pieces_a.append((nz >> q) + a0)
+                    pieces_a.append(A[nz >> q])
                     pieces_p.append(nz & ((1 << q) - 1))
                     pieces_c.append(cnt[nz])
                 else:
-                    srt = np.lexsort((pat, al))
-                    al = al[srt]
-                    pat = pat[srt]
-                    new = np.ones(al.size, dtype=bool)
-                    new[1:] = (al[1:] != al[:-1]) | (pat[1:] != pat[:-1])
+                    srt = np.lexsort((pv, rows))
+                    rows = rows[srt]
+                    pv = pv[srt]
+                    new = np.ones(rows.size, dtype=bool)
+                    new[1:] = (rows[1:] != rows[:-1]) | (pv[1:] != pv[:-1])
                     starts = np.flatnonzero(new)
-                    pieces_a.append(al[starts] + a0)
-                    pieces_p.append(pat[starts])
-                    pieces_c.append(np.diff(np.append(starts, al.size)))
-                a0 = a0_next
+                    pieces_a.append(A[rows[starts]])
+                    pieces_p.append(pv[starts])
+                    pieces_c.append(np.diff(np.append(starts, rows.size)))
         ea = np.concatenate(pieces_a) if pieces_a else np.empty(0, np.int64)
         ep = np.concatenate(pieces_p) if pieces_p else np.empty(0, np.int64)
         ec = np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int64)
         srt = np.argsort(ea, kind="stable")
         ea, ep, ec = ea[srt], ep[srt], ec[srt]
         self.entries_per_record = np.bincount(ea, minlength=n)
-        true_pat = _pack_bits((Rp32 - Rlo).view(np.uint32) <= span)
+        true_pat = _pack_bits((RpT - RloT).T.view(np.uint32) <= span)
         self.gpat = np.unique(np.concatenate(([0], ep, true_pat)))  # index 0 = no agreement
         idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
         self.e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
