@@ -38,8 +38,8 @@ def make_data(n: int, p: int, seed: int = 0) -> np.ndarray:
     """Census-like data: correlated, skewed, integer-rounded (so with ties)."""
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(p, p)) / np.sqrt(p)
-    A[:, 0] += 0.8  # a common factor: strongly correlated attributes
-    L = rng.normal(size=(n, p)) @ A
+    A[0, :] += 1.0  # a common factor: the first PC explains ~57% (Census: 59%)
+    L = 0.5 * rng.normal(size=(n, p)) @ A
     return np.round(np.exp(8.0 + L), 0)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .api import protect, protect_array, protect_table  # noqa: E402
-from .blocking import Block, BlockPlan  # noqa: E402
+from .blocking import Block, BlockPlan, load_plan, make_plan  # noqa: E402
 from .errors import (  # noqa: E402
     DataError,
     InfeasibleError,
@@ -32,6 +32,8 @@ __all__ = [
     "protect_table",
     "Block",
     "BlockPlan",
+    "load_plan",
+    "make_plan",
     "METHODS",
     "MethodSpec",
     "ParamSpec",

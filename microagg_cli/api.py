@@ -596,6 +596,7 @@ def protect(
     shuffle_rows: bool = False,
     id_column: str | None = None,
     regenerate_ids: bool = False,
+    evaluate_risk: bool = False,
 ) -> dict[str, Any]:
     """Protect a file: read, microaggregate each block, check, write atomically.
 
@@ -616,6 +617,8 @@ def protect(
         does not reveal the groups.
     id_column, regenerate_ids : replace the identifier column with fresh random ids
         (a seeded permutation of 1..n), breaking the link to the original ids.
+    evaluate_risk : add the full risk and utility section of ``sdc evaluate`` (intruder
+        scenarios over the blocks, DLD/PLD/ID, k', DR, score) as ``report["evaluation"]``.
 
     Returns
     -------
@@ -654,6 +657,7 @@ def protect(
             raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
     result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
                            weights=weights, missing=missing)
+    evaluation = evaluate_protected(table, plan, result, seed=seed) if evaluate_risk else None
     hygiene = _output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows,
                               id_column=id_column if regenerate_ids else None)
     rep = build_report(
@@ -661,9 +665,12 @@ def protect(
         output=None if out_path is None else out_path.name,
         seconds=time.perf_counter() - t0,
     )
-    rep["parameters"].update(strata=list(strata or []), small_strata=small_strata, weights=weights,
+    rep["parameters"].update(plan=plan.source.name if getattr(plan, "source", None) else None,
+                             strata=list(strata or []), small_strata=small_strata, weights=weights,
                              missing=missing, decimal=decimal)
     rep["output_hygiene"] = hygiene
+    if evaluation is not None:
+        rep["evaluation"] = evaluation
     write_table(
         result.frame, out_path, fmt=out_fmt, force=force,
         delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
@@ -1049,7 +1056,9 @@ def _ev_gates(rep: dict[str, Any], gates: Mapping[str, float], gate_on: str) -> 
     return {"on": gate_on, "passed": all(c["passed"] for c in checks), "checks": checks}
 
 
-def _ev_gate_message(gates: dict[str, Any]) -> str:
+def _ev_gate_message(gates: dict[str, Any], evaluated: list[str]) -> str:
+    from .report import scenario_text
+
     parts = []
     for c in gates["checks"]:
         if c["passed"]:
@@ -1058,7 +1067,7 @@ def _ev_gate_message(gates: dict[str, Any]) -> str:
             parts.append(f"{c['option']} {c['threshold']:g}: {c['measure']} was not computed")
             continue
         op = ">" if c["option"].startswith("--max") else "<"
-        where = f", scenario {','.join(c['scenario'])}" if c["scenario"] else ""
+        where = f": {scenario_text(c['scenario'], evaluated)}" if c["scenario"] else ""
         parts.append(f"{c['option']} {c['threshold']:g}: {c['measure']} = {c['value']:.4g} "
                      f"({c['statistic']}{where}) {op} {c['threshold']:g}")
     return "gate failed: " + "; ".join(parts)
@@ -1220,7 +1229,7 @@ def evaluate(
         data = _report.render_html(rep).encode("utf-8")
         atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
     if not rep["gates"]["passed"]:
-        exc = ThresholdExceeded(_ev_gate_message(rep["gates"]))
+        exc = ThresholdExceeded(_ev_gate_message(rep["gates"], names))
         exc.report = rep  # type: ignore[attr-defined]
         raise exc
     return rep

@@ -20,7 +20,7 @@ import math
 from html import escape
 from typing import Any, Iterable, Sequence
 
-__all__ = ["to_json", "print_summary", "print_risk_summary", "render_html", "fmt"]
+__all__ = ["to_json", "print_summary", "print_risk_summary", "render_html", "fmt", "scenario_text"]
 
 #: Colours of the three linkage measures in the charts (colour-blind safe, Okabe-Ito).
 _COLORS = {"dld": "#0072B2", "pld": "#E69F00", "id": "#009E73", "k_prime": "#CC79A7", "worst": "#333333"}
@@ -55,6 +55,21 @@ def fmt(value: Any, digits: int = 4) -> str:
     if v != 0 and abs(v) < 10 ** (-digits + 1) / 2:
         return f"{v:.{max(digits - 1, 1)}e}"
     return f"{v:.{digits}f}"
+
+
+def scenario_text(columns: Sequence[str], evaluated: Sequence[str], limit: int = 6) -> str:
+    """A scenario's known columns for one line of text.
+
+    >>> scenario_text(["a", "b"], ["a", "b", "c"]), scenario_text(["a", "b", "c"], ["a", "b", "c"])
+    ('a,b', 'all 3 columns')
+    >>> scenario_text(list("abcdefgh"), list("abcdefghij"), limit=3)
+    'a,b,c +5 more'
+    """
+    if len(columns) == len(evaluated) and len(columns) > 1:
+        return f"all {len(columns)} columns"
+    if len(columns) > limit:
+        return ",".join(columns[:limit]) + f" +{len(columns) - limit} more"
+    return ",".join(columns)
 
 
 def _get(d: Any, *path: Any) -> Any:
@@ -110,10 +125,12 @@ def _risk_table(section: dict[str, Any], title: str):
             fmt(mean.get("id"), 2), fmt(_get(worst, "id", "value"), 2),
         )
 
-    for label, entry in (_get(m, "risk", "by_label") or {}).items():
+    by_label = _get(m, "risk", "by_label") or {}
+    for label, entry in by_label.items():
         row(label, entry)
     risk = m["risk"]
-    row("all", {"scenarios": risk["scenarios"]["count"], "mean": risk["mean"], "worst": risk["worst"]})
+    if len(by_label) != 1:
+        row("all", {"scenarios": risk["scenarios"]["count"], "mean": risk["mean"], "worst": risk["worst"]})
     return table
 
 
@@ -168,7 +185,7 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
     gates = rep.get("gates") or {}
     for c in gates.get("checks", []):
         status = "[green]pass[/green]" if c["passed"] else "[bold red]FAIL[/bold red]"
-        where = f" [{', '.join(c['scenario'])}]" if c.get("scenario") else ""
+        where = f": {scenario_text(c['scenario'], rep['columns']['evaluated'])}" if c.get("scenario") else ""
         console.print(f"gate {c['option']} {c['threshold']:g}: {c['measure']} = {fmt(c['value'])} "
                       f"({c['statistic']}{where}) {status}")
     if rep.get("internal"):
@@ -266,13 +283,17 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[
         for si, (name, color, means, worsts) in enumerate(series):
             bx = gx + si * bw
             m = means[gi]
+            wv = worsts[gi]
             if m is not None:
                 bh = h * min(m, top) / top
                 svg.add("rect", x=f"{bx + 1:.1f}", y=f"{y0 + h - bh:.1f}", width=f"{bw - 2:.1f}",
                         height=f"{bh:.1f}", fill=color)
-                svg.text(bx + bw / 2, y0 + h - bh - 3, _tick_text(m) if m >= 10 else f"{m:.2g}", size=9,
-                         fill="#333")
-            wv = worsts[gi]
+                label = f"{m:.0f}" if m >= 10 else f"{m:.2g}"
+                if bh >= 18:  # inside the bar, clear of the worst-scenario tick above it
+                    svg.text(bx + bw / 2, y0 + h - bh + 12, label, size=9, fill="#fff", weight="bold")
+                else:
+                    top_y = y0 + h - h * min(max(m, wv if wv is not None else m), top) / top
+                    svg.text(bx + bw / 2, min(y0 + h - bh, top_y) - 4, label, size=9, fill="#333")
             if wv is not None:
                 wy = y0 + h - h * min(wv, top) / top
                 svg.add("line", x1=f"{bx + 2:.1f}", x2=f"{bx + bw - 2:.1f}", y1=f"{wy:.1f}", y2=f"{wy:.1f}",
@@ -372,8 +393,8 @@ def _scatter(rep: dict[str, Any], *, width: int = 560, height: int = 300) -> str
     p = int(rep["measures"]["p"])
     title = "DLD of every intruder scenario"
     svg = _Svg(width, height, title, "one dot per scenario: attributes known (x) and DLD (y), colour = label")
-    x0, y0, w, h = 56.0, 34.0, width - 72.0, height - 88.0
-    svg.text(width / 2, 18, title, size=13, weight="bold")
+    x0, y0, w, h = 56.0, 40.0, width - 72.0, height - 86.0
+    svg.text(x0, 18, title, anchor="start", size=13, weight="bold")
     _axes(svg, x0, y0, w, h, 100.0, "DLD (%)")
     for s in range(1, p + 1):
         svg.text(x0 + w * (s - 0.5) / p, y0 + h + 14, str(s), size=10, fill="#555")
@@ -391,10 +412,10 @@ def _scatter(rep: dict[str, Any], *, width: int = 560, height: int = 300) -> str
         cy = y0 + h - h * min(float(r["dld"]), 100.0) / 100.0
         svg.add("circle", cx=f"{cx:.1f}", cy=f"{cy:.1f}", r=2.6, fill=color.get(r["label"], "#444"),
                 fill_opacity=0.7)
-    lx = x0
-    for lab in labels:
-        svg.add("circle", cx=f"{lx + 5:.1f}", cy=f"{height - 26:.1f}", r=5, fill=color[lab])
-        svg.text(lx + 14, height - 22, lab, anchor="start", size=10)
+    lx = x0 + w - 52 * len(labels)
+    for lab in labels:  # legend in the top-right corner, above the plot
+        svg.add("circle", cx=f"{lx + 5:.1f}", cy=f"{y0 - 12:.1f}", r=5, fill=color[lab])
+        svg.text(lx + 14, y0 - 8, lab, anchor="start", size=10)
         lx += 52
     return svg.close()
 
@@ -525,7 +546,7 @@ def _risk_section(h: _Html, rep: dict[str, Any]) -> None:
         h.add(f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>")
     h.add("</div>")
     rows = []
-    for lab in labels + ["all"]:
+    for lab in labels + (["all"] if len(labels) != 1 else []):
         e = by_label[lab] if lab != "all" else {"scenarios": sc["count"], "mean": risk["mean"],
                                                   "worst": risk["worst"]}
         mean, worst = e.get("mean") or {}, e.get("worst") or {}

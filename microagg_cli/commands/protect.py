@@ -68,14 +68,17 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 @click.option("--regenerate-ids", is_flag=True, help="Replace --id-column with fresh random ids (seeded permutation of 1..n).")
 @click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
               help="Decimal mark of CSV input and output (',' for European CSV with ';' delimiter).")
+@click.option("--evaluate", "evaluate_risk", is_flag=True,
+              help="Add the full risk section of sdc evaluate to the report and summary: DLD, PLD, ID, k', DR "
+                   "and score over the intruder scenarios (1G, 2G... by blocks touched).")
 @click.option("-f", "--force", is_flag=True, help="Replace OUTPUT/report if they exist.")
 @format_options
 @click.option("--list-methods", is_flag=True, expose_value=False, is_eager=True, callback=_list_methods,
               help="List every method with its parameters and reference, then exit.")
 @verbosity_options
 def protect_command(input, output, k, method, params, columns, plan, drop, report, stat, seed, strata, small_strata,
-                    weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, force,
-                    input_format, output_format, delimiter, quiet, verbose):
+                    weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, evaluate_risk,
+                    force, input_format, output_format, delimiter, quiet, verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
 
     The protected columns are z-scored, partitioned into groups of at least K
@@ -107,7 +110,7 @@ def protect_command(input, output, k, method, params, columns, plan, drop, repor
         stat=stat, force=force, input_format=input_format, output_format=output_format,
         delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
         weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
-        regenerate_ids=regenerate_ids,
+        regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk,
     )
     if not quiet:
         _summary(rep)
@@ -139,3 +142,7 @@ def _summary(rep: dict) -> None:
     console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
                   f"passed through {len(cols['passthrough'])}, dropped {len(cols['dropped'])} column(s); "
                   f"k-check passed.")
+    if "evaluation" in rep:
+        from ..report import print_risk_summary
+
+        print_risk_summary(rep["evaluation"], console)
