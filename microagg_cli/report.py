@@ -52,7 +52,7 @@ def fmt(value: Any, digits: int = 4) -> str:
     v = float(value)
     if not math.isfinite(v):
         return str(v)
-    if v != 0 and abs(v) < 10 ** (-digits + 1) / 2:
+    if v != 0 and abs(v) < 0.5 * 10.0 ** (-digits):  # would print as zero
         return f"{v:.{max(digits - 1, 1)}e}"
     return f"{v:.{digits}f}"
 
@@ -107,22 +107,23 @@ def _title(rep: dict[str, Any]) -> str:
 
 
 def _risk_table(section: dict[str, Any], title: str):
+    from rich import box
     from rich.table import Table
 
     m = section["measures"]
     k = _get(m, "risk", "parameters", "k")
-    table = Table(title=title, title_justify="left")
-    for col in ("knowledge", "scenarios", "k' mean", "k' worst", f"share<{k}" if k else "share<k",
-                "DLD mean", "DLD worst", "PLD mean", "ID mean", "ID worst"):
-        table.add_column(col, justify="left" if col == "knowledge" else "right")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    for col in ("label", "count", "k'\nmean", "k'\nworst", f"share<{k}\nworst" if k else "share<k\nworst",
+                "DLD\nmean", "DLD\nworst", "PLD\nmean", "ID\nmean", "ID\nworst"):
+        table.add_column(col, justify="left" if col == "label" else "right", no_wrap=True)
 
     def row(name: str, entry: dict[str, Any]) -> None:
         mean, worst = entry.get("mean") or {}, entry.get("worst") or {}
         table.add_row(
             name, str(entry.get("scenarios", "")), fmt(mean.get("k_prime"), 2),
-            fmt(_get(worst, "k_prime", "value"), 2), fmt(_get(worst, "share_below_k", "value"), 3),
-            fmt(mean.get("dld"), 2), fmt(_get(worst, "dld", "value"), 2), fmt(mean.get("pld"), 2),
-            fmt(mean.get("id"), 2), fmt(_get(worst, "id", "value"), 2),
+            fmt(_get(worst, "k_prime", "value"), 2), fmt(_get(worst, "share_below_k", "value"), 2),
+            fmt(mean.get("dld"), 1), fmt(_get(worst, "dld", "value"), 1), fmt(mean.get("pld"), 1),
+            fmt(mean.get("id"), 1), fmt(_get(worst, "id", "value"), 1),
         )
 
     by_label = _get(m, "risk", "by_label") or {}
@@ -139,24 +140,40 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
 
     ``section`` is a report of ``sdc evaluate`` or the ``evaluation`` entry of a
     ``sdc protect --evaluate`` report (both hold ``summary``, ``formulas``,
-    ``measures``).
+    ``measures``). Fits 80 columns (what a log file gets).
     """
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = console or Console(stderr=True, highlight=False)
     s = section["summary"]
-    head = Table(title="Headline figures", title_justify="left", show_header=True)
-    for col in ("IL_SSE", "LB_NN", "gap", "IL_score", "DLD", "PLD", "ID", "DR", "score", "k' (all)"):
-        head.add_column(col, justify="right")
-    head.add_row(fmt(s["il_sse"]), fmt(s["lb_nn"]), fmt(s["optimality_gap"]), fmt(s["il_score"]),
-                 fmt(s["dld"], 2), fmt(s["pld"], 2), fmt(s["id"], 2), fmt(s["dr"], 2), fmt(s["score"], 2),
-                 fmt(s["k_prime"], 2))
+    m = section["measures"]
+    k = _get(m, "risk", "parameters", "k")
+    p = m.get("p")
+    head = Table(title="Headline figures", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                 pad_edge=False)
+    head.add_column("measure", no_wrap=True)
+    head.add_column("value", justify="right", no_wrap=True)
+    head.add_column("meaning")
+    gap = f"; gap {fmt(s['optimality_gap'])}" if s["optimality_gap"] is not None else ""
+    rows = [
+        ("IL_SSE", fmt(s["il_sse"]), "% information loss, 100 * SSE / SST on z-scores"),
+        ("LB_NN", fmt(s["lb_nn"]), f"lower bound on IL_SSE at k = {k}{gap}" if s["lb_nn"] is not None
+         else "not shown: the protected file is not a k-partition"),
+        ("IL_score", fmt(s["il_score"], 2), "% mean of IL1..IL5, each capped at 1"),
+        ("DLD", fmt(s["dld"], 2), f"% linked by distance (mean; worst {fmt(s['worst_dld'], 2)})"),
+        ("PLD", fmt(s["pld"], 2), "% linked by Fellegi-Sunter weights (mean)"),
+        ("ID", fmt(s["id"], 2), f"% interval disclosure (mean; worst {fmt(s['worst_id'], 2)})"),
+        ("DR", fmt(s["dr"], 2), section["formulas"]["dr"]),
+        ("score", fmt(s["score"], 2), section["formulas"]["score"] + " (lower is better)"),
+        ("k'", fmt(s["k_prime"], 2), f"records per distinct row, all {p} columns known "
+                                    f"(k_min {fmt(s['k_min'], 0)})"),
+    ]
+    for r in rows:
+        head.add_row(*r)
     console.print(head)
-    console.print(_risk_table(section, "Risk by intruder knowledge (G = blocks the known attributes touch)"))
-    f = section["formulas"]
-    console.print(f"{f['dr']}  (DLD, PLD, ID: means over the scenarios)")
-    console.print(f"{f['score']}  (lower is better)")
+    console.print(_risk_table(section, "Risk by intruder knowledge (label: blocks the known columns touch)"))
     reason = _get(section, "measures", "risk", "pld_skipped_reason")
     if reason:
         console.print(f"PLD not computed: {reason}")
@@ -164,6 +181,7 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
 
 def print_summary(rep: dict[str, Any], console: Any = None) -> None:
     """The terminal summary of a ``sdc evaluate`` report (rich; plain text off a terminal)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -175,7 +193,8 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
     u = rep["measures"]["utility"]
     blocks = rep.get("blocks") or []
     if len(blocks) > 1:
-        bt = Table(title="IL_SSE per block", title_justify="left")
+        bt = Table(title="IL_SSE per block", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                   pad_edge=False)
         for col in ("block", "columns", "IL_SSE", "LB_NN"):
             bt.add_column(col, justify="left" if col in ("block", "columns") else "right")
         for i, b in enumerate(blocks):

@@ -54,7 +54,7 @@ def gate_options(func: Callable) -> Callable:
 def scenario_options(func: Callable) -> Callable:
     """``--known`` (repeatable), ``--max-scenarios``, ``-s/--seed``, ``-k``."""
     func = click.option(
-        "-s", "--seed", type=int, default=0, show_default=True,
+        "-s", "--seed", type=int, default=0, show_default=True, metavar="N",
         help="Seed of the scenario sample (used when there are more scenarios than --max-scenarios).",
     )(func)
     func = click.option(

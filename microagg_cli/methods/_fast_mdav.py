@@ -38,16 +38,14 @@ __all__ = ["mdav_fast"]
 
 #: Records per tree leaf (at most); small leaves give tight balls, which the
 #: farthest-record queries need in 10 dimensions.
-LEAF_SIZE = 8
+LEAF_SIZE = 32
 #: The tree is rebuilt when the remaining records fall below this share of the
 #: records it was built on.
-REBUILD_FRACTION = 0.5
+REBUILD_FRACTION = 0.8
 #: Capacity of an exact-sum expansion: non-overlapping doubles occupy disjoint bit
 #: ranges of the 2098 bit positions a double can reach.
 _EXPANSION_CAPACITY = 2112
 _STACK = 512
-#: Diagnostics of the last call: leaves scanned by farthest / nearest queries, builds.
-_STATS = np.zeros(8, np.int64)
 
 
 # --------------------------------------------------------------------------- exact sums
@@ -111,13 +109,33 @@ def _dist(A, a, q):
 
 
 # --------------------------------------------------------------------------- the tree
-# Integer node fields (columns of ``nodes``).
+# A tree is a tuple of arrays (numba passes it by reference):
+#   Xt (m, p)     the records in tree order (original values, for exact distances)
+#   orig (m,)     their input indices;  alive_t (m,) still remaining?
+#   leaf_of (m,)  leaf of each tree position
+#   d2t, dt (m,)  squared distance (and its root) to the reference point c0
+#   nodes (nn, 7) integer fields below
+#   lo, hi        (nn, p) bounding box of the node's remaining records
+#   cen (nn, p)   ball centre;  cenc = cen - c0;  ncen2 = |cenc|^2
+#   rad, rad0     ball radius now / when built;  maxd2 largest d2t in the node
+#   c0 (p,)       reference point (the centroid when the tree was built)
 _START, _END, _LEFT, _RIGHT, _PARENT, _MINIDX, _COUNT = 0, 1, 2, 3, 4, 5, 6
 
 
+@njit(cache=True, inline="always")
+def _set_centre(nd, cen, cenc, ncen2, c0):
+    s = 0.0
+    for j in range(c0.shape[0]):
+        t = cen[nd, j] - c0[j]
+        cenc[nd, j] = t
+        s += t * t
+    ncen2[nd] = s
+
+
 @njit(cache=True)
-def _fit_leaf(nd, Xt, alive_t, d2t, nodes, lo, hi, cen, rad, maxd2, rel):
+def _fit_leaf(nd, tree, rel):
     """Box, ball and largest reference distance of the remaining records of a leaf."""
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     p = Xt.shape[1]
     first = True
     md = 0.0
@@ -146,34 +164,39 @@ def _fit_leaf(nd, Xt, alive_t, d2t, nodes, lo, hi, cen, rad, maxd2, rel):
                 r2 = d
     rad[nd] = np.sqrt(r2) * (1.0 + rel) + (1e-300 if r2 > 0.0 else 0.0)
     maxd2[nd] = md
+    _set_centre(nd, cen, cenc, ncen2, c0)
 
 
 @njit(cache=True)
-def _fit_inner(nd, nodes, lo, hi, cen, rad, rad0, maxd2, rel):
+def _fit_inner(nd, tree, rel):
     """Bounds of an inner node from those of its children with remaining records.
 
     The ball keeps the centre it got when the tree was built; its radius is the
-    smaller of the radius at build time and the one that covers both children's balls.
+    smaller of the radius at build time and one that covers both children's balls.
     """
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     p = lo.shape[1]
     a = nodes[nd, _LEFT]
     b = nodes[nd, _RIGHT]
-    if nodes[a, _COUNT] == 0 or nodes[b, _COUNT] == 0:
-        c = b if nodes[a, _COUNT] == 0 else a
+    rr = 0.0
+    md = 0.0
+    first = True
+    for c in (a, b):
+        if nodes[c, _COUNT] == 0:
+            continue
         for j in range(p):
-            lo[nd, j] = lo[c, j]
-            hi[nd, j] = hi[c, j]
-        rr = (np.sqrt(_dist(cen, c, cen[nd])) * (1.0 + rel) + rad[c]) * (1.0 + rel)
-        rad[nd] = min(rr, rad0[nd])
-        maxd2[nd] = maxd2[c]
-        return
-    for j in range(p):
-        lo[nd, j] = min(lo[a, j], lo[b, j])
-        hi[nd, j] = max(hi[a, j], hi[b, j])
-    ra = np.sqrt(_dist(cen, a, cen[nd])) * (1.0 + rel) + rad[a]
-    rb = np.sqrt(_dist(cen, b, cen[nd])) * (1.0 + rel) + rad[b]
-    rad[nd] = min(max(ra, rb) * (1.0 + rel), rad0[nd])
-    maxd2[nd] = max(maxd2[a], maxd2[b])
+            if first or lo[c, j] < lo[nd, j]:
+                lo[nd, j] = lo[c, j]
+            if first or hi[c, j] > hi[nd, j]:
+                hi[nd, j] = hi[c, j]
+        first = False
+        r = np.sqrt(_dist(cen, c, cen[nd])) * (1.0 + rel) + rad[c]
+        if r > rr:
+            rr = r
+        if maxd2[c] > md:
+            md = maxd2[c]
+    rad[nd] = min(rr * (1.0 + rel), rad0[nd])
+    maxd2[nd] = md
 
 
 @njit(cache=True)
@@ -182,18 +205,13 @@ def _build(X, idx, c0, leaf_size, rel):
 
     Each node splits its records at the median of its widest coordinate (ties kept in
     input order); leaves hold at most ``leaf_size`` records. ``c0`` is the reference
-    point of the squared distances ``d2t`` (the centroid when the tree is built).
+    point of the distances ``d2t`` (the centroid when the tree is built).
     """
     m = idx.size
     p = X.shape[1]
     half = max(1, (leaf_size + 1) // 2)
     cap = 2 * (m // half) + 3
     nodes = np.full((cap, 7), -1, np.int64)
-    lo = np.empty((cap, p))
-    hi = np.empty((cap, p))
-    cen = np.empty((cap, p))
-    rad = np.empty(cap)
-    maxd2 = np.empty(cap)
     perm = idx.copy()
     stack = np.empty(_STACK, np.int64)
     stack[0] = 0
@@ -250,21 +268,33 @@ def _build(X, idx, c0, leaf_size, rel):
         stack[top] = b
         stack[top + 1] = a
         top += 2
+    nodes = nodes[:nn].copy()
     Xt = np.empty((m, p))
     d2t = np.empty(m)
+    dt = np.empty(m)
     leaf_of = np.empty(m, np.int64)
     alive_t = np.ones(m, np.bool_)
     for t in range(m):
         for j in range(p):
             Xt[t, j] = X[perm[t], j]
         d2t[t] = _dist(Xt, t, c0)
-    rad0 = np.empty(cap)
+        dt[t] = np.sqrt(d2t[t])
+    lo = np.empty((nn, p))
+    hi = np.empty((nn, p))
+    cen = np.empty((nn, p))
+    cenc = np.empty((nn, p))
+    ncen2 = np.empty(nn)
+    rad = np.empty(nn)
+    rad0 = np.empty(nn)
+    maxd2 = np.empty(nn)
+    tree = (Xt, perm, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0,
+            maxd2, c0.copy())
     # children have larger ids than their parent: fit bottom-up in reverse id order
     for nd in range(nn - 1, -1, -1):
         if nodes[nd, _LEFT] < 0:
             for t in range(nodes[nd, _START], nodes[nd, _END]):
                 leaf_of[t] = nd
-            _fit_leaf(nd, Xt, alive_t, d2t, nodes, lo, hi, cen, rad, maxd2, rel)
+            _fit_leaf(nd, tree, rel)
             rad0[nd] = rad[nd]
         else:
             # inner ball: the mean of its records and the exact radius around it
@@ -283,80 +313,99 @@ def _build(X, idx, c0, leaf_size, rel):
                 if d > r2:
                     r2 = d
             rad0[nd] = np.sqrt(r2) * (1.0 + rel) + (1e-300 if r2 > 0.0 else 0.0)
-            _fit_inner(nd, nodes, lo, hi, cen, rad, rad0, maxd2, rel)
-    return Xt, perm, alive_t, leaf_of, d2t, nodes[:nn].copy(), lo[:nn].copy(), hi[:nn].copy(), \
-        cen[:nn].copy(), rad[:nn].copy(), maxd2[:nn].copy(), c0.copy(), rad0[:nn].copy()
+            _set_centre(nd, cen, cenc, ncen2, c0)
+            _fit_inner(nd, tree, rel)
+    return tree
 
 
 @njit(cache=True, inline="always")
-def _upper(tree, nd, q, shift, use_ref, rel):
-    """Upper bound on the rounded squared distance of ``q`` to any record of ``nd``.
+def _ball_upper(tree, nd, shift, sn2, sn, rel):
+    """Upper bound on the rounded squared distance from ``q = c0 + shift`` to node ``nd``.
 
-    The minimum of three bounds: the box (exact in floating point, rounding being
-    monotone), the ball, and -- for queries at ``q = c0 + shift`` close to the
-    reference point ``c0`` -- ``maxd2 + 2 <c0 - cen, shift> + 2 rad |shift| +
-    |shift|^2``, which stays tight when ``q`` has barely moved. The last two carry a
-    relative margin ``rel`` far above the rounding error.
+    The smaller of the ball bound ``(|q - cen| + rad)^2`` and the reference bound
+    ``maxd2 + 2 <c0 - cen, shift> + 2 rad |shift| + |shift|^2`` (tight when ``q`` is
+    near ``c0``), both from one dot product, with margins ``rel`` that cover every
+    rounding error of the computation (cancellation included).
     """
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
-    ubb = 0.0
-    dc = 0.0
-    sp = 0.0
-    sn2 = 0.0
-    for j in range(q.shape[0]):
-        a = lo[nd, j] - q[j]
-        b = hi[nd, j] - q[j]
-        m = -a if -a > b else b
-        ubb += m * m
-        t = cen[nd, j] - q[j]
-        dc += t * t
-        if use_ref:
-            sp += (c0[j] - cen[nd, j]) * shift[j]
-            sn2 += shift[j] * shift[j]
-    sd = np.sqrt(dc)
-    ub = (sd * (1.0 + rel) + rad[nd]) ** 2 * (1.0 + rel) + 1e-300
-    if ub < ubb:
-        ubb = ub
-    if use_ref:
-        sn = np.sqrt(sn2) * (1.0 + rel)
-        base = maxd2[nd] + 2.0 * rad[nd] * sn + sn2
-        ub = base + 2.0 * sp + rel * (base + 2.0 * abs(sp)) + 1e-300
-        if ub < ubb:
-            ubb = ub
-    return ubb
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    dot = 0.0
+    for j in range(shift.shape[0]):
+        dot += shift[j] * cenc[nd, j]
+    a = sn2 + ncen2[nd]
+    dc = a - 2.0 * dot + rel * (a + 2.0 * abs(dot))
+    sd = (np.sqrt(dc) if dc > 0.0 else 0.0) + rel * np.sqrt(a)
+    ub = (sd + rad[nd]) ** 2
+    base = maxd2[nd] + 2.0 * rad[nd] * sn + sn2
+    ub2 = base - 2.0 * dot + rel * (base + 2.0 * abs(dot) + a)
+    if ub2 < ub:
+        ub = ub2
+    # the same with the box for the linear term: min over the box of <x - c0, shift>
+    lin = 0.0
+    alin = 0.0
+    for j in range(shift.shape[0]):
+        u = shift[j] * (lo[nd, j] - c0[j])
+        w = shift[j] * (hi[nd, j] - c0[j])
+        lin += u if u < w else w
+        alin += abs(u) + abs(w)
+    ub3 = maxd2[nd] + sn2 - 2.0 * lin + rel * (maxd2[nd] + sn2 + 2.0 * alin)
+    if ub3 < ub:
+        ub = ub3
+    return ub * (1.0 + rel) + 1e-300
 
 
 @njit(cache=True, inline="always")
-def _lower(tree, nd, q, rel):
-    """Lower bound on the rounded squared distance of ``q`` to any record of ``nd``."""
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
-    lbb = 0.0
-    dc = 0.0
+def _ball_lower(tree, nd, shift, sn2, rel):
+    """Lower bound on the rounded squared distance from ``q = c0 + shift`` to node ``nd``."""
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    dot = 0.0
+    for j in range(shift.shape[0]):
+        dot += shift[j] * cenc[nd, j]
+    a = sn2 + ncen2[nd]
+    dc = a - 2.0 * dot - rel * (a + 2.0 * abs(dot))
+    if dc <= 0.0:
+        return 0.0
+    g = np.sqrt(dc) - rel * np.sqrt(a) - rad[nd]
+    if g <= 0.0:
+        return 0.0
+    return g * g * (1.0 - rel) - 1e-300
+
+
+@njit(cache=True, inline="always")
+def _box_upper(lo, hi, nd, q):
+    """Upper bound from the box; exact in floating point (rounding is monotone)."""
+    s = 0.0
+    for j in range(q.shape[0]):
+        a = q[j] - lo[nd, j]
+        b = hi[nd, j] - q[j]
+        m = a if a > b else b
+        s += m * m
+    return s
+
+
+@njit(cache=True, inline="always")
+def _box_lower(lo, hi, nd, q):
+    """Lower bound from the box; exact in floating point (rounding is monotone)."""
+    s = 0.0
     for j in range(q.shape[0]):
         a = lo[nd, j] - q[j]
-        b = hi[nd, j] - q[j]
         if a > 0.0:
-            g = a
-        elif b < 0.0:
-            g = -b
+            s += a * a
         else:
-            g = 0.0
-        lbb += g * g
-        t = cen[nd, j] - q[j]
-        dc += t * t
-    gap = np.sqrt(dc) * (1.0 - rel) - rad[nd]
-    if gap > 0.0:
-        lb = gap * gap * (1.0 - rel) - 1e-300
-        if lb > lbb:
-            lbb = lb
-    return lbb
+            b = q[j] - hi[nd, j]
+            if b > 0.0:
+                s += b * b
+    return s
 
 
 @njit(cache=True)
-def _farthest(tree, q, use_ref, rel, st_node, st_val, stats, QQ):
+def _farthest(tree, q, rel, st_node, st_val, stats, which):
     """Input index of the remaining record farthest from ``q`` (first on ties)."""
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     shift = q - c0
+    sn2 = 0.0
+    for j in range(shift.shape[0]):
+        sn2 += shift[j] * shift[j]
+    sn = np.sqrt(sn2) * (1.0 + rel)
     best_d = -1.0
     best_i = np.iinfo(np.int64).max
     st_node[0] = 0
@@ -366,25 +415,35 @@ def _farthest(tree, q, use_ref, rel, st_node, st_val, stats, QQ):
         top -= 1
         nd = st_node[top]
         ub = st_val[top]
-        if nodes[nd, _COUNT] == 0:
+        if nodes[nd, _COUNT] == 0 or ub < best_d:
             continue
-        if ub < best_d or (ub <= best_d and nodes[nd, _MINIDX] > best_i):
-            continue
+        if ub <= best_d * (1.0 + 1e3 * rel) + 1e-290:
+            # a near tie: the exact box bound may settle it (duplicated records)
+            bu = _box_upper(lo, hi, nd, q)
+            if bu < ub:
+                ub = bu
+            if ub < best_d or (ub <= best_d and nodes[nd, _MINIDX] > best_i):
+                continue
         if nodes[nd, _LEFT] < 0:
-            stats[0 if QQ else 6] += 1
+            stats[which] += 1
             for t in range(nodes[nd, _START], nodes[nd, _END]):
-                if alive_t[t]:
-                    d = _dist(Xt, t, q)
-                    i = orig[t]
-                    if d > best_d or (d == best_d and i < best_i):
-                        best_d = d
-                        best_i = i
+                if not alive_t[t]:
+                    continue
+                # |x - q| <= |x - c0| + |q - c0|: skip records that cannot reach best_d
+                e = dt[t] * (1.0 + rel) + sn
+                if e * e * (1.0 + rel) + 1e-300 < best_d:
+                    continue
+                d = _dist(Xt, t, q)
+                i = orig[t]
+                if d > best_d or (d == best_d and i < best_i):
+                    best_d = d
+                    best_i = i
         else:
-            stats[3 if QQ else 5] += 1
+            stats[which + 1] += 1
             a = nodes[nd, _LEFT]
             b = nodes[nd, _RIGHT]
-            ua = _upper(tree, a, q, shift, use_ref, rel) if nodes[a, _COUNT] > 0 else -1.0
-            ub_ = _upper(tree, b, q, shift, use_ref, rel) if nodes[b, _COUNT] > 0 else -1.0
+            ua = _ball_upper(tree, a, shift, sn2, sn, rel) if nodes[a, _COUNT] > 0 else -1.0
+            ub_ = _ball_upper(tree, b, shift, sn2, sn, rel) if nodes[b, _COUNT] > 0 else -1.0
             # the more promising child goes on top of the stack, to be explored first
             if ua >= ub_:
                 st_node[top] = b
@@ -407,7 +466,12 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
     Ordered by (distance, input index) into ``kd[:m]``, ``ki[:m]``; returns how many
     were found.
     """
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    shift = q - c0
+    sn2 = 0.0
+    for j in range(shift.shape[0]):
+        sn2 += shift[j] * shift[j]
+    sn = np.sqrt(sn2)
     filled = 0
     st_node[0] = 0
     st_val[0] = 0.0
@@ -421,13 +485,18 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
         if filled == m and (lb > kd[m - 1] or (lb >= kd[m - 1] and nodes[nd, _MINIDX] > ki[m - 1])):
             continue
         if nodes[nd, _LEFT] < 0:
-            stats[1] += 1
+            stats[4] += 1
             for t in range(nodes[nd, _START], nodes[nd, _END]):
                 if not alive_t[t]:
                     continue
                 i = orig[t]
                 if i == qi:
                     continue
+                if filled == m:
+                    # |x - q| >= ||x - c0| - |q - c0||
+                    g = abs(dt[t] - sn) - rel * (dt[t] + sn)
+                    if g > 0.0 and g * g * (1.0 - rel) - 1e-300 > kd[m - 1]:
+                        continue
                 d = _dist(Xt, t, q)
                 if filled < m:
                     pos = filled
@@ -443,11 +512,15 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
                 kd[pos] = d
                 ki[pos] = i
         else:
-            stats[4] += 1
+            stats[5] += 1
             a = nodes[nd, _LEFT]
             b = nodes[nd, _RIGHT]
-            la = _lower(tree, a, q, rel) if nodes[a, _COUNT] > 0 else np.inf
-            lb_ = _lower(tree, b, q, rel) if nodes[b, _COUNT] > 0 else np.inf
+            la = np.inf
+            if nodes[a, _COUNT] > 0:
+                la = max(_ball_lower(tree, a, shift, sn2, rel), _box_lower(lo, hi, a, q))
+            lb_ = np.inf
+            if nodes[b, _COUNT] > 0:
+                lb_ = max(_ball_lower(tree, b, shift, sn2, rel), _box_lower(lo, hi, b, q))
             if la <= lb_:
                 st_node[top] = b
                 st_val[top] = lb_
@@ -469,7 +542,7 @@ def _remove(tree, i, X, pos_of, alive, parts, npart, rel):
     The leaf's bounds are refitted to its remaining records and its ancestors' from
     their children, so that bounds stay tight as MDAV peels the data from outside.
     """
-    Xt, orig, alive_t, leaf_of, d2t, nodes, lo, hi, cen, rad, maxd2, c0, rad0 = tree
+    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     alive[i] = False
     for j in range(X.shape[1]):
         _fsum_add(parts, npart, j, -X[i, j])
@@ -481,11 +554,11 @@ def _remove(tree, i, X, pos_of, alive, parts, npart, rel):
         nodes[nd, _COUNT] -= 1
         nd = nodes[nd, _PARENT]
     if nodes[leaf, _COUNT] > 0:
-        _fit_leaf(leaf, Xt, alive_t, d2t, nodes, lo, hi, cen, rad, maxd2, rel)
+        _fit_leaf(leaf, tree, rel)
     nd = nodes[leaf, _PARENT]
     while nd >= 0:
         if nodes[nd, _COUNT] > 0:
-            _fit_inner(nd, nodes, lo, hi, cen, rad, rad0, maxd2, rel)
+            _fit_inner(nd, tree, rel)
         nd = nodes[nd, _PARENT]
 
 
@@ -496,8 +569,9 @@ def _centroid(parts, npart, nrem, c):
 
 
 @njit(cache=True)
-def _mdav_core(X, k, leaf_size, rebuild_fraction, rel, stats):
+def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     n, p = X.shape
+    stats = np.zeros(8, np.int64)
     labels = np.full(n, -1, np.int64)
     alive = np.ones(n, np.bool_)
     parts = np.zeros((p, _EXPANSION_CAPACITY))
@@ -519,15 +593,15 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel, stats):
     for t in range(orig.size):
         pos_of[orig[t]] = t
     built = n
-    stats[2] += 1
+    stats[6] += 1
 
     while nrem >= 2 * k:
         _centroid(parts, npart, nrem, c)
-        r = _farthest(tree, c, True, rel, st_node, st_val, stats, True)
+        r = _farthest(tree, c, rel, st_node, st_val, stats, 0)
         three = nrem >= 3 * k
         s = -1
         if three:
-            s = _farthest(tree, X[r], True, rel, st_node, st_val, stats, False)
+            s = _farthest(tree, X[r], rel, st_node, st_val, stats, 2)
         for rep in range(2):
             centre = r if rep == 0 else s
             if rep == 1:
@@ -554,11 +628,21 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel, stats):
             for t in range(orig.size):
                 pos_of[orig[t]] = t
             built = nrem
-            stats[2] += 1
+            stats[6] += 1
     for i in range(n):
         if alive[i]:
             labels[i] = g
-    return labels
+    return labels, stats
+
+
+def _run(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Raw labels and diagnostics: leaves / inner nodes visited by the farthest-from-
+    centroid, farthest-from-r and nearest queries, and the number of tree builds."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    check_k(X, k)
+    p = X.shape[1]
+    rel = 1e-9 + 8.0 * (p + 8) * np.finfo(np.float64).eps
+    return _mdav_core(X, int(k), LEAF_SIZE, REBUILD_FRACTION, rel)
 
 
 def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -589,10 +673,4 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     hundred on 10-dimensional Gaussian data, but the worst case is a full scan.
     Single-threaded, so the result never depends on the thread count.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    p = X.shape[1]
-    rel = 1e-9 + 8.0 * (p + 8) * np.finfo(np.float64).eps
-    labels = _mdav_core(X, int(k), LEAF_SIZE, REBUILD_FRACTION, rel, _STATS)
-    del n
-    return canonical_labels(labels)
+    return canonical_labels(_run(X, k)[0])

@@ -1,0 +1,1297 @@
+"""Method x k x plan grids: the way the microaggregation papers compare methods.
+
+``sdc compare`` (and :func:`microagg_cli.api.compare`) protects one input file with
+every combination ("cell") of a method, a k and a blocking plan, in memory, measures
+each protected version with the metrics package, and lays the results out the way
+the papers' tables do: one table per plan, rows grouped by method then k, columns
+the measures. A self-contained HTML page adds a risk-utility map (information loss
+on x, disclosure risk on y, one labelled marker per cell).
+
+Pipeline
+--------
+1. :func:`build_cells` -- the grid, in the order plan, method, k. ``mic1d`` (whose k
+   counts *values* per partition, not records) takes its own k values.
+2. :func:`check_cells` -- everything that can fail is checked before the first cell
+   runs: methods, parameters, k against the size of every block, the data.
+3. :func:`run_grid` -- each cell is :func:`run_cell`: ``protect_table`` then
+   :func:`microagg_cli.metrics.evaluate_arrays`. ``jobs > 1`` runs cells in worker
+   processes; rows are stored by cell index, so the result is the same whatever
+   ``jobs`` is (timings aside). Ctrl-C stops the workers and keeps the finished rows.
+4. :func:`build_document` -- the JSON-ready result (the source of truth); then
+   :func:`to_json`, :func:`to_csv`, :func:`table_text` / :func:`print_tables`
+   (rich) and :func:`render_html` render it.
+
+Determinism: every cell is protected with the run seed (blocks get their streams by
+position, as in ``sdc protect``) and evaluated with the same seeded scenario sample,
+so a cell's figures do not depend on the other cells, on their order or on ``jobs``.
+
+Intruder scenarios: ``sdc evaluate`` evaluates every subset of up to 10 columns and
+otherwise a sample of 512 -- about 13 s per protected Census file (13 columns) on the
+reference machine. A grid multiplies that by the number of cells, so the default here
+is :data:`DEFAULT_MAX_SCENARIOS` = 64 (every subset when there are at most 64, i.e.
+up to 6 columns; else a seeded sample of 64 stratified by size): about 2 s per cell.
+``max_scenarios=None`` restores the ``sdc evaluate`` default.
+"""
+
+from __future__ import annotations
+
+import csv
+import io as _io
+import json
+import logging
+import math
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from . import __version__
+from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
+from .errors import DataError, InfeasibleError, InvalidParameterError
+from .io import (
+    Table,
+    atomic_write_bytes,
+    check_output_path,
+    detect_format,
+    file_fingerprint,
+    numeric_matrix,
+    read_table,
+    resolve_columns,
+    write_table,
+)
+from .methods import get_method
+
+__all__ = [
+    "COMPARE_SCHEMA_VERSION",
+    "DEFAULT_MAX_SCENARIOS",
+    "MEASURES",
+    "PRESETS",
+    "Cell",
+    "EvalOptions",
+    "GridInterrupted",
+    "MethodChoice",
+    "PlanChoice",
+    "Preset",
+    "build_cells",
+    "build_document",
+    "check_cells",
+    "compare_file",
+    "parse_method",
+    "print_tables",
+    "render_html",
+    "run_cell",
+    "run_grid",
+    "table_text",
+    "to_csv",
+    "to_json",
+]
+
+log = logging.getLogger("microagg_cli")
+
+#: Version of the ``sdc compare`` JSON layout; bumped on any incompatible change.
+COMPARE_SCHEMA_VERSION = "1.0"
+
+#: Default cap on the intruder scenarios evaluated per cell (see the module notes).
+DEFAULT_MAX_SCENARIOS = 64
+
+#: The headline measures of a row: (key, column heading, decimals in tables).
+MEASURES: tuple[tuple[str, str, int], ...] = (
+    ("il_sse", "IL_SSE", 4),
+    ("il_score", "IL_score", 2),
+    ("dld", "DLD", 2),
+    ("pld", "PLD", 2),
+    ("id", "ID", 2),
+    ("dr", "DR", 2),
+    ("score", "score", 2),
+    ("k_prime", "k'", 2),
+)
+
+#: Measures given per intruder-knowledge label (1G, 2G, ...): (key, heading).
+LABEL_MEASURES: tuple[tuple[str, str], ...] = (
+    ("k_prime", "k'"),
+    ("dld", "DLD"),
+    ("pld", "PLD"),
+    ("id", "ID"),
+    ("dr", "DR"),
+)
+
+_FORMULAS = {
+    "il_sse": "IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 over all protected columns (Z, Z' z-scored "
+              "with the original's means and population sds)",
+    "il_score": "IL_score = 100 * mean of IL1..IL5, each capped at 1",
+    "dld": "DLD = mean over the intruder scenarios of the % of records linked to their original by distance",
+    "pld": "PLD = mean over the scenarios of the % linked by Fellegi-Sunter weights (EM-fitted)",
+    "id": "ID = mean over the scenarios of the interval-disclosure % (intervals of 1..10 % of the records)",
+    "k_prime": "k' = n / number of distinct protected rows over all protected columns; per label: mean "
+                "over the label's scenarios of the same figure over the known columns",
+    "labels": "a scenario's label mG says how many blocks of the plan its known columns touch",
+}
+
+
+# ------------------------------------------------------------------------ the grid
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """A method of the grid: registry ``name``, its ``params`` and a display ``label``."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def values_k(self) -> bool:
+        """True when the method's k counts values per partition (``mic1d``)."""
+        return get_method(self.name).output == "values"
+
+
+@dataclass(frozen=True)
+class PlanChoice:
+    """A blocking of the grid: ``name``, the block layout and where it came from.
+
+    The blocks' method and k are ignored: every cell sets its own.
+    """
+
+    name: str
+    blocks: tuple[tuple[str, tuple[str, ...]], ...]
+    source: str
+    drop: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> list[str]:
+        return [c for _n, cols in self.blocks for c in cols]
+
+    def plan(self, method: MethodChoice, k: int) -> BlockPlan:
+        """The :class:`BlockPlan` of one cell: every block with ``method`` and ``k``."""
+        return BlockPlan(
+            tuple(Block(name, cols, method.name, int(k), dict(method.params)) for name, cols in self.blocks),
+            self.drop,
+        )
+
+    @classmethod
+    def from_plan(cls, name: str, plan: BlockPlan, source: str) -> "PlanChoice":
+        return cls(name, tuple((b.name, tuple(b.columns)) for b in plan.blocks), source, tuple(plan.drop))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One combination: ``index`` (its position in the grid), method, k, plan."""
+
+    index: int
+    method: MethodChoice
+    k: int
+    plan: PlanChoice
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """How each cell is evaluated (the same for every cell).
+
+    ``known``: explicit intruder scenarios (column names) or None for the default;
+    ``max_scenarios``: the scenario cap (None: every subset up to 10 columns, else 512).
+    """
+
+    seed: int = 0
+    known: tuple[tuple[str, ...], ...] | None = None
+    max_scenarios: int | None = DEFAULT_MAX_SCENARIOS
+    dr_weights: Mapping[str, float] | None = None
+    score_weights: Mapping[str, float] | None = None
+
+
+def parse_method(text: str) -> MethodChoice:
+    """``"NAME[:PARAM=VALUE[:PARAM=VALUE...]]"`` -> :class:`MethodChoice`.
+
+    A value may itself hold a colon (``ufs:order=pv:AGI``): a new parameter starts
+    only at ``:NAME=``.
+
+    >>> parse_method("individual-ranking:optimal=true")
+    MethodChoice(name='individual-ranking', params={'optimal': 'true'}, label='individual-ranking:optimal=true')
+    >>> parse_method("ufs:order=pv:AGI").params
+    {'order': 'pv:AGI'}
+    """
+    text = text.strip()
+    if not text:
+        raise InvalidParameterError("--methods: empty method name")
+    parts = re.split(r":(?=[A-Za-z_][A-Za-z0-9_]*=)", text)
+    name, items = parts[0], parts[1:]
+    if ":" in name:
+        raise InvalidParameterError(
+            f"--methods: {text!r}: write method parameters as NAME:PARAM=VALUE (e.g. vmdav:gamma=0.3)")
+    spec = get_method(name)
+    params: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key in params:
+            raise InvalidParameterError(f"--methods: {text!r}: parameter {key!r} given twice")
+        params[key] = value
+    spec.validate_params(dict(params))
+    return MethodChoice(spec.name, params, text)
+
+
+def _ints(values: Sequence[Any], what: str) -> list[int]:
+    out: list[int] = []
+    for v in values:
+        if isinstance(v, bool):
+            raise InvalidParameterError(f"{what}: k must be an integer >= 2, got {v!r}")
+        try:
+            iv = int(str(v).strip())
+        except ValueError:
+            raise InvalidParameterError(f"{what}: k must be an integer >= 2, got {v!r}") from None
+        if iv < 2:
+            raise InvalidParameterError(f"{what}: k must be an integer >= 2 (k = 1 is no protection), got {iv}")
+        if iv in out:
+            raise InvalidParameterError(f"{what}: k = {iv} is given twice")
+        out.append(iv)
+    if not out:
+        raise InvalidParameterError(f"{what}: give at least one k")
+    return out
+
+
+def build_cells(
+    methods: Sequence[MethodChoice],
+    ks: Sequence[int],
+    plans: Sequence[PlanChoice],
+    *,
+    mic1d_ks: Sequence[int] | None = None,
+) -> list[Cell]:
+    """Every cell of the grid, ordered by plan, then method (as given), then k.
+
+    Methods whose k counts values (``mic1d``) take ``mic1d_ks``; without them they
+    take ``ks`` (as numbers of values: little protection, see the log warning).
+    """
+    if not methods:
+        raise InvalidParameterError("--methods: give at least one method")
+    if not plans:
+        raise InvalidParameterError("no blocking plan")
+    labels = [m.label or m.name for m in methods]
+    dup = {x for x in labels if labels.count(x) > 1}
+    if dup:
+        raise InvalidParameterError(f"--methods: {sorted(dup)[0]!r} is given twice")
+    names = [p.name for p in plans]
+    dup = {x for x in names if names.count(x) > 1}
+    if dup:
+        raise InvalidParameterError(f"two plans are called {sorted(dup)[0]!r}; rename one of the files")
+    ks = _ints(ks, "--k")
+    value_ks = _ints(mic1d_ks, "--mic1d-k") if mic1d_ks else None
+    if value_ks is None and any(m.values_k for m in methods):
+        log.warning(
+            "mic1d: its k counts values per partition, not records; without --mic1d-k it runs with "
+            "k = %s values, which barely perturbs the data (k' near 1). Give --mic1d-k (a sizeable "
+            "share of the n*p values of a block) for a loss comparable with the other methods",
+            ",".join(map(str, ks)),
+        )
+    cells: list[Cell] = []
+    for plan in plans:
+        for m in methods:
+            for k in (value_ks if (m.values_k and value_ks) else ks):
+                cells.append(Cell(len(cells), m, k, plan))
+    return cells
+
+
+def check_cells(table: Table, cells: Sequence[Cell]) -> None:
+    """Refuse, before anything runs, what would fail in a cell.
+
+    Raises :class:`DataError` (a column missing, non-numeric or with missing values),
+    :class:`InvalidParameterError` (a method taking fewer columns than a block has,
+    a bad parameter) or :class:`InfeasibleError` (k larger than a block allows).
+    """
+    n = table.frame.shape[0]
+    seen_plans: set[str] = set()
+    for cell in cells:
+        plan = cell.plan
+        if plan.name not in seen_plans:
+            seen_plans.add(plan.name)
+            plan.plan(cell.method, cell.k).check(table.columns)
+            numeric_matrix(table, plan.columns)
+        spec = get_method(cell.method.name)
+        spec.validate_params(dict(cell.method.params))
+        for bname, cols in plan.blocks:
+            if spec.max_columns is not None and len(cols) > spec.max_columns:
+                raise InvalidParameterError(
+                    f"plan {plan.name!r}, block {bname!r}: method {spec.name!r} takes at most "
+                    f"{spec.max_columns} column(s), the block has {len(cols)}")
+            if cell.method.values_k:
+                if cell.k > n * len(cols):
+                    raise InfeasibleError(
+                        f"plan {plan.name!r}, block {bname!r}: {spec.name} k={cell.k} values exceeds the "
+                        f"{n * len(cols)} values of the block ({n} records x {len(cols)} columns)")
+            elif cell.k > n:
+                raise InfeasibleError(f"k={cell.k} exceeds the {n} records of the input")
+
+
+# -------------------------------------------------------------------------- plans
+
+
+def single_plan(columns: Sequence[str], name: str = "one-block") -> PlanChoice:
+    """Every column in one block."""
+    return PlanChoice(name, (("block1", tuple(columns)),), "all columns in one block")
+
+
+def strategy_plans(table: Table, columns: Sequence[str], strategies: Sequence[str], size: int | None,
+                   *, seed: int = 0) -> list[PlanChoice]:
+    """One plan per strategy of :data:`microagg_cli.blocking.STRATEGIES`."""
+    X = numeric_matrix(table, list(columns))
+    out = []
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise InvalidParameterError(f"--strategies: unknown strategy {s!r} (known: {', '.join(STRATEGIES)})")
+        if STRATEGIES[s][1] and size is None:
+            raise InvalidParameterError(f"--strategies {s}: this strategy needs a block size (--block-size S)")
+        blocks = propose_blocks(X, list(columns), s, size, seed=seed)
+        label = f"strategy {s}" + (f", block size {size}" if STRATEGIES[s][1] else "")
+        out.append(PlanChoice(s, tuple((f"block{i + 1}", tuple(b)) for i, b in enumerate(blocks)), label))
+    return out
+
+
+def file_plans(paths: Sequence[str | Path]) -> list[PlanChoice]:
+    """One plan per plan file (named after the file, without its extension)."""
+    out = []
+    for p in paths:
+        plan = load_plan(p, default_k=2)
+        out.append(PlanChoice.from_plan(Path(p).stem, plan, f"plan file {Path(p).name}"))
+    return out
+
+
+# ------------------------------------------------------------------------ presets
+
+#: Census attributes a1..a9 of the one-dimension microaggregation paper.
+_NIN_A = ("AGI", "FICA", "INTVAL", "EMCONTRB", "TAXINC", "WSALVAL", "ERNVAL", "PEARNVAL", "POTHVAL")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A literature experiment on the sample data (``--preset NAME``)."""
+
+    name: str
+    summary: str
+    methods: tuple[MethodChoice, ...]
+    ks: tuple[int, ...]
+    columns: tuple[str, ...] | None = None
+    plans: tuple[PlanChoice, ...] | None = None
+    mic1d_ks: tuple[int, ...] | None = None
+    reference: str = ""
+    notes: str = ""
+
+
+def _blocks(*groups: tuple[int, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(("-".join(f"a{i}" for i in g), tuple(_NIN_A[i - 1] for i in g)) for g in groups)
+
+
+#: name -> :class:`Preset`.
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "nin-census",
+            "Census, attributes a1..a9 in correlated and non-correlated blocks of 3: MDAV, PCP, "
+            "Z-scores with k = 5, 25, 50; Mic1D with k = 1050, 1550, 1600 values",
+            methods=(MethodChoice("mdav", {}, "mdav"), MethodChoice("pcp", {}, "pcp"),
+                     MethodChoice("zscores", {}, "zscores"), MethodChoice("mic1d", {}, "mic1d")),
+            ks=(5, 25, 50),
+            plans=(
+                PlanChoice("correlated", _blocks((1, 2, 3), (4, 5, 6), (7, 8, 9)),
+                           "blocks (a1,a2,a3), (a4,a5,a6), (a7,a8,a9)"),
+                PlanChoice("non-correlated", _blocks((1, 4, 7), (2, 5, 8), (3, 6, 9)),
+                           "blocks (a1,a4,a7), (a2,a5,a8), (a3,a6,a9)"),
+            ),
+            mic1d_ks=(1050, 1550, 1600),
+            reference="Pont-Tuset, Nin, Medrano-Gracia, Larriba-Pey & Muntes-Mulero (2008), Improving "
+                      "microaggregation for complex record anonymization, MDAI 2008, LNCS 5285",
+            notes="Mic1D's k counts values per partition. Its k values were chosen by a scan of "
+                  "k = 800..2450 in steps of 50 on both blockings: the k whose overall IL_SSE is "
+                  "closest to MDAV's at k = 5, 25 and 50 (MDAV 2.23 / 9.18 / 14.59 correlated, "
+                  "2.21 / 9.23 / 15.26 non-correlated; Mic1D 2.42 / 9.04 / 13.07 and "
+                  "2.70 / 10.18 / 14.94). Mic1D's IL_SSE is not monotone in k.",
+        ),
+        Preset(
+            "comparative-13",
+            "Census, all 13 attributes in one block: UFS, UDO, MFS, MDO with k = 3, 4, 5 "
+            "(UFS = ufs, UDO = individual-ranking:optimal=true, MFS = mdav, MDO = kward)",
+            methods=(MethodChoice("ufs", {}, "UFS"),
+                     MethodChoice("individual-ranking", {"optimal": "true"}, "UDO"),
+                     MethodChoice("mdav", {}, "MFS"),
+                     MethodChoice("kward", {}, "MDO")),
+            ks=(3, 4, 5),
+            columns=("AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC", "POTHVAL",
+                     "INTVAL", "PEARNVAL", "FICA", "WSALVAL", "ERNVAL"),
+            reference="Mateo-Sanz & Domingo-Ferrer (1998), A comparative study of microaggregation "
+                      "methods, Questiio 22(3)",
+            notes="Mapping of the paper's methods: UFS (univariate fixed-size on projected data) = ufs "
+                  "(sorted by the first principal component); UDO (univariate data-oriented) = "
+                  "individual-ranking with optimal=true (optimal variable-size groups per attribute); "
+                  "MFS (multivariate fixed-size) = mdav; MDO (multivariate data-oriented, Ward-based) = "
+                  "kward (vmdav is the other data-oriented candidate: --methods vmdav).",
+        ),
+    )
+}
+
+
+def resolve_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise InvalidParameterError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})") from None
+
+
+# ------------------------------------------------------------------------- a cell
+
+
+@contextmanager
+def _captured_log(sink: list[str]) -> Iterator[None]:
+    """Collect the package's warnings of one cell into ``sink``; drop its info/debug lines.
+
+    The warnings land in the row instead of interleaving with the progress bar (and
+    with other workers' output).
+    """
+    logger = logging.getLogger("microagg_cli")
+
+    def keep(record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            msg = record.getMessage()
+            if msg not in sink:
+                sink.append(msg)
+        return False
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "-", text).strip("-") or "x"
+
+
+def saved_name(cell: Cell) -> str:
+    """File name of a cell's protected file under ``--save-protected``."""
+    return f"{cell.index + 1:03d}_{_safe_name(cell.plan.name)}_{_safe_name(cell.method.label or cell.method.name)}" \
+           f"_k{cell.k}.csv"
+
+
+def _label_order(label: str) -> tuple[int, str]:
+    return (int(label[:-1]) if label[:-1].isdigit() else 0, label)
+
+
+def run_cell(
+    table: Table,
+    cell: Cell,
+    options: EvalOptions,
+    *,
+    save_dir: Path | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Protect ``table`` with one cell's method, k and plan, then evaluate it.
+
+    Returns the row (JSON-ready): the cell's coordinates, the headline measures, the
+    means per intruder-knowledge label, warnings, the saved file's name and timings
+    (``seconds``; the only entry that differs between runs).
+    """
+    from .api import protect_table
+    from .metrics import disclosure_risk, evaluate_arrays
+
+    warnings: list[str] = []
+    plan = cell.plan.plan(cell.method, cell.k)
+    names = plan.columns
+    spec = get_method(cell.method.name)
+    with _captured_log(warnings):
+        t0 = time.perf_counter()
+        result = protect_table(table, plan, seed=options.seed)
+        t1 = time.perf_counter()
+        X = numeric_matrix(table, names)
+        Xp = np.column_stack([r.values for r in result.blocks])
+        pos = {c: j for j, c in enumerate(names)}
+        block_pos = [[pos[c] for c in cols] for _n, cols in cell.plan.blocks]
+        scenarios = None
+        if options.known is not None:
+            scenarios = []
+            for subset in options.known:
+                for c in subset:
+                    if c not in pos:
+                        raise InvalidParameterError(
+                            f"--known: {c!r} is not a protected column of plan {cell.plan.name!r} "
+                            f"({', '.join(names)})")
+                scenarios.append([pos[c] for c in subset])
+        p = len(names)
+        if options.max_scenarios is None:
+            max_all, sample = 10, 512
+        else:
+            sample = int(options.max_scenarios)
+            max_all = p if 2**p - 1 <= sample else 0
+        k_eval = None if cell.method.values_k else cell.k
+        m = evaluate_arrays(
+            X, Xp, blocks=block_pos, k=k_eval, scenarios=scenarios, dr_weights=options.dr_weights,
+            score_weights=options.score_weights, rng=np.random.default_rng(np.random.SeedSequence(options.seed)),
+            max_all_subsets=max_all, sample_size=sample, partition_based=spec.output == "labels",
+            per_scenario=False,
+        )
+        t2 = time.perf_counter()
+    saved = None
+    if save_dir is not None:
+        saved = saved_name(cell)
+        write_table(result.frame, save_dir / saved, fmt="csv", force=force,
+                    delimiter=table.delimiter if table.fmt == "csv" else ",", decimal=table.decimal)
+    util, risk = m["utility"], m["risk"]
+    opt = util.get("optimality")
+    dr_w = risk["dr"]["weights"]
+    by_label = {}
+    for label in sorted(risk["by_label"], key=_label_order):
+        entry = risk["by_label"][label]
+        mean = entry["mean"]
+        by_label[label] = {
+            "scenarios": entry["scenarios"],
+            "k_prime": mean.get("k_prime"),
+            "dld": mean.get("dld"),
+            "pld": mean.get("pld"),
+            "id": mean.get("id"),
+            "dr": disclosure_risk(mean.get("dld"), mean.get("pld"), mean.get("id"), weights=dr_w)["value"],
+        }
+    return {
+        "cell": cell.index,
+        "plan": cell.plan.name,
+        "method": spec.name,
+        "label": cell.method.label or spec.name,
+        "params": dict(cell.method.params),
+        "k": cell.k,
+        "k_counts": "values" if cell.method.values_k else "records",
+        "il_sse": util["il_sse"]["overall"],
+        "il_sse_per_block": util["il_sse"]["per_block"],
+        "il_score": util["il_score"]["value"],
+        "il1s": util["il1s"]["value"],
+        "dld": risk["mean"]["dld"],
+        "pld": risk["mean"]["pld"],
+        "id": risk["mean"]["id"],
+        "sdid": risk["mean"]["sdid"],
+        "dr": risk["dr"]["value"],
+        "score": m["score"]["value"],
+        "k_prime": risk["anonymity"]["k_prime"],
+        "k_min": risk["anonymity"]["k_min"],
+        "share_below_k": risk["anonymity"]["share_below_k"],
+        "lb_nn": opt["lb_nn"]["overall"] if opt else None,
+        "optimality_gap": opt["gap"]["overall"] if opt else None,
+        "scenarios": {"mode": risk["scenarios"]["mode"], "count": risk["scenarios"]["count"]},
+        "by_label": by_label,
+        "pld_skipped_reason": risk.get("pld_skipped_reason"),
+        "warnings": warnings,
+        "saved": saved,
+        "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
+    }
+
+
+# ------------------------------------------------------------------------ the run
+
+
+class GridInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a grid: ``rows`` holds the finished rows (None where unfinished),
+    ``document`` the partial result and ``written`` the files that keep them."""
+
+    def __init__(self, rows: list[dict[str, Any] | None], document: dict[str, Any] | None = None,
+                 written: Sequence[str] = ()):
+        super().__init__("interrupted")
+        self.rows = rows
+        self.document = document
+        self.written = list(written)
+
+
+@dataclass
+class _WorkerState:
+    table: Table
+    cells: list[Cell]
+    options: EvalOptions
+    save_dir: Path | None
+    force: bool
+
+
+_STATE: _WorkerState | None = None
+
+
+def _worker_init(state: _WorkerState) -> None:
+    """Worker set-up: the shared inputs, and Ctrl-C left to the parent (which stops us)."""
+    global _STATE
+    _STATE = state
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _worker_run(index: int) -> dict[str, Any]:
+    assert _STATE is not None
+    s = _STATE
+    return run_cell(s.table, s.cells[index], s.options, save_dir=s.save_dir, force=s.force)
+
+
+def _mp_context() -> Any:
+    """``fork`` on Linux (workers inherit the table, no re-import); ``spawn`` elsewhere."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and "fork" in methods:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the worker processes we started."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+    else:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            if proc.is_alive():
+                proc.terminate()
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.join(timeout=5)
+
+
+def resolve_jobs(jobs: int | None, cells: int) -> int:
+    """``jobs`` (0 or None: one per CPU), at most one per cell."""
+    if jobs is None or jobs == 0:
+        jobs = os.cpu_count() or 1
+    if isinstance(jobs, bool) or int(jobs) < 0:
+        raise InvalidParameterError(f"--jobs must be >= 0, got {jobs!r}")
+    return max(1, min(int(jobs), max(cells, 1)))
+
+
+def run_grid(
+    table: Table,
+    cells: Sequence[Cell],
+    options: EvalOptions,
+    *,
+    jobs: int = 1,
+    save_dir: Path | None = None,
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every cell; rows in cell order, whatever ``jobs`` is.
+
+    ``on_row(index, row)`` is called in this process as each cell finishes (in
+    finishing order) and ``progress(done, total)`` after it. On Ctrl-C the workers
+    are stopped and :class:`GridInterrupted` carries the finished rows.
+    """
+    cells = list(cells)
+    total = len(cells)
+    rows: list[dict[str, Any] | None] = [None] * total
+    done = 0
+
+    def finished(i: int, row: dict[str, Any]) -> None:
+        nonlocal done
+        rows[i] = row
+        done += 1
+        if on_row is not None:
+            on_row(i, row)
+        if progress is not None:
+            progress(done, total)
+
+    if progress is not None:
+        progress(0, total)
+    jobs = resolve_jobs(jobs, total)
+    if jobs == 1:
+        try:
+            for cell in cells:
+                finished(cell.index, run_cell(table, cell, options, save_dir=save_dir, force=force))
+        except KeyboardInterrupt:
+            raise GridInterrupted(rows) from None
+        return rows  # type: ignore[return-value]
+    state = _WorkerState(table, cells, options, save_dir, force)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context(), initializer=_worker_init,
+                               initargs=(state,))
+    try:
+        pending = {pool.submit(_worker_run, c.index): c.index for c in cells}
+        while pending:
+            ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+            # several may finish together: handle them in cell order (same on_row order)
+            for fut in sorted(ready, key=lambda f: pending[f]):
+                i = pending.pop(fut)
+                finished(i, fut.result())
+    except KeyboardInterrupt:
+        _stop_workers(pool)
+        raise GridInterrupted(rows) from None
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+    return rows  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------- the document
+
+
+def build_document(
+    *,
+    table: Table,
+    cells: Sequence[Cell],
+    rows: Sequence[dict[str, Any] | None],
+    options: EvalOptions,
+    preset: Preset | None,
+    seconds: float,
+    jobs: int,
+) -> dict[str, Any]:
+    """The result of a grid (JSON-ready; schema :data:`COMPARE_SCHEMA_VERSION`).
+
+    Only ``timing`` and each row's ``seconds`` differ between two runs of the same
+    grid (``jobs`` is under ``timing``).
+    """
+    plans: list[PlanChoice] = []
+    methods: dict[str, dict[str, Any]] = {}
+    for c in cells:
+        if c.plan not in plans:
+            plans.append(c.plan)
+        key = c.method.label or c.method.name
+        entry = methods.setdefault(key, {
+            "label": key, "name": c.method.name, "params": dict(c.method.params),
+            "k_counts": "values" if c.method.values_k else "records", "k_values": [],
+            "summary": get_method(c.method.name).summary, "reference": get_method(c.method.name).reference,
+        })
+        if c.k not in entry["k_values"]:
+            entry["k_values"].append(c.k)
+    done = [r for r in rows if r is not None]
+    fp = file_fingerprint(table.path)
+    return {
+        "schema_version": COMPARE_SCHEMA_VERSION,
+        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
+        "command": "compare",
+        "input": {**fp, "format": table.fmt, "rows": int(table.frame.shape[0]),
+                  "columns": int(table.frame.shape[1])},
+        "preset": None if preset is None else {
+            "name": preset.name, "summary": preset.summary, "reference": preset.reference, "notes": preset.notes},
+        "plans": [{"name": p.name, "source": p.source,
+                   "blocks": [{"name": n, "columns": list(cols)} for n, cols in p.blocks]} for p in plans],
+        "methods": list(methods.values()),
+        "parameters": {
+            "seed": int(options.seed),
+            "known": [list(s) for s in options.known] if options.known is not None else None,
+            "max_scenarios": options.max_scenarios,
+            "dr_weights": dict(options.dr_weights) if options.dr_weights else None,
+            "score_weights": dict(options.score_weights) if options.score_weights else None,
+            "aggregation": "mean",
+            "evaluation_k": "the cell's k (methods whose k counts values: none)",
+        },
+        "formulas": dict(_FORMULAS),
+        "cells": len(cells),
+        "finished": len(done),
+        "complete": len(done) == len(cells),
+        "rows": done,
+        "timing": {"seconds": seconds, "jobs": jobs},
+    }
+
+
+def _labels(doc: Mapping[str, Any]) -> list[str]:
+    labels = {lab for r in doc["rows"] for lab in r["by_label"]}
+    return sorted(labels, key=_label_order)
+
+
+def to_json(doc: Mapping[str, Any]) -> str:
+    """The document as JSON text (indent 2, no NaN, trailing newline)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+def to_csv(doc: Mapping[str, Any]) -> str:
+    """One line per finished cell: coordinates, measures, per-label means, timings."""
+    labels = _labels(doc)
+    head = ["cell", "plan", "method", "label", "params", "k", "k_counts"]
+    head += [h for _k, h, _d in MEASURES] + ["k_min", "share_below_k", "LB_NN", "gap", "scenarios"]
+    head += [f"{h} {lab}" for lab in labels for _k, h in LABEL_MEASURES]
+    head += ["warnings", "saved", "seconds_protect", "seconds_evaluate"]
+    out = _io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(head)
+    for r in doc["rows"]:
+        line = [r["cell"], r["plan"], r["method"], r["label"],
+                ";".join(f"{k}={v}" for k, v in r["params"].items()), r["k"], r["k_counts"]]
+        line += [r[k] for k, _h, _d in MEASURES]
+        line += [r["k_min"], r["share_below_k"], r["lb_nn"], r["optimality_gap"], r["scenarios"]["count"]]
+        for lab in labels:
+            entry = r["by_label"].get(lab) or {}
+            line += [entry.get(k) for k, _h in LABEL_MEASURES]
+        line += [" | ".join(r["warnings"]), r["saved"], r["seconds"]["protect"], r["seconds"]["evaluate"]]
+        w.writerow([_csv_value(v) for v in line])
+    return out.getvalue()
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    v = float(v)
+    if not math.isfinite(v):
+        return str(v)
+    return f"{v:.{digits}f}"
+
+
+def _k_text(row: Mapping[str, Any]) -> str:
+    return f"{row['k']} values" if row["k_counts"] == "values" else str(row["k"])
+
+
+def _table_rows(doc: Mapping[str, Any], plan: str, labels: list[str]) -> list[tuple[bool, list[str]]]:
+    """(first row of its method group, cells) for the rows of ``plan``."""
+    out = []
+    last = None
+    for r in doc["rows"]:
+        if r["plan"] != plan:
+            continue
+        first = r["label"] != last
+        last = r["label"]
+        cells = [r["label"] if first else "", _k_text(r)]
+        cells += [_fmt(r[k], d) for k, _h, d in MEASURES]
+        for lab in labels:
+            entry = r["by_label"].get(lab) or {}
+            cells += [_fmt(entry.get("k_prime")), _fmt(entry.get("dld"))]
+        cells.append(_fmt(r["seconds"]["protect"] + r["seconds"]["evaluate"], 1))
+        out.append((first, cells))
+    return out
+
+
+def _plan_labels(doc: Mapping[str, Any], plan: str) -> list[str]:
+    labels = {lab for r in doc["rows"] if r["plan"] == plan for lab in r["by_label"]}
+    labels_sorted = sorted(labels, key=_label_order)
+    return labels_sorted if len(labels_sorted) > 1 else []
+
+
+def _plan_text(plan: Mapping[str, Any], width: int = 100) -> str:
+    """``(a,b,c); (d,e)`` when short, else a count of columns and blocks."""
+    text = "; ".join("(" + ",".join(b["columns"]) + ")" for b in plan["blocks"])
+    if len(text) <= width:
+        return text
+    ncol = sum(len(b["columns"]) for b in plan["blocks"])
+    return f"{ncol} columns in {len(plan['blocks'])} block(s)"
+
+
+def rich_tables(doc: Mapping[str, Any]) -> list[Any]:
+    """One rich table per plan: method, k, then the measures (and k', DLD per label)."""
+    from rich.table import Table as RichTable
+
+    tables = []
+    for p in doc["plans"]:
+        labels = _plan_labels(doc, p["name"])
+        t = RichTable(title=f"{p['name']}: {_plan_text(p)}", title_justify="left")
+        t.add_column("method", justify="left")
+        t.add_column("k", justify="right")
+        for _k, h, _d in MEASURES:
+            t.add_column(h, justify="right")
+        for lab in labels:
+            t.add_column(f"k' {lab}", justify="right")
+            t.add_column(f"DLD {lab}", justify="right")
+        t.add_column("s", justify="right")
+        rows = _table_rows(doc, p["name"], labels)
+        for i, (_first, cells) in enumerate(rows):
+            nxt_first = i + 1 < len(rows) and rows[i + 1][0]
+            t.add_row(*cells, end_section=nxt_first)
+        tables.append(t)
+    return tables
+
+
+def _footer_lines(doc: Mapping[str, Any]) -> list[str]:
+    lines = []
+    params = doc["parameters"]
+    counts = sorted({r["scenarios"]["count"] for r in doc["rows"]})
+    modes = sorted({r["scenarios"]["mode"] for r in doc["rows"]})
+    if counts:
+        lines.append(f"{doc['finished']} of {doc['cells']} cells; intruder scenarios per cell: "
+                     f"{', '.join(map(str, counts))} ({', '.join(modes)}); seed {params['seed']}.")
+    lines.append("DLD, PLD, ID: means over the scenarios (%); DR = 0.25 DLD + 0.25 PLD + 0.5 ID; "
+                 "score = 0.5 IL_score + 0.5 DR (defaults; see the JSON formulas). k': records per distinct "
+                 "protected row over all protected columns; 'k' nG', 'DLD nG': means over the scenarios "
+                 "touching n blocks.")
+    if any(r["k_counts"] == "values" for r in doc["rows"]):
+        lines.append("k 'values': the method's k counts values per partition (mic1d), not records; "
+                     "it is not k-anonymous by construction (see k').")
+    return lines
+
+
+def print_tables(doc: Mapping[str, Any], console: Any) -> None:
+    """Print the tables and notes on a rich console."""
+    if doc.get("preset"):
+        console.print(f"preset {doc['preset']['name']}: {doc['preset']['summary']}")
+    for t in rich_tables(doc):
+        console.print(t)
+    for line in _footer_lines(doc):
+        console.print(line, markup=False, highlight=False)
+
+
+def table_text(doc: Mapping[str, Any], width: int = 160) -> str:
+    """The tables as plain text (what ``--format table -o FILE`` writes)."""
+    from rich.console import Console
+
+    console = Console(file=_io.StringIO(), width=width, record=True, color_system=None, highlight=False,
+                      soft_wrap=False)
+    print_tables(doc, console)
+    return console.export_text(styles=False)
+
+
+# --------------------------------------------------------------------------- HTML
+
+_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
+            "#7F7F7F", "#BCBD22")
+
+_CSS = """
+body { margin: 0 auto; max-width: 1200px; padding: 24px 28px 48px; color: #1d232a; background: #fff;
+       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 30px 0 10px; padding-bottom: 4px; border-bottom: 1px solid #d8dee4; }
+.muted { color: #5b6670; }
+table { border-collapse: collapse; margin: 8px 0 12px; font-size: 13px; }
+th, td { border-bottom: 1px solid #d8dee4; padding: 3px 9px; text-align: right; }
+th { background: #f5f7f9; font-weight: 600; }
+td.l, th.l { text-align: left; }
+tr.group td { border-top: 2px solid #9aa4ad; }
+figure { margin: 0 0 16px; border: 1px solid #d8dee4; border-radius: 8px; padding: 8px; display: inline-block; }
+figcaption { color: #5b6670; font-size: 12px; max-width: 760px; padding: 4px 6px 0; }
+svg { display: block; max-width: 100%; height: auto; }
+footer { margin-top: 40px; color: #5b6670; font-size: 12px; border-top: 1px solid #d8dee4; padding-top: 8px; }
+"""
+
+
+def _nice_max(v: float) -> float:
+    v = max(float(v), 1e-9)
+    e = math.floor(math.log10(v))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * 10**e >= v * (1 - 1e-12):
+            return m * 10**e
+    return 10.0 ** (e + 1)  # pragma: no cover
+
+
+def _tick(v: float) -> str:
+    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
+
+
+def _marker(shape: int, x: float, y: float, color: str, tip: str) -> str:
+    """One marker (shape by plan: circle, square, triangle, diamond, ...) with a tooltip."""
+    r = 5.5
+    title = f"<title>{escape(tip)}</title>"
+    style = f'fill="{color}" fill-opacity="0.85" stroke="#fff" stroke-width="1"'
+    s = shape % 4
+    if s == 0:
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" {style}>{title}</circle>'
+    if s == 1:
+        return f'<rect x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r}" height="{2 * r}" {style}>{title}</rect>'
+    if s == 2:
+        pts = f"{x:.1f},{y - r - 1:.1f} {x - r - 1:.1f},{y + r:.1f} {x + r + 1:.1f},{y + r:.1f}"
+    else:
+        pts = f"{x:.1f},{y - r - 1.5:.1f} {x + r + 1.5:.1f},{y:.1f} {x:.1f},{y + r + 1.5:.1f} {x - r - 1.5:.1f},{y:.1f}"
+    return f'<polygon points="{pts}" {style}>{title}</polygon>'
+
+
+def risk_utility_svg(doc: Mapping[str, Any], *, x_key: str = "il_sse", x_name: str = "IL_SSE",
+                     width: int = 760, height: int = 460) -> str | None:
+    """The risk-utility map as inline SVG: x = information loss, y = DR, one labelled
+    marker per cell; colour = method, shape = plan. None when no row has both values."""
+    pts = [r for r in doc["rows"] if r.get(x_key) is not None and r.get("dr") is not None]
+    if not pts:
+        return None
+    methods = list(dict.fromkeys(r["label"] for r in doc["rows"]))
+    plans = [p["name"] for p in doc["plans"]]
+    color = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(methods)}
+    shape = {p: i for i, p in enumerate(plans)}
+    xmax = _nice_max(max(r[x_key] for r in pts) * 1.08)
+    ymax = _nice_max(max(r["dr"] for r in pts) * 1.08)
+    legend_rows = 1 + (1 if len(plans) > 1 else 0)
+    x0, y0 = 62.0, 36.0
+    w, h = width - x0 - 24.0, height - y0 - 58.0 - 18.0 * legend_rows
+    title = f"Risk-utility map: {x_name} against DR"
+
+    def px(v: float) -> float:
+        return x0 + w * v / xmax
+
+    def py(v: float) -> float:
+        return y0 + h - h * v / ymax
+
+    out = [f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'aria-label="{escape(title)}">',
+           f"<title>{escape(title)}</title>",
+           "<desc>" + escape(f"one marker per cell: {x_name} (x, lower is better) and DR (y, lower is "
+                             "better); colour = method, shape = plan") + "</desc>",
+           f'<text x="{width / 2:.1f}" y="20" text-anchor="middle" font-size="14" font-weight="bold">'
+           f"{escape(title)}</text>"]
+    for i in range(6):
+        tv = xmax * i / 5
+        out.append(f'<line x1="{px(tv):.1f}" x2="{px(tv):.1f}" y1="{y0:.1f}" y2="{y0 + h:.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{px(tv):.1f}" y="{y0 + h + 15:.1f}" text-anchor="middle" font-size="10" '
+                   f'fill="#555">{_tick(tv)}</text>')
+        tv = ymax * i / 5
+        out.append(f'<line x1="{x0:.1f}" x2="{x0 + w:.1f}" y1="{py(tv):.1f}" y2="{py(tv):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{x0 - 6:.1f}" y="{py(tv) + 4:.1f}" text-anchor="end" font-size="10" '
+                   f'fill="#555">{_tick(tv)}</text>')
+    out.append(f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{y0:.1f}" y2="{y0 + h:.1f}" stroke="#888"/>')
+    out.append(f'<line x1="{x0:.1f}" x2="{x0 + w:.1f}" y1="{y0 + h:.1f}" y2="{y0 + h:.1f}" stroke="#888"/>')
+    out.append(f'<text x="{x0 + w / 2:.1f}" y="{y0 + h + 34:.1f}" text-anchor="middle" font-size="12">'
+               f"{escape(x_name)} (%), information loss</text>")
+    out.append(f'<text x="16" y="{y0 + h / 2:.1f}" text-anchor="middle" font-size="12" '
+               f'transform="rotate(-90 16 {y0 + h / 2:.1f})">DR (%), disclosure risk</text>')
+    for r in pts:
+        x, y = px(r[x_key]), py(r["dr"])
+        tip = (f"{r['label']}, k={_k_text(r)}, plan {r['plan']}: IL_SSE {_fmt(r['il_sse'], 4)}, "
+               f"IL_score {_fmt(r['il_score'])}, DR {_fmt(r['dr'])}, score {_fmt(r['score'])}, "
+               f"k' {_fmt(r['k_prime'])}")
+        out.append(_marker(shape[r["plan"]], x, y, color[r["label"]], tip))
+        anchor, dx = ("end", -8) if x > x0 + w * 0.85 else ("start", 8)
+        out.append(f'<text x="{x + dx:.1f}" y="{y - 5:.1f}" text-anchor="{anchor}" font-size="9.5" '
+                   f'fill="{color[r["label"]]}">{escape(str(r["label"]) + " " + str(r["k"]))}</text>')
+    ly = height - 12.0 - 18.0 * (legend_rows - 1)
+    lx = x0
+    for m in methods:
+        out.append(f'<rect x="{lx:.1f}" y="{ly - 9:.1f}" width="11" height="11" fill="{color[m]}"/>')
+        out.append(f'<text x="{lx + 15:.1f}" y="{ly + 1:.1f}" font-size="11">{escape(m)}</text>')
+        lx += 26 + 7 * len(m)
+    if len(plans) > 1:
+        ly += 18
+        lx = x0
+        for p in plans:
+            out.append(_marker(shape[p], lx + 5, ly - 4, "#555", f"plan {p}"))
+            out.append(f'<text x="{lx + 15:.1f}" y="{ly + 1:.1f}" font-size="11">plan {escape(p)}</text>')
+            lx += 50 + 7 * len(p)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _html_table(head: Sequence[str], rows: Sequence[tuple[bool, Sequence[str]]], left: int = 1) -> str:
+    out = ["<table><thead><tr>"]
+    out += [f'<th class="l">{escape(h)}</th>' if i < left else f"<th>{escape(h)}</th>" for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for i, (first, cells) in enumerate(rows):
+        cls = ' class="group"' if first and i > 0 else ""
+        out.append(f"<tr{cls}>" + "".join(
+            f'<td class="l">{escape(str(c))}</td>' if j < left else f"<td>{escape(str(c))}</td>"
+            for j, c in enumerate(cells)) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def render_html(doc: Mapping[str, Any]) -> str:
+    """One self-contained HTML page: the tables per plan and two risk-utility maps.
+
+    Inline CSS and hand-drawn inline SVG only: no script, no external reference.
+    """
+    name = doc["input"]["name"]
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"/>',
+             f"<title>sdc compare: {escape(name)}</title>", f"<style>{_CSS}</style></head><body>",
+             f"<h1>sdc compare: {escape(name)}</h1>",
+             f'<p class="muted">{doc["input"]["rows"]} records; {doc["finished"]} of {doc["cells"]} cells'
+             f'{"" if doc["complete"] else " (interrupted: the other cells did not run)"}; '
+             f'{len(doc["methods"])} method(s), {len(doc["plans"])} plan(s); seed {doc["parameters"]["seed"]}.</p>']
+    if doc.get("preset"):
+        pr = doc["preset"]
+        parts.append(f"<p><b>Preset {escape(pr['name'])}</b>: {escape(pr['summary'])}. "
+                     f"{escape(pr['notes'])} <span class=\"muted\">Reference: {escape(pr['reference'])}.</span></p>")
+    parts.append("<h2>Risk-utility maps</h2>")
+    for key, label in (("il_sse", "IL_SSE"), ("il_score", "IL_score")):
+        svg = risk_utility_svg(doc, x_key=key, x_name=label)
+        if svg:
+            parts.append(f"<figure>{svg}<figcaption>Each marker is one cell (method, k, plan): lower left "
+                         f"is better. x = {escape(label)}, y = DR = 0.25 DLD + 0.25 PLD + 0.5 ID (means over "
+                         "the intruder scenarios). Hover a marker for its figures.</figcaption></figure>")
+    parts.append("<h2>Results</h2>")
+    for p in doc["plans"]:
+        labels = _plan_labels(doc, p["name"])
+        blocks = "; ".join("(" + ", ".join(b["columns"]) + ")" for b in p["blocks"])
+        parts.append(f"<h3>{escape(p['name'])}</h3><p class=\"muted\">{escape(p['source'])}: {escape(blocks)}</p>")
+        head = ["method", "k"] + [h for _k, h, _d in MEASURES]
+        for lab in labels:
+            head += [f"k' {lab}", f"DLD {lab}"]
+        head.append("seconds")
+        parts.append(_html_table(head, _table_rows(doc, p["name"], labels), left=1))
+    parts.append("<h2>Notes</h2><ul>")
+    for line in _footer_lines(doc):
+        parts.append(f"<li>{escape(line)}</li>")
+    for key, text in doc["formulas"].items():
+        parts.append(f"<li><code>{escape(key)}</code>: {escape(text)}</li>")
+    warn = sorted({w for r in doc["rows"] for w in r["warnings"]})
+    for w in warn:
+        parts.append(f"<li>warning: {escape(w)}</li>")
+    parts.append("</ul>")
+    parts.append(f"<footer>sdc {escape(__version__)} (microagg-cli); input {escape(name)} "
+                 f"sha256 {escape(str(doc['input'].get('sha256')))}.</footer></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------- the file API
+
+_FORMATS = ("table", "csv", "json")
+
+
+def _render(doc: Mapping[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(doc)
+    if fmt == "csv":
+        return to_csv(doc)
+    return table_text(doc)
+
+
+def output_format(fmt: str | None, output: str | Path | None) -> str:
+    """``fmt`` or, when None, from the output's extension (.json, .csv; else table)."""
+    if fmt is not None:
+        if fmt not in _FORMATS:
+            raise InvalidParameterError(f"unknown format {fmt!r} (use {', '.join(_FORMATS)})")
+        return fmt
+    if output is not None and str(output) != "-":
+        suffix = Path(output).suffix.lower()
+        if suffix in (".json", ".csv"):
+            return suffix[1:]
+    return "table"
+
+
+def compare_file(
+    input: str | Path,
+    *,
+    methods: Sequence[str | MethodChoice] | None = None,
+    k: Sequence[int] | None = None,
+    mic1d_k: Sequence[int] | None = None,
+    plans: Sequence[str | Path | BlockPlan] | None = None,
+    strategies: Sequence[str] | None = None,
+    block_size: int | None = None,
+    columns: Sequence[str] | None = None,
+    preset: str | None = None,
+    known: Sequence[Sequence[str]] | None = None,
+    max_scenarios: int | None = DEFAULT_MAX_SCENARIOS,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    output: str | Path | None = None,
+    fmt: str | None = None,
+    html: str | Path | None = None,
+    save_protected: str | Path | None = None,
+    jobs: int = 1,
+    force: bool = False,
+    input_format: str | None = None,
+    delimiter: str | None = None,
+    decimal: str = ".",
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run a grid on a file; see :func:`microagg_cli.api.compare` (the documented entry)."""
+    t0 = time.perf_counter()
+    if decimal not in (".", ","):
+        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
+    pre = resolve_preset(preset) if preset is not None else None
+    if plans and strategies:
+        raise InvalidParameterError("give either --plans or --strategies, not both")
+    if (plans or (pre is not None and pre.plans and not strategies)) and columns is not None:
+        raise InvalidParameterError("--columns cannot be combined with plans (the plans name the columns)")
+    if block_size is not None and not strategies:
+        raise InvalidParameterError("--block-size applies to --strategies only")
+    if max_scenarios is not None and (isinstance(max_scenarios, bool) or int(max_scenarios) < 1):
+        raise InvalidParameterError(f"--max-scenarios must be >= 1, got {max_scenarios!r}")
+    # the method list and k values (a preset fills in what is not given)
+    if methods is None:
+        choices = list(pre.methods) if pre is not None else [MethodChoice("mdav", {}, "mdav")]
+    else:
+        choices = [m if isinstance(m, MethodChoice) else parse_method(str(m)) for m in methods]
+    ks = list(k) if k is not None else (list(pre.ks) if pre is not None else [3, 5, 10])
+    vks = list(mic1d_k) if mic1d_k is not None else (list(pre.mic1d_ks) if pre is not None and pre.mic1d_ks else None)
+    options = EvalOptions(
+        seed=int(seed),
+        known=tuple(tuple(s) for s in known) if known is not None else None,
+        max_scenarios=None if max_scenarios is None else int(max_scenarios),
+        dr_weights=dict(dr_weights) if dr_weights else None,
+        score_weights=dict(score_weights) if score_weights else None,
+    )
+    # the outputs, checked before any work
+    src = None if str(input) == "-" else Path(input)
+    fmt = output_format(fmt, output)
+    out_path = check_output_path(output, force=force, inputs=(src,)) if output is not None else None
+    html_path = None
+    if html is not None:
+        if str(html) == "-":
+            raise InvalidParameterError("--html needs a file name (the HTML page is not written to stdout)")
+        html_path = check_output_path(html, force=force, inputs=(src,), what="HTML page")
+        if out_path is not None and out_path.resolve() == html_path.resolve():
+            raise InvalidParameterError("-o and --html name the same file")
+    table = read_table(input, fmt=detect_format(input, input_format), delimiter=delimiter, decimal=decimal)
+    # the plans
+    if plans:
+        plan_choices = []
+        for i, p in enumerate(plans):
+            if isinstance(p, BlockPlan):
+                plan_choices.append(PlanChoice.from_plan(f"plan{i + 1}", p, "given plan"))
+            else:
+                plan_choices += file_plans([p])
+    else:
+        if columns is not None:
+            cols, _ = resolve_columns(table, list(columns), None)
+        elif pre is not None and pre.columns is not None:
+            cols = list(pre.columns)
+        elif pre is not None and pre.plans is not None:
+            cols = [c for p in pre.plans for c in p.columns]
+        else:
+            cols, _ = resolve_columns(table, None, None)
+        missing = [c for c in cols if c not in table.columns]
+        if missing:
+            what = f"preset {pre.name!r} needs" if pre is not None else "the grid needs"
+            raise DataError(f"{what} column {missing[0]!r}, which the input lacks (columns: "
+                            f"{', '.join(table.columns[:20])})")
+        if strategies:
+            plan_choices = strategy_plans(table, cols, strategies, block_size, seed=seed)
+        elif pre is not None and pre.plans is not None:
+            plan_choices = list(pre.plans)
+        else:
+            plan_choices = [single_plan(cols)]
+    cells = build_cells(choices, ks, plan_choices, mic1d_ks=vks)
+    check_cells(table, cells)
+    save_dir = None
+    if save_protected is not None:
+        save_dir = Path(save_protected)
+        if save_dir.exists() and not save_dir.is_dir():
+            raise DataError(f"--save-protected {str(save_dir)!r} is a file, not a folder")
+        if not save_dir.parent.is_dir():
+            raise DataError(f"--save-protected: folder {str(save_dir.parent)!r} does not exist")
+        save_dir.mkdir(exist_ok=True)
+        for cell in cells:
+            check_output_path(save_dir / saved_name(cell), force=force, inputs=(src,), what="protected file")
+    jobs = resolve_jobs(jobs, len(cells))
+    rows: list[dict[str, Any] | None] = [None] * len(cells)
+    written_once = False
+
+    def document(final_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+        return build_document(table=table, cells=cells, rows=final_rows, options=options, preset=pre,
+                              seconds=time.perf_counter() - t0, jobs=jobs)
+
+    def write_output(doc: Mapping[str, Any]) -> None:
+        nonlocal written_once
+        if out_path is None:
+            return
+        data = _render(doc, fmt).encode("utf-8")
+        # the first write honours --force; later ones replace our own partial file
+        atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force or written_once)
+        written_once = True
+
+    def on_row(i: int, row: dict[str, Any]) -> None:
+        rows[i] = row
+        write_output(document(rows))
+
+    try:
+        final = run_grid(table, cells, options, jobs=jobs, save_dir=save_dir, force=force,
+                         progress=progress, on_row=on_row)
+    except GridInterrupted as exc:
+        doc = document(exc.rows)
+        written = []
+        if out_path is not None and doc["finished"]:
+            write_output(doc)
+            written.append(str(out_path))
+        if html_path is not None and doc["finished"]:
+            data = render_html(doc).encode("utf-8")
+            atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
+            written.append(str(html_path))
+        raise GridInterrupted(exc.rows, doc, written) from None
+    doc = document(final)
+    write_output(doc)
+    if html_path is not None:
+        data = render_html(doc).encode("utf-8")
+        atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
+    return doc
