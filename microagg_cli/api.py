@@ -1251,3 +1251,89 @@ def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, 
     section["records"] = {"evaluated": int(rows.size), "left_out_incomplete": int(X.shape[0] - rows.size)}
     section["columns"] = names
     return section
+
+
+# =================================================================================
+# sdc compare: method x k x plan grids. (Section owned by the compare command; the
+# work is done in :mod:`microagg_cli.grid`.)
+
+
+def compare(
+    input: str | Path,
+    *,
+    methods: list[str] | None = None,
+    k: list[int] | None = None,
+    mic1d_k: list[int] | None = None,
+    plans: list[str | Path | BlockPlan] | None = None,
+    strategies: list[str] | None = None,
+    block_size: int | None = None,
+    columns: list[str] | None = None,
+    preset: str | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = 64,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    output: str | Path | None = None,
+    fmt: str | None = None,
+    html: str | Path | None = None,
+    save_protected: str | Path | None = None,
+    jobs: int = 1,
+    force: bool = False,
+    input_format: str | None = None,
+    delimiter: str | None = None,
+    decimal: str = ".",
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Protect ``input`` with every method x k x plan combination and evaluate each one.
+
+    Each cell is protected in memory (:func:`protect_table`, seeded with ``seed``) and
+    measured with :func:`microagg_cli.metrics.evaluate_arrays` (IL_SSE, IL_score, DLD,
+    PLD, ID, DR, score, k', and k', DLD, PLD, ID, DR per intruder-knowledge label).
+
+    Parameters
+    ----------
+    input : CSV or Parquet file (``"-"`` = stdin).
+    methods : method names, each optionally with parameters ``"NAME:PARAM=VALUE..."``
+        (default ``["mdav"]``, or the preset's).
+    k : minimum group sizes (default 3, 5, 10, or the preset's).
+    mic1d_k : k values (values per partition) of methods whose k counts values
+        (``mic1d``); default: ``k``.
+    plans : plan files (or :class:`BlockPlan` objects); their method and k are replaced
+        by each cell's. Exclusive with ``strategies`` and ``columns``.
+    strategies, block_size : plans proposed from the data (``correlated``, ``cross``,
+        ``individual``, ``single``, ``random``; see :func:`microagg_cli.blocking.make_plan`).
+    columns : protected columns (one block) when no plan is given; default every
+        numeric column.
+    preset : a literature experiment (:data:`microagg_cli.grid.PRESETS`); the other
+        arguments, when given, replace its parts.
+    known, max_scenarios : intruder scenarios: explicit column sets, or a cap (every
+        subset when there are at most ``max_scenarios``, else a seeded sample of that
+        size; None = every subset up to 10 columns, else 512).
+    dr_weights, score_weights : weights of DR and of the score.
+    output, fmt : file for the result (``fmt`` ``"table"``, ``"csv"`` or ``"json"``;
+        default from the extension). Rewritten atomically after every finished cell.
+    html : self-contained HTML page (tables and risk-utility maps).
+    save_protected : folder receiving every cell's protected CSV file.
+    jobs : worker processes (0 = one per CPU); the result does not depend on it.
+    progress : ``progress(done, total)`` called as cells finish.
+
+    Returns
+    -------
+    The result (dict, schema :data:`microagg_cli.grid.COMPARE_SCHEMA_VERSION`): one
+    row per cell in ``rows``, ordered by plan, method, k.
+
+    Raises
+    ------
+    microagg_cli.grid.GridInterrupted : Ctrl-C; the finished rows were written to
+        ``output`` and ``html`` (its ``written`` and ``document`` say what).
+    """
+    from . import grid
+
+    return grid.compare_file(
+        input, methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies,
+        block_size=block_size, columns=columns, preset=preset, known=known, max_scenarios=max_scenarios,
+        seed=seed, dr_weights=dr_weights, score_weights=score_weights, output=output, fmt=fmt, html=html,
+        save_protected=save_protected, jobs=jobs, force=force, input_format=input_format,
+        delimiter=delimiter, decimal=decimal, progress=progress,
+    )

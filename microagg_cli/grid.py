@@ -638,16 +638,18 @@ def _mp_context() -> Any:
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the worker processes we started."""
-    pool.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
     if terminate is not None:
         terminate()
-    else:
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            if proc.is_alive():
-                proc.terminate()
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.join(timeout=5)
+        return
+    # before 3.14: the pool's own process handles (shutdown() forgets them)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=10)
 
 
 def resolve_jobs(jobs: int | None, cells: int) -> int:
@@ -837,8 +839,10 @@ def _fmt(v: Any, digits: int = 2) -> str:
     return f"{v:.{digits}f}"
 
 
-def _k_text(row: Mapping[str, Any]) -> str:
-    return f"{row['k']} values" if row["k_counts"] == "values" else str(row["k"])
+def _k_text(row: Mapping[str, Any], short: bool = False) -> str:
+    if row["k_counts"] != "values":
+        return str(row["k"])
+    return f"{row['k']} v" if short else f"{row['k']} values"
 
 
 def _table_rows(doc: Mapping[str, Any], plan: str, labels: list[str]) -> list[tuple[bool, list[str]]]:
@@ -850,7 +854,7 @@ def _table_rows(doc: Mapping[str, Any], plan: str, labels: list[str]) -> list[tu
             continue
         first = r["label"] != last
         last = r["label"]
-        cells = [r["label"] if first else "", _k_text(r)]
+        cells = [r["label"] if first else "", _k_text(r, short=True)]
         cells += [_fmt(r[k], d) for k, _h, d in MEASURES]
         for lab in labels:
             entry = r["by_label"].get(lab) or {}
@@ -866,7 +870,7 @@ def _plan_labels(doc: Mapping[str, Any], plan: str) -> list[str]:
     return labels_sorted if len(labels_sorted) > 1 else []
 
 
-def _plan_text(plan: Mapping[str, Any], width: int = 100) -> str:
+def _plan_text(plan: Mapping[str, Any], width: int = 60) -> str:
     """``(a,b,c); (d,e)`` when short, else a count of columns and blocks."""
     text = "; ".join("(" + ",".join(b["columns"]) + ")" for b in plan["blocks"])
     if len(text) <= width:
@@ -883,14 +887,11 @@ def rich_tables(doc: Mapping[str, Any]) -> list[Any]:
     for p in doc["plans"]:
         labels = _plan_labels(doc, p["name"])
         t = RichTable(title=f"{p['name']}: {_plan_text(p)}", title_justify="left")
-        t.add_column("method", justify="left")
-        t.add_column("k", justify="right")
-        for _k, h, _d in MEASURES:
-            t.add_column(h, justify="right")
-        for lab in labels:
-            t.add_column(f"k' {lab}", justify="right")
-            t.add_column(f"DLD {lab}", justify="right")
-        t.add_column("s", justify="right")
+        t.add_column("method", justify="left", no_wrap=True)
+        t.add_column("k", justify="right", no_wrap=True)
+        heads = [h for _k, h, _d in MEASURES] + [f"{m} {lab}" for lab in labels for m in ("k'", "DLD")] + ["s"]
+        for h in heads:
+            t.add_column(h, justify="right", no_wrap=True, min_width=len(h))
         rows = _table_rows(doc, p["name"], labels)
         for i, (_first, cells) in enumerate(rows):
             nxt_first = i + 1 < len(rows) and rows[i + 1][0]
@@ -912,7 +913,7 @@ def _footer_lines(doc: Mapping[str, Any]) -> list[str]:
                  "protected row over all protected columns; 'k' nG', 'DLD nG': means over the scenarios "
                  "touching n blocks.")
     if any(r["k_counts"] == "values" for r in doc["rows"]):
-        lines.append("k 'values': the method's k counts values per partition (mic1d), not records; "
+        lines.append("'v' after k: the method's k counts values per partition (mic1d), not records; "
                      "it is not k-anonymous by construction (see k').")
     return lines
 
@@ -927,7 +928,7 @@ def print_tables(doc: Mapping[str, Any], console: Any) -> None:
         console.print(line, markup=False, highlight=False)
 
 
-def table_text(doc: Mapping[str, Any], width: int = 160) -> str:
+def table_text(doc: Mapping[str, Any], width: int = 200) -> str:
     """The tables as plain text (what ``--format table -o FILE`` writes)."""
     from rich.console import Console
 
@@ -963,7 +964,7 @@ footer { margin-top: 40px; color: #5b6670; font-size: 12px; border-top: 1px soli
 def _nice_max(v: float) -> float:
     v = max(float(v), 1e-9)
     e = math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
+    for m in (1, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * 10**e >= v * (1 - 1e-12):
             return m * 10**e
     return 10.0 ** (e + 1)  # pragma: no cover
@@ -1036,15 +1037,32 @@ def risk_utility_svg(doc: Mapping[str, Any], *, x_key: str = "il_sse", x_name: s
                f"{escape(x_name)} (%), information loss</text>")
     out.append(f'<text x="16" y="{y0 + h / 2:.1f}" text-anchor="middle" font-size="12" '
                f'transform="rotate(-90 16 {y0 + h / 2:.1f})">DR (%), disclosure risk</text>')
-    for r in pts:
-        x, y = px(r[x_key]), py(r["dr"])
+    xy = [(px(r[x_key]), py(r["dr"])) for r in pts]
+    for r, (x, y) in zip(pts, xy):
         tip = (f"{r['label']}, k={_k_text(r)}, plan {r['plan']}: IL_SSE {_fmt(r['il_sse'], 4)}, "
                f"IL_score {_fmt(r['il_score'])}, DR {_fmt(r['dr'])}, score {_fmt(r['score'])}, "
                f"k' {_fmt(r['k_prime'])}")
         out.append(_marker(shape[r["plan"]], x, y, color[r["label"]], tip))
-        anchor, dx = ("end", -8) if x > x0 + w * 0.85 else ("start", 8)
-        out.append(f'<text x="{x + dx:.1f}" y="{y - 5:.1f}" text-anchor="{anchor}" font-size="9.5" '
-                   f'fill="{color[r["label"]]}">{escape(str(r["label"]) + " " + str(r["k"]))}</text>')
+    # labels: the first of eight places around the marker that overlaps no marker,
+    # no label placed before and stays in the box (else the first place)
+    boxes: list[tuple[float, float, float, float]] = [(x - 6, y - 6, x + 6, y + 6) for x, y in xy]
+    for r, (x, y) in zip(pts, xy):
+        text = f"{r['label']} {r['k']}"
+        tw, th = 5.6 * len(text), 10.0
+        places = [(x + 8, y - 5), (x + 8, y + 13), (x - 8 - tw, y - 5), (x - 8 - tw, y + 13),
+                  (x - tw / 2, y - 10), (x - tw / 2, y + 19), (x + 8, y + 4), (x - 8 - tw, y + 4)]
+        chosen = places[0] if x + 8 + tw <= x0 + w else places[2]
+        for lx, ly in places:
+            box = (lx, ly - th + 2, lx + tw, ly + 2)
+            inside = box[0] >= x0 and box[2] <= x0 + w + 20 and box[1] >= y0 - 4 and box[3] <= y0 + h
+            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                                  for b in boxes):
+                chosen = (lx, ly)
+                break
+        lx, ly = chosen
+        boxes.append((lx, ly - th + 2, lx + tw, ly + 2))
+        out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="9.5" fill="{color[r["label"]]}">'
+                   f"{escape(text)}</text>")
     ly = height - 12.0 - 18.0 * (legend_rows - 1)
     lx = x0
     for m in methods:

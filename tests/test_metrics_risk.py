@@ -140,8 +140,11 @@ def test_dld_matches_brute_force(n, p, seed, rounding, mode):
         Xp = _grouped(X, 2) if n >= 2 else X
     else:
         Xp = X.copy()
+    ev = RiskEvaluator(X, Xp, pld=False, dld_candidates=2)  # candidate pre-check path
     for S in (list(range(p)), [p - 1]):
-        assert dld(X, Xp, S) == pytest.approx(brute_dld(X, Xp, S), abs=1e-9)
+        want = brute_dld(X, Xp, S)
+        assert dld(X, Xp, S) == pytest.approx(want, abs=1e-9)
+        assert ev.dld(tuple(S)) == pytest.approx(want, abs=1e-9)
 
 
 def test_dld_and_pld_do_not_depend_on_record_order(rng):
@@ -167,6 +170,20 @@ def test_pld_matches_brute_force(p, S, mode):
     assert got["window"] == 1 and got["window_share"] == 0.01
     # the table of all p attributes, masked to S, gives the same figure
     assert RiskEvaluator(X, Xp).pld(tuple(S))["value"] == pytest.approx(got["value"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(2, 25),
+    p=st.integers(1, 3),
+    seed=st.integers(0, 2**31 - 1),
+    grouped=st.booleans(),
+)
+def test_pld_matches_brute_force_property(n, p, seed, grouped):
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(n, p)), 1)
+    Xp = _grouped(X, 2) if grouped else X + np.round(rng.normal(size=X.shape), 1)
+    assert pld(X, Xp)["value"] == pytest.approx(brute_pld(X, Xp, list(range(p))), abs=1e-9)
 
 
 def test_pld_wider_window_matches_brute_force(rng):
@@ -265,8 +282,12 @@ def test_sdid_hand_worked():
     # column 1 is constant in the protected file: only exact values are within
     assert sdid(X, Xp, [1]) == 1.0
     Xp[0, 1] = 1.5
-    assert sdid(X, Xp) == 0.5
+    assert sdid(X, Xp) == 0.5  # records 1 and 3; 0 and 2 have one value outside
+    # sdcMicro's dRiskWORK tolerates one attribute outside its interval
+    assert sdid(X, Xp, max_outside=1) == 1.0
     assert sdid(X, X) == 1.0
+    with pytest.raises(InvalidParameterError):
+        sdid(X, Xp, max_outside=-1)
 
 
 # ---------------------------------------------------------------- real anonymity
@@ -421,6 +442,20 @@ def test_evaluate_errors():
         evaluate_arrays(X, X, dr_weights={"il": 1})
     with pytest.raises(InvalidParameterError):
         evaluate_arrays(X, X, scenarios=[[2]])
+
+
+def test_evaluate_pld_skipped_beyond_62_attributes(rng):
+    X = rng.normal(size=(6, 63))
+    every = [list(range(63))]
+    rep = evaluate_arrays(X, X + 0.1, scenarios=every)
+    assert "at most 62" in rep["risk"]["pld_skipped_reason"]
+    assert rep["risk"]["mean"]["pld"] is None and rep["risk"]["dr"]["value"] is None
+    assert rep["risk"]["mean"]["dld"] is not None
+    rep = evaluate_arrays(X, X + 0.1, scenarios=every, dr_weights={"pld": 0.0})
+    assert rep["risk"]["dr"]["value"] is not None
+    # the table covers only the attributes the scenarios use: 62 of them are fine
+    rep = evaluate_arrays(X, X + 0.1, scenarios=[list(range(62))])
+    assert rep["risk"]["pld_skipped_reason"] is None and rep["risk"]["mean"]["pld"] is not None
 
 
 def test_evaluate_deterministic_and_inputs_untouched(rng):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .blocks import blocks_command
+from .compare import compare_command
 from .evaluate import evaluate_command
 from .protect import protect_command
 
 #: Every subcommand, in the order ``sdc --help`` lists them.
-COMMANDS = (protect_command, evaluate_command, blocks_command)
+COMMANDS = (protect_command, evaluate_command, blocks_command, compare_command)

@@ -108,9 +108,25 @@ def _dist(A, a, q):
     return s
 
 
+@njit(cache=True, inline="always")
+def _leaf_dists(XtT, s, e, q, buf):
+    """Distances of tree positions s..e-1 to ``q`` into ``buf``: the same left-to-right
+    sum per record as :func:`_dist`, vectorised across the records."""
+    n = e - s
+    for t in range(n):
+        buf[t] = 0.0
+    for j in range(q.shape[0]):
+        qj = q[j]
+        row = XtT[j, s:e]
+        for t in range(n):
+            u = row[t] - qj
+            buf[t] += u * u
+
+
 # --------------------------------------------------------------------------- the tree
 # A tree is a tuple of arrays (numba passes it by reference):
 #   Xt (m, p)     the records in tree order (original values, for exact distances)
+#   XtT (p, m)    the same, column-major (leaf scans vectorise over records)
 #   orig (m,)     their input indices;  alive_t (m,) still remaining?
 #   leaf_of (m,)  leaf of each tree position
 #   d2t, dt (m,)  squared distance (and its root) to the reference point c0
@@ -135,7 +151,7 @@ def _set_centre(nd, cen, cenc, ncen2, c0):
 @njit(cache=True)
 def _fit_leaf(nd, tree, rel):
     """Box, ball and largest reference distance of the remaining records of a leaf."""
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     p = Xt.shape[1]
     first = True
     md = 0.0
@@ -174,7 +190,7 @@ def _fit_inner(nd, tree, rel):
     The ball keeps the centre it got when the tree was built; its radius is the
     smaller of the radius at build time and one that covers both children's balls.
     """
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     p = lo.shape[1]
     a = nodes[nd, _LEFT]
     b = nodes[nd, _RIGHT]
@@ -197,6 +213,45 @@ def _fit_inner(nd, tree, rel):
             md = maxd2[c]
     rad[nd] = min(rr * (1.0 + rel), rad0[nd])
     maxd2[nd] = md
+
+
+@njit(cache=True)
+def _select(X, perm, dim, s, e, kth):
+    """Reorder ``perm[s:e]`` so that the record at ``kth`` has the median value of
+    coordinate ``dim``, those before it no larger and those after no smaller
+    (quickselect with median-of-three pivots; deterministic)."""
+    lo_ = s
+    hi_ = e - 1
+    while hi_ > lo_:
+        mid = (lo_ + hi_) // 2
+        a = X[perm[lo_], dim]
+        b = X[perm[mid], dim]
+        c = X[perm[hi_], dim]
+        if (a <= b <= c) or (c <= b <= a):
+            pv = b
+        elif (b <= a <= c) or (c <= a <= b):
+            pv = a
+        else:
+            pv = c
+        i = lo_
+        j = hi_
+        while i <= j:
+            while X[perm[i], dim] < pv:
+                i += 1
+            while X[perm[j], dim] > pv:
+                j -= 1
+            if i <= j:
+                t = perm[i]
+                perm[i] = perm[j]
+                perm[j] = t
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi_ = j
+        elif kth >= i:
+            lo_ = i
+        else:
+            return
 
 
 @njit(cache=True)
@@ -246,14 +301,8 @@ def _build(X, idx, c0, leaf_size, rel):
             if b - a > best:
                 best = b - a
                 dim = j
-        seg = perm[s:e].copy()
-        vals = np.empty(e - s)
-        for t in range(e - s):
-            vals[t] = X[seg[t], dim]
-        order = np.argsort(vals, kind="mergesort")
-        for t in range(e - s):
-            perm[s + t] = seg[order[t]]
         mid = s + (e - s) // 2
+        _select(X, perm, dim, s, e, mid)
         a = nn
         b = nn + 1
         nn += 2
@@ -287,8 +336,8 @@ def _build(X, idx, c0, leaf_size, rel):
     rad = np.empty(nn)
     rad0 = np.empty(nn)
     maxd2 = np.empty(nn)
-    tree = (Xt, perm, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0,
-            maxd2, c0.copy())
+    tree = (Xt, np.ascontiguousarray(Xt.T), perm, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen,
+            cenc, ncen2, rad, rad0, maxd2, c0.copy())
     # children have larger ids than their parent: fit bottom-up in reverse id order
     for nd in range(nn - 1, -1, -1):
         if nodes[nd, _LEFT] < 0:
@@ -322,41 +371,38 @@ def _build(X, idx, c0, leaf_size, rel):
 def _ball_upper(tree, nd, shift, sn2, sn, rel):
     """Upper bound on the rounded squared distance from ``q = c0 + shift`` to node ``nd``.
 
-    The smaller of the ball bound ``(|q - cen| + rad)^2`` and the reference bound
-    ``maxd2 + 2 <c0 - cen, shift> + 2 rad |shift| + |shift|^2`` (tight when ``q`` is
-    near ``c0``), both from one dot product, with margins ``rel`` that cover every
-    rounding error of the computation (cancellation included).
+    The smallest of the ball bound ``(|q - cen| + rad)^2`` and two reference bounds
+    ``maxd2 + |shift|^2 - 2 min <x - c0, shift>`` (x in the node; tight when the
+    node's records are about as far from ``c0`` as the farthest of them), the minimum
+    taken over the ball and over the box. Margins ``rel`` cover every rounding error
+    of the computation, cancellation included.
     """
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     dot = 0.0
-    for j in range(shift.shape[0]):
-        dot += shift[j] * cenc[nd, j]
-    a = sn2 + ncen2[nd]
-    dc = a - 2.0 * dot + rel * (a + 2.0 * abs(dot))
-    sd = (np.sqrt(dc) if dc > 0.0 else 0.0) + rel * np.sqrt(a)
-    ub = (sd + rad[nd]) ** 2
-    base = maxd2[nd] + 2.0 * rad[nd] * sn + sn2
-    ub2 = base - 2.0 * dot + rel * (base + 2.0 * abs(dot) + a)
-    if ub2 < ub:
-        ub = ub2
-    # the same with the box for the linear term: min over the box of <x - c0, shift>
     lin = 0.0
     alin = 0.0
     for j in range(shift.shape[0]):
-        u = shift[j] * (lo[nd, j] - c0[j])
-        w = shift[j] * (hi[nd, j] - c0[j])
-        lin += u if u < w else w
+        sj = shift[j]
+        dot += sj * cenc[nd, j]
+        u = sj * (lo[nd, j] - c0[j])
+        w = sj * (hi[nd, j] - c0[j])
+        lin += min(u, w)
         alin += abs(u) + abs(w)
-    ub3 = maxd2[nd] + sn2 - 2.0 * lin + rel * (maxd2[nd] + sn2 + 2.0 * alin)
-    if ub3 < ub:
-        ub = ub3
+    a = sn2 + ncen2[nd]
+    dc = a - 2.0 * dot + rel * (a + 2.0 * abs(dot))
+    sd = np.sqrt(max(dc, 0.0)) + rel * np.sqrt(a)
+    ub = (sd + rad[nd]) ** 2
+    md = maxd2[nd]
+    base = md + 2.0 * rad[nd] * sn + sn2
+    ub = min(ub, base - 2.0 * dot + rel * (base + 2.0 * abs(dot) + a))
+    ub = min(ub, md + sn2 - 2.0 * lin + rel * (md + sn2 + 2.0 * alin))
     return ub * (1.0 + rel) + 1e-300
 
 
 @njit(cache=True, inline="always")
 def _ball_lower(tree, nd, shift, sn2, rel):
     """Lower bound on the rounded squared distance from ``q = c0 + shift`` to node ``nd``."""
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     dot = 0.0
     for j in range(shift.shape[0]):
         dot += shift[j] * cenc[nd, j]
@@ -375,9 +421,7 @@ def _box_upper(lo, hi, nd, q):
     """Upper bound from the box; exact in floating point (rounding is monotone)."""
     s = 0.0
     for j in range(q.shape[0]):
-        a = q[j] - lo[nd, j]
-        b = hi[nd, j] - q[j]
-        m = a if a > b else b
+        m = max(q[j] - lo[nd, j], hi[nd, j] - q[j])
         s += m * m
     return s
 
@@ -387,20 +431,15 @@ def _box_lower(lo, hi, nd, q):
     """Lower bound from the box; exact in floating point (rounding is monotone)."""
     s = 0.0
     for j in range(q.shape[0]):
-        a = lo[nd, j] - q[j]
-        if a > 0.0:
-            s += a * a
-        else:
-            b = q[j] - hi[nd, j]
-            if b > 0.0:
-                s += b * b
+        g = max(max(lo[nd, j] - q[j], q[j] - hi[nd, j]), 0.0)
+        s += g * g
     return s
 
 
 @njit(cache=True)
-def _farthest(tree, q, rel, st_node, st_val, stats, which):
+def _farthest(tree, q, rel, st_node, st_val, buf, stats, which):
     """Input index of the remaining record farthest from ``q`` (first on ties)."""
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     shift = q - c0
     sn2 = 0.0
     for j in range(shift.shape[0]):
@@ -426,18 +465,16 @@ def _farthest(tree, q, rel, st_node, st_val, stats, which):
                 continue
         if nodes[nd, _LEFT] < 0:
             stats[which] += 1
-            for t in range(nodes[nd, _START], nodes[nd, _END]):
-                if not alive_t[t]:
-                    continue
-                # |x - q| <= |x - c0| + |q - c0|: skip records that cannot reach best_d
-                e = dt[t] * (1.0 + rel) + sn
-                if e * e * (1.0 + rel) + 1e-300 < best_d:
-                    continue
-                d = _dist(Xt, t, q)
-                i = orig[t]
-                if d > best_d or (d == best_d and i < best_i):
-                    best_d = d
-                    best_i = i
+            s0 = nodes[nd, _START]
+            e0 = nodes[nd, _END]
+            _leaf_dists(XtT, s0, e0, q, buf)
+            for t in range(s0, e0):
+                if alive_t[t]:
+                    d = buf[t - s0]
+                    i = orig[t]
+                    if d > best_d or (d == best_d and i < best_i):
+                        best_d = d
+                        best_i = i
         else:
             stats[which + 1] += 1
             a = nodes[nd, _LEFT]
@@ -460,13 +497,13 @@ def _farthest(tree, q, rel, st_node, st_val, stats, which):
 
 
 @njit(cache=True)
-def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
+def _nearest(tree, q, qi, m, rel, st_node, st_val, buf, kd, ki, stats):
     """The ``m`` remaining records nearest to ``q``, other than record ``qi``.
 
     Ordered by (distance, input index) into ``kd[:m]``, ``ki[:m]``; returns how many
     were found.
     """
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     shift = q - c0
     sn2 = 0.0
     for j in range(shift.shape[0]):
@@ -486,18 +523,16 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
             continue
         if nodes[nd, _LEFT] < 0:
             stats[4] += 1
-            for t in range(nodes[nd, _START], nodes[nd, _END]):
+            s0 = nodes[nd, _START]
+            e0 = nodes[nd, _END]
+            _leaf_dists(XtT, s0, e0, q, buf)
+            for t in range(s0, e0):
                 if not alive_t[t]:
                     continue
                 i = orig[t]
                 if i == qi:
                     continue
-                if filled == m:
-                    # |x - q| >= ||x - c0| - |q - c0||
-                    g = abs(dt[t] - sn) - rel * (dt[t] + sn)
-                    if g > 0.0 and g * g * (1.0 - rel) - 1e-300 > kd[m - 1]:
-                        continue
-                d = _dist(Xt, t, q)
+                d = buf[t - s0]
                 if filled < m:
                     pos = filled
                     filled += 1
@@ -517,10 +552,10 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, kd, ki, stats):
             b = nodes[nd, _RIGHT]
             la = np.inf
             if nodes[a, _COUNT] > 0:
-                la = max(_ball_lower(tree, a, shift, sn2, rel), _box_lower(lo, hi, a, q))
+                la = _box_lower(lo, hi, a, q)
             lb_ = np.inf
             if nodes[b, _COUNT] > 0:
-                lb_ = max(_ball_lower(tree, b, shift, sn2, rel), _box_lower(lo, hi, b, q))
+                lb_ = _box_lower(lo, hi, b, q)
             if la <= lb_:
                 st_node[top] = b
                 st_val[top] = lb_
@@ -542,7 +577,7 @@ def _remove(tree, i, X, pos_of, alive, parts, npart, rel):
     The leaf's bounds are refitted to its remaining records and its ancestors' from
     their children, so that bounds stay tight as MDAV peels the data from outside.
     """
-    Xt, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     alive[i] = False
     for j in range(X.shape[1]):
         _fsum_add(parts, npart, j, -X[i, j])
@@ -583,13 +618,14 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     pos_of = np.full(n, -1, np.int64)
     st_node = np.empty(_STACK, np.int64)
     st_val = np.empty(_STACK)
+    buf = np.empty(leaf_size)
     kd = np.empty(max(k - 1, 1))
     ki = np.empty(max(k - 1, 1), np.int64)
     c = np.empty(p)
     g = 0
     _centroid(parts, npart, nrem, c)
     tree = _build(X, np.arange(n), c, leaf_size, rel)
-    orig = tree[1]
+    orig = tree[2]
     for t in range(orig.size):
         pos_of[orig[t]] = t
     built = n
@@ -597,11 +633,11 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
 
     while nrem >= 2 * k:
         _centroid(parts, npart, nrem, c)
-        r = _farthest(tree, c, rel, st_node, st_val, stats, 0)
+        r = _farthest(tree, c, rel, st_node, st_val, buf, stats, 0)
         three = nrem >= 3 * k
         s = -1
         if three:
-            s = _farthest(tree, X[r], rel, st_node, st_val, stats, 2)
+            s = _farthest(tree, X[r], rel, st_node, st_val, buf, stats, 2)
         for rep in range(2):
             centre = r if rep == 0 else s
             if rep == 1:
@@ -611,7 +647,7 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
                 # s: the reference then takes the next remaining record in input order
                 while not alive[centre]:
                     centre += 1
-            got = _nearest(tree, X[centre], centre, k - 1, rel, st_node, st_val, kd, ki, stats)
+            got = _nearest(tree, X[centre], centre, k - 1, rel, st_node, st_val, buf, kd, ki, stats)
             labels[centre] = g
             _remove(tree, centre, X, pos_of, alive, parts, npart, rel)
             for t in range(got):
@@ -624,7 +660,7 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
         if nrem < rebuild_fraction * built and nrem >= 2 * k:
             _centroid(parts, npart, nrem, c)
             tree = _build(X, np.flatnonzero(alive), c, leaf_size, rel)
-            orig = tree[1]
+            orig = tree[2]
             for t in range(orig.size):
                 pos_of[orig[t]] = t
             built = nrem

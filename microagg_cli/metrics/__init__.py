@@ -25,7 +25,8 @@ or removing one is a breaking change)::
                                (except k) {"overall", "per_block"}; gap = IL_SSE - LB_NN
     risk:
       parameters               {"distance", "rank", "pld_window", "pld_window_share",
-                                "id_percents", "id_windows", "sdid_factor", "k",
+                                "id_percents", "id_windows", "sdid_factor",
+                                "sdid_max_outside", "k",
                                 "tie_rule"}
       scenarios                {"mode": "all"|"sample"|"explicit", "count",
                                 "max_all_subsets", "sample_size"}
@@ -153,6 +154,7 @@ def evaluate_arrays(
     pld_window_share: float = 0.01,
     id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
     sdid_factor: float = 0.05,
+    sdid_max_outside: int = 0,
     max_all_subsets: int = 10,
     sample_size: int = 512,
     partition_based: bool = True,
@@ -182,6 +184,8 @@ def evaluate_arrays(
     pld_window_share : PLD agreement window w = max(1, floor(share * n)).
     id_percents : the interval sizes of ID(p), percent.
     sdid_factor : SDID half-width in protected sds.
+    sdid_max_outside : attributes allowed outside their SDID interval (0 = the spec's
+        "every value"; 1 reproduces sdcMicro's dRiskWORK).
     partition_based : report the optimality gap (needs ``k``); False for methods that
         do not partition records.
     per_scenario : include the per-scenario list (the summaries are always there).
@@ -237,6 +241,8 @@ def evaluate_arrays(
         pld_attributes=used,
         id_percents=id_percents,
         sdid_factor=sdid_factor,
+        sdid_max_outside=sdid_max_outside,
+        dld_candidates=8 if len(subsets) >= 8 else 0,  # pays off over many scenarios
         workers=workers,
     )
     rows: list[dict[str, Any] | None] = [None] * len(subsets)
@@ -269,6 +275,7 @@ def evaluate_arrays(
             "id_percents": list(ev.id_percents),
             "id_windows": [risk.id_window(n, q) for q in ev.id_percents],
             "sdid_factor": ev.sdid_factor,
+            "sdid_max_outside": ev.sdid_max_outside,
             "k": k,
         },
         "scenarios": {

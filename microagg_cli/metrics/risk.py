@@ -59,6 +59,8 @@ PLD_MAX_ATTRIBUTES = 62
 
 # relative margin between the kd-tree's distances and our fixed-order formula
 _REL = 1e-9
+# approximation factor of the first, pruning nearest-neighbour pass of DLD
+_DLD_EPS = 3.0
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
 _EPS = 1e-12
 
@@ -225,21 +227,46 @@ def real_anonymity(
 
 
 def _dld_scenario(
-    Zs: np.ndarray, Zps: np.ndarray, codes: np.ndarray, m: int, workers: int
+    Zs: np.ndarray,
+    Zps: np.ndarray,
+    codes: np.ndarray,
+    m: int,
+    workers: int,
+    cand_rows: np.ndarray | None = None,
 ) -> float:
-    """DLD on already restricted z-scores; ``codes`` are exact classes of Zps rows."""
+    """DLD on already restricted z-scores; ``codes`` are exact classes of Zps rows.
+
+    ``cand_rows`` (n, K) optionally names, per original record, K protected records
+    likely to be near it: one of them strictly nearer than the true record settles
+    "no credit" without a tree query (any protected records are valid candidates).
+    """
     n = Zs.shape[0]
+    # identical protected rows have identical z-scores: the true distance is to Zps[i]
+    d2_true = _sq_rows(Zs, Zps)
+    todo = np.arange(n)
+    if cand_rows is not None and cand_rows.size:
+        acc = np.zeros(cand_rows.shape)
+        for j in range(Zs.shape[1]):  # same order of operations as _sq_rows
+            d = Zs[:, j][:, None] - Zps[:, j][cand_rows]
+            acc += d * d
+        todo = np.flatnonzero(~(acc < d2_true[:, None]).any(axis=1))
+        if todo.size == 0:
+            return 0.0
     # one representative (first record) per distinct protected row, and multiplicities
     first = np.full(m, n, dtype=np.int64)
     np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
     mult = np.bincount(codes, minlength=m).astype(np.float64)
     U = Zps[first]
-    d2_true = _sq_rows(Zs, U[codes])
     tree = cKDTree(U)
-    dmin, _ = tree.query(Zs, k=1, workers=workers)
     d_true = np.sqrt(d2_true)
-    # a row strictly nearer than the true one beyond any rounding: no credit
-    cand = np.flatnonzero(dmin >= d_true * (1.0 - _REL))
+    # 1) approximate nearest neighbours (within a factor 1 + eps of the nearest): a
+    #    real row strictly nearer than the true one settles "no credit" cheaply
+    dapp, _ = tree.query(Zs[todo], k=1, eps=_DLD_EPS, workers=workers)
+    cand = todo[dapp >= d_true[todo] * (1.0 - _REL)]
+    # 2) exact nearest neighbours for the rest
+    if cand.size:
+        dmin, _ = tree.query(Zs[cand], k=1, workers=workers)
+        cand = cand[dmin >= d_true[cand] * (1.0 - _REL)]
     credit = np.zeros(n)
     if cand.size == 0:
         return 0.0
@@ -287,10 +314,16 @@ def dld(
     Notes
     -----
     Identical protected rows are merged (with their multiplicity) and put in a
-    cKDTree; each original record needs one nearest-neighbour query, plus a radius
-    query when the nearest distance equals its true distance up to a relative 1e-9.
-    Distances deciding a tie are recomputed with one fixed formula, so exact ties are
-    exact. O(n log n) for a fixed number of attributes; memory O(n).
+    cKDTree. (:class:`RiskEvaluator`, used for many scenarios, first tries 8
+    candidate protected records per original, found once on all attributes; one
+    strictly nearer than the true record settles most records without a tree query.)
+    A first approximate nearest-neighbour pass (a neighbour within a factor
+    1 + 3 of the nearest, much cheaper in 5-10 dimensions) already finds a row
+    strictly nearer than the true one for most records when the protection works;
+    the others get an exact nearest-neighbour query, plus a radius query when the
+    nearest distance equals the true distance up to a relative 1e-9. Distances
+    deciding a tie are recomputed with one fixed formula, so exact ties are exact and
+    the result is exact. O(n log n) for a fixed number of attributes; memory O(n).
 
     References
     ----------
@@ -307,7 +340,8 @@ def dld(
     50.0
     """
     X, Xp = _as_pair(X, Xp)
-    return RiskEvaluator(X, Xp, pld=False, workers=workers).dld(_subset(attributes, X.shape[1]))
+    ev = RiskEvaluator(X, Xp, pld=False, dld_candidates=0, workers=workers)
+    return ev.dld(_subset(attributes, X.shape[1]))
 
 
 # ---------------------------------------------------------------------------------
@@ -377,13 +411,22 @@ def sdid(
     attributes: Iterable[int] | None = None,
     *,
     factor: float = 0.05,
+    max_outside: int = 0,
 ) -> float:
-    """sdcMicro's dRisk: share of records whose every original value is close.
+    """sdcMicro's dRisk: share of records whose original values are all close.
 
     A record is at risk when, for every attribute j in S, x_ij lies in
     [x'_ij - factor * s'_j, x'_ij + factor * s'_j], s'_j the sample sd (divisor n - 1)
     of the protected column. Returns the share in [0, 1] (sdcMicro's scale, not a
     percentage).
+
+    Parameters
+    ----------
+    factor : half-width of the interval in protected sds (sdcMicro's ``k``).
+    max_outside : a record is still at risk with up to this many attributes outside
+        their interval. 0 is the spec's "every value"; sdcMicro's ``dRiskWORK`` counts
+        records with 0 or 1 attributes outside (``rowSums(...) %in% 0:1``), so use 1
+        to reproduce its figures.
 
     References
     ----------
@@ -398,7 +441,8 @@ def sdid(
     """
     X, Xp = _as_pair(X, Xp)
     sc = _subset(attributes, X.shape[1])
-    return RiskEvaluator(X, Xp, pld=False, sdid_factor=factor).sdid(sc)
+    ev = RiskEvaluator(X, Xp, pld=False, sdid_factor=factor, sdid_max_outside=max_outside)
+    return ev.sdid(sc)
 
 
 # ---------------------------------------------------------------------------------
@@ -445,31 +489,35 @@ def fellegi_sunter_em(
     c = np.asarray(counts, dtype=np.float64)
     N = float(c.sum())
     H = 1.0 - G
-    m = np.full(G.shape[1], float(m_start))
+    q = G.shape[1]
+    m = np.full(q, float(m_start))
     u = (G.T @ c) / N if u_start is None else np.asarray(u_start, dtype=np.float64).copy()
-    m = np.clip(m, _EPS, 1 - _EPS)
-    u = np.clip(u, _EPS, 1 - _EPS)
-    pi = float(np.clip(match_share, _EPS, 1 - _EPS))
+    # theta = [pi, m_1..m_q, u_1..u_q]; columns 0 / 1 of the (q, 2) blocks are
+    # "match" / "non-match" so each step is a couple of small matrix products
+    theta = np.clip(np.concatenate(([match_share], m, u)), _EPS, 1 - _EPS)
     converged = False
     it = 0
     for it in range(1, max_iter + 1):
-        a = math.log(pi) + G @ np.log(m) + H @ np.log1p(-m)
-        b = math.log1p(-pi) + G @ np.log(u) + H @ np.log1p(-u)
+        pi = theta[0]
+        mu = np.stack((theta[1:q + 1], theta[q + 1:]), axis=1)  # (q, 2)
+        logl = G @ np.log(mu) + H @ np.log1p(-mu)  # (P, 2) log-likelihoods
+        a = logl[:, 0] + math.log(pi)
+        b = logl[:, 1] + math.log1p(-pi)
         g = np.exp(a - np.logaddexp(a, b))
         cg = c * g
-        cu = c - cg
-        sg = float(cg.sum())
-        su = float(cu.sum())
-        pi_new = float(np.clip(sg / N, _EPS, 1 - _EPS))
-        m_new = np.clip((G.T @ cg) / sg if sg > 0 else m, _EPS, 1 - _EPS)
-        u_new = np.clip((G.T @ cu) / su if su > 0 else u, _EPS, 1 - _EPS)
-        old = np.concatenate(([pi], m, u))
-        new = np.concatenate(([pi_new], m_new, u_new))
-        change = float(np.max(np.abs(new - old) / np.abs(old)))
-        pi, m, u = pi_new, m_new, u_new
+        w = np.stack((cg, c - cg), axis=1)  # expected match / non-match counts
+        tot = w.sum(axis=0)
+        agree = G.T @ w  # (q, 2)
+        mu_new = np.where(tot > 0, agree / np.where(tot > 0, tot, 1.0), mu)
+        new = np.clip(np.concatenate(([tot[0] / N], mu_new[:, 0], mu_new[:, 1])), _EPS, 1 - _EPS)
+        change = float(np.max(np.abs(new - theta) / theta))
+        theta = new
         if change < tol:
             converged = True
             break
+    pi = float(theta[0])
+    m = theta[1:q + 1]
+    u = theta[q + 1:]
     return {
         "m": m.tolist(),
         "u": u.tolist(),
@@ -587,24 +635,30 @@ class _PLDTable:
                     pieces_a.append(A[rows[starts]])
                     pieces_p.append(pv[starts])
                     pieces_c.append(np.diff(np.append(starts, rows.size)))
-        ea = np.concatenate(pieces_a) if pieces_a else np.empty(0, np.int64)
-        ep = np.concatenate(pieces_p) if pieces_p else np.empty(0, np.int64)
-        ec = np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int64)
-        srt = np.argsort(ea, kind="stable")
-        ea, ep, ec = ea[srt], ep[srt], ec[srt]
-        self.entries_per_record = np.bincount(ea, minlength=n)
         true_pat = _pack_bits((RpT - RloT).T.view(np.uint32) <= span)
-        self.gpat = np.unique(np.concatenate(([0], ep, true_pat)))  # index 0 = no agreement
+        ep = np.concatenate(pieces_p) if pieces_p else np.empty(0, np.int64)
+        # distinct full patterns; index 0 = no agreement at all
+        self.gpat = np.unique(np.concatenate(([0], np.unique(ep), true_pat))).astype(np.int64)
         idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
-        self.e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
-        self.e_cnt = ec.astype(np.int64)
+        e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
+        del ep, pieces_p
+        ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
+        del pieces_a
+        srt = np.argsort(ea, kind="stable")
+        self.e_g = e_g[srt]
+        del e_g
+        self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int64))[srt].astype(np.int32)
+        ea = ea[srt]
+        del pieces_c, srt
+        self.entries_per_record = np.bincount(ea, minlength=n)
+        self.zero_a = n - np.bincount(ea, weights=self.e_cnt, minlength=n).astype(np.int64)
+        del ea
         self.true_g = np.searchsorted(self.gpat, true_pat)
-        self.zero_a = n - np.bincount(ea, weights=ec, minlength=n).astype(np.int64)
         self.gcnt = np.bincount(self.e_g, weights=self.e_cnt, minlength=self.gpat.size)
         self.gcnt[0] += float(self.zero_a.sum())
-        nonempty = self.entries_per_record > 0
-        self._starts = (np.cumsum(self.entries_per_record) - self.entries_per_record)[nonempty]
-        self._nonempty = nonempty
+        self._nonempty = self.entries_per_record > 0
+        self._offsets = np.cumsum(self.entries_per_record) - self.entries_per_record
+        self._starts = self._offsets[self._nonempty]
 
     @property
     def entries(self) -> int:
@@ -617,8 +671,7 @@ class _PLDTable:
         mask = 0
         for c in cols:
             mask |= 1 << int(c)
-        rest = self.gpat & mask
-        ru, rinv = np.unique(rest, return_inverse=True)
+        ru, rinv = np.unique(self.gpat & mask, return_inverse=True)
         rinv = rinv.ravel()
         rc = np.bincount(rinv, weights=self.gcnt, minlength=ru.size)
         bits = np.array(cols, dtype=np.int64)
@@ -631,22 +684,34 @@ class _PLDTable:
         wts = np.zeros(ru.size)
         for j in range(len(cols)):  # fixed summation order
             wts += np.where(Gm[:, j], agree_w[j], disagree_w[j])
-        lev_g = _weight_levels(wts)[rinv]
+        lev_g = _weight_levels(wts)[rinv].astype(np.int32)
         Lt = lev_g[self.true_g]
+        L0 = int(lev_g[0])
+        # best level each original reaches: its entries, and "no agreement" if some
+        # protected record agrees with it nowhere
+        best = np.where(self.zero_a > 0, L0, np.iinfo(np.int32).min).astype(np.int32)
         le = lev_g[self.e_g]
-        lt = np.repeat(Lt, self.entries_per_record)
-        greater = np.zeros(n)
-        equal = np.zeros(n)
         if le.size:
-            greater[self._nonempty] = np.add.reduceat(np.where(le > lt, self.e_cnt, 0), self._starts)
-            equal[self._nonempty] = np.add.reduceat(np.where(le == lt, self.e_cnt, 0), self._starts)
-        L0 = lev_g[0]
-        greater += np.where(L0 > Lt, self.zero_a, 0)
-        equal += np.where(L0 == Lt, self.zero_a, 0)
-        credit = np.where((greater == 0) & (equal > 0), 1.0 / np.maximum(equal, 1.0), 0.0)
+            best[self._nonempty] = np.maximum(best[self._nonempty],
+                                              np.maximum.reduceat(le, self._starts))
+        # only originals whose true record reaches the best level get credit: count
+        # the protected records tied with it (entries of those originals only)
+        cand = np.flatnonzero(Lt >= best)
+        equal = np.where(L0 == Lt[cand], self.zero_a[cand], 0).astype(np.float64)
+        lens = self.entries_per_record[cand]
+        has = lens > 0
+        if has.any():
+            c_has = cand[has]
+            l_has = lens[has]
+            seg0 = self._offsets[c_has]
+            offs = np.cumsum(l_has) - l_has
+            idx = np.arange(int(l_has.sum())) + np.repeat(seg0 - offs, l_has)
+            hit = np.where(le[idx] == np.repeat(Lt[c_has], l_has), self.e_cnt[idx], 0)
+            equal[has] += np.add.reduceat(hit, offs)
+        credit = float((1.0 / equal[equal > 0]).sum())
         em["agreement_weight"] = agree_w.tolist()
         em["disagreement_weight"] = disagree_w.tolist()
-        return {"value": 100.0 * float(credit.sum()) / n, "em": em}
+        return {"value": 100.0 * credit / n, "em": em}
 
 
 def pld(
@@ -713,6 +778,12 @@ class RiskEvaluator:
         columns has no PLD). At most :data:`PLD_MAX_ATTRIBUTES`.
     id_percents : the interval sizes p of ID(p), in percent.
     sdid_factor : the SDID interval half-width in protected sds.
+    sdid_max_outside : attributes allowed outside their SDID interval (0 = spec;
+        1 = sdcMicro's ``dRiskWORK``).
+    dld_candidates : K protected records per original, found once by an
+        approximate K-nearest-neighbour query on all attributes, tried first in every
+        scenario's DLD (a speed-up for many scenarios; 0 = none). Results do not
+        depend on it.
     workers : threads for kd-tree queries (results do not depend on it).
     """
 
@@ -727,6 +798,8 @@ class RiskEvaluator:
         pld_attributes: Sequence[int] | None = None,
         id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
         sdid_factor: float = 0.05,
+        sdid_max_outside: int = 0,
+        dld_candidates: int = 8,
         workers: int = 1,
     ) -> None:
         X, Xp = _as_pair(X, Xp)
@@ -740,6 +813,8 @@ class RiskEvaluator:
         self.Z = (X - mean) / scale
         self.Zp = (Xp - mean) / scale
         self.rows = _RowClasses(Xp)
+        self.dld_candidates = int(dld_candidates)
+        self._cand_rows: np.ndarray | None = None
         self.id_percents = [float(q) if not float(q).is_integer() else int(q) for q in id_percents]
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
             raise InvalidParameterError("ID percents must be in (0, 100]")
@@ -748,6 +823,9 @@ class RiskEvaluator:
         if sdid_factor < 0:
             raise InvalidParameterError("the SDID factor must be >= 0")
         self.sdid_factor = float(sdid_factor)
+        if int(sdid_max_outside) != sdid_max_outside or sdid_max_outside < 0:
+            raise InvalidParameterError("sdid_max_outside must be an integer >= 0")
+        self.sdid_max_outside = int(sdid_max_outside)
         sdp = Xp.std(axis=0, ddof=1) if n > 1 else np.zeros(p)
         self.sdid_within = np.abs(X - Xp) <= self.sdid_factor * sdp
         if not 0 < pld_window_share <= 1:
@@ -775,6 +853,18 @@ class RiskEvaluator:
         codes, m = self.rows.classes(sc)
         return _anonymity(codes, m, self.k)
 
+    def _candidates(self) -> np.ndarray | None:
+        if self.dld_candidates <= 0:
+            return None
+        if self._cand_rows is None:
+            codes, m = _RowClasses(self.Zp).classes(tuple(range(self.p)))
+            first = np.full(m, self.n, dtype=np.int64)
+            np.minimum.at(first, codes, np.arange(self.n, dtype=np.int64))
+            K = min(self.dld_candidates, m)
+            _, nb = cKDTree(self.Zp[first]).query(self.Z, k=K, eps=1.0, workers=self.workers)
+            self._cand_rows = first[np.asarray(nb).reshape(self.n, K)]
+        return self._cand_rows
+
     def dld(self, sc: Sequence[int]) -> float:
         codes, m = self.rows.classes(sc)
         cols = list(sc)
@@ -784,6 +874,7 @@ class RiskEvaluator:
             codes,
             m,
             self.workers,
+            self._candidates(),
         )
 
     def pld(self, sc: Sequence[int]) -> dict[str, Any] | None:
@@ -806,7 +897,8 @@ class RiskEvaluator:
         }
 
     def sdid(self, sc: Sequence[int]) -> float:
-        return float(self.sdid_within[:, list(sc)].all(axis=1).mean())
+        outside = (~self.sdid_within[:, list(sc)]).sum(axis=1)
+        return float((outside <= self.sdid_max_outside).mean())
 
     # -- everything for one scenario -------------------------------------------
 
