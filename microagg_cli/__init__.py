@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import evaluate, protect, protect_array, protect_table  # noqa: E402
+from .api import compare, evaluate, protect, protect_array, protect_table  # noqa: E402
 from .blocking import Block, BlockPlan, load_plan, make_plan  # noqa: E402
 from .errors import (  # noqa: E402
     DataError,
@@ -29,6 +29,7 @@ __all__ = [
     "__version__",
     "protect",
     "evaluate",
+    "compare",
     "protect_array",
     "protect_table",
     "Block",

@@ -130,6 +130,7 @@ def _leaf_dists(XtT, s, e, q, buf):
 #   orig (m,)     their input indices;  alive_t (m,) still remaining?
 #   leaf_of (m,)  leaf of each tree position
 #   d2t, dt (m,)  squared distance (and its root) to the reference point c0
+#   order (m,)    tree positions by decreasing d2t;  head (1,) first one maybe remaining
 #   nodes (nn, 7) integer fields below
 #   lo, hi        (nn, p) bounding box of the node's remaining records
 #   cen (nn, p)   ball centre;  cenc = cen - c0;  ncen2 = |cenc|^2
@@ -151,7 +152,7 @@ def _set_centre(nd, cen, cenc, ncen2, c0):
 @njit(cache=True)
 def _fit_leaf(nd, tree, rel):
     """Box, ball and largest reference distance of the remaining records of a leaf."""
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     p = Xt.shape[1]
     first = True
     md = 0.0
@@ -190,7 +191,7 @@ def _fit_inner(nd, tree, rel):
     The ball keeps the centre it got when the tree was built; its radius is the
     smaller of the radius at build time and one that covers both children's balls.
     """
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     p = lo.shape[1]
     a = nodes[nd, _LEFT]
     b = nodes[nd, _RIGHT]
@@ -336,8 +337,10 @@ def _build(X, idx, c0, leaf_size, rel):
     rad = np.empty(nn)
     rad0 = np.empty(nn)
     maxd2 = np.empty(nn)
-    tree = (Xt, np.ascontiguousarray(Xt.T), perm, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen,
-            cenc, ncen2, rad, rad0, maxd2, c0.copy())
+    order = np.argsort(-d2t)
+    head = np.zeros(1, np.int64)
+    tree = (Xt, np.ascontiguousarray(Xt.T), perm, alive_t, leaf_of, d2t, dt, order, head, nodes,
+            lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0.copy())
     # children have larger ids than their parent: fit bottom-up in reverse id order
     for nd in range(nn - 1, -1, -1):
         if nodes[nd, _LEFT] < 0:
@@ -377,7 +380,7 @@ def _ball_upper(tree, nd, shift, sn2, sn, rel):
     taken over the ball and over the box. Margins ``rel`` cover every rounding error
     of the computation, cancellation included.
     """
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     dot = 0.0
     lin = 0.0
     alin = 0.0
@@ -402,7 +405,7 @@ def _ball_upper(tree, nd, shift, sn2, sn, rel):
 @njit(cache=True, inline="always")
 def _ball_lower(tree, nd, shift, sn2, rel):
     """Lower bound on the rounded squared distance from ``q = c0 + shift`` to node ``nd``."""
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     dot = 0.0
     for j in range(shift.shape[0]):
         dot += shift[j] * cenc[nd, j]
@@ -437,9 +440,47 @@ def _box_lower(lo, hi, nd, q):
 
 
 @njit(cache=True)
+def _farthest_from_centroid(tree, c, rel, stats):
+    """Input index of the remaining record farthest from ``c`` (first on ties).
+
+    Scans the records by decreasing distance to the reference point ``c0``: by the
+    triangle inequality none after the first with ``(|x - c0| + |c - c0|)^2`` below
+    the best distance found can be farther, and ``c`` (the centroid now) is close to
+    ``c0`` (the centroid when the tree was built).
+    """
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    sn2 = 0.0
+    for j in range(c.shape[0]):
+        u = c[j] - c0[j]
+        sn2 += u * u
+    sn = np.sqrt(sn2) * (1.0 + rel)
+    m = order.shape[0]
+    h = head[0]
+    while h < m and not alive_t[order[h]]:
+        h += 1
+    head[0] = h
+    best_d = -1.0
+    best_i = np.iinfo(np.int64).max
+    for o in range(h, m):
+        t = order[o]
+        e = dt[t] * (1.0 + rel) + sn
+        if e * e * (1.0 + rel) + 1e-300 < best_d:
+            break
+        if not alive_t[t]:
+            continue
+        stats[0] += 1
+        d = _dist(Xt, t, c)
+        i = orig[t]
+        if d > best_d or (d == best_d and i < best_i):
+            best_d = d
+            best_i = i
+    return best_i
+
+
+@njit(cache=True)
 def _farthest(tree, q, rel, st_node, st_val, buf, stats, which):
     """Input index of the remaining record farthest from ``q`` (first on ties)."""
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     shift = q - c0
     sn2 = 0.0
     for j in range(shift.shape[0]):
@@ -503,7 +544,7 @@ def _nearest(tree, q, qi, m, rel, st_node, st_val, buf, kd, ki, stats):
     Ordered by (distance, input index) into ``kd[:m]``, ``ki[:m]``; returns how many
     were found.
     """
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     shift = q - c0
     sn2 = 0.0
     for j in range(shift.shape[0]):
@@ -577,7 +618,7 @@ def _remove(tree, i, X, pos_of, alive, parts, npart, rel):
     The leaf's bounds are refitted to its remaining records and its ancestors' from
     their children, so that bounds stay tight as MDAV peels the data from outside.
     """
-    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
+    Xt, XtT, orig, alive_t, leaf_of, d2t, dt, order, head, nodes, lo, hi, cen, cenc, ncen2, rad, rad0, maxd2, c0 = tree
     alive[i] = False
     for j in range(X.shape[1]):
         _fsum_add(parts, npart, j, -X[i, j])
@@ -633,7 +674,7 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
 
     while nrem >= 2 * k:
         _centroid(parts, npart, nrem, c)
-        r = _farthest(tree, c, rel, st_node, st_val, buf, stats, 0)
+        r = _farthest_from_centroid(tree, c, rel, stats)
         three = nrem >= 3 * k
         s = -1
         if three:

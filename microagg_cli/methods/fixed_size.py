@@ -8,18 +8,55 @@ the input.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
 from ._spec import MethodSpec, ParamSpec
 
-__all__ = ["mdav", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
+__all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
+
+#: From this many records on, :func:`mdav` runs the compiled tree version
+#: (:func:`._fast_mdav.mdav_fast`, the identical partition); below, the straightforward
+#: one finishes before numba has even loaded.
+FAST_MDAV_MIN_N = 3000
 
 
 def _take_group(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> np.ndarray:
     """Positions (into ``rem``) of the record at ``centre_pos`` and its k-1 nearest."""
     d = sq_dist_to(X[rem], X[rem[centre_pos]])
+    d[centre_pos] = -1.0  # the centre itself always belongs to its group
+    return smallest_m(d, k)
+
+
+def _centroid_exact(Xr: np.ndarray) -> np.ndarray:
+    """Centroid for MDAV: each column's exact sum rounded once (:func:`math.fsum`), / m.
+
+    Unlike ``Xr.mean(axis=0)`` this does not depend on the order of the records, so
+    the fast MDAV can keep it up to date exactly while records leave.
+    """
+    m = Xr.shape[0]
+    return np.array([math.fsum(Xr[:, j].tolist()) / m for j in range(Xr.shape[1])])
+
+
+def _sq_dist_ltr(Xr: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Squared distances for MDAV, summed strictly left to right over the columns.
+
+    The compiled MDAV performs the very same IEEE operations in the same order, so both
+    see bit-identical distances (einsum's summation order is not specified).
+    """
+    diff = Xr - point
+    d = diff[:, 0] * diff[:, 0]
+    for j in range(1, diff.shape[1]):
+        d += diff[:, j] * diff[:, j]
+    return d
+
+
+def _take_group_ltr(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> np.ndarray:
+    """As :func:`_take_group`, with the distances of :func:`_sq_dist_ltr`."""
+    d = _sq_dist_ltr(X[rem], X[rem[centre_pos]])
     d[centre_pos] = -1.0  # the centre itself always belongs to its group
     return smallest_m(d, k)
 
@@ -45,8 +82,13 @@ def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
 
     Notes
     -----
-    Ties (equal distances) go to the record that comes first in the input. This is the
-    straightforward O(n^2 p / k) definition; it is the reference implementation.
+    Ties (equal distances) go to the record that comes first in the input. The
+    centroid is each column's exact sum, rounded once, divided by the count; squared
+    distances are summed left to right over the columns. From
+    ``FAST_MDAV_MIN_N`` records on, the work is done by
+    :func:`._fast_mdav.mdav_fast` (branch-and-bound queries in a tree, compiled with
+    numba), which returns the identical partition; :func:`mdav_reference` is the
+    straightforward O(n^2 p / k) definition.
 
     References
     ----------
@@ -63,26 +105,43 @@ def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     """
     X = np.asarray(X, dtype=np.float64)
     n = check_k(X, k)
+    if n >= FAST_MDAV_MIN_N:
+        from ._fast_mdav import mdav_fast  # numba: loaded only when it pays
+
+        return mdav_fast(X, k)
+    return mdav_reference(X, k)
+
+
+def mdav_reference(
+    X: np.ndarray, k: int, *, rng: np.random.Generator | None = None
+) -> np.ndarray:
+    """MDAV-generic, the straightforward O(n^2 p / k) definition (see :func:`mdav`).
+
+    Not registered; the fast version is tested against it.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = check_k(X, k)
     labels = np.full(n, -1, dtype=np.int64)
     rem = np.arange(n)
     g = 0
     while rem.size >= 3 * k:
         Xr = X[rem]
-        r = farthest(sq_dist_to(Xr, Xr.mean(axis=0)))
-        s_index = rem[farthest(sq_dist_to(Xr, Xr[r]))]
-        grp = _take_group(X, rem, r, k)
+        r = farthest(_sq_dist_ltr(Xr, _centroid_exact(Xr)))
+        s_index = rem[farthest(_sq_dist_ltr(Xr, Xr[r]))]
+        grp = _take_group_ltr(X, rem, r, k)
         labels[rem[grp]] = g
         g += 1
         rem = np.delete(rem, grp)
+        # if s joined r's group, the next remaining record in input order takes its place
         s = int(np.searchsorted(rem, s_index))
-        grp = _take_group(X, rem, s, k)
+        grp = _take_group_ltr(X, rem, s, k)
         labels[rem[grp]] = g
         g += 1
         rem = np.delete(rem, grp)
     if rem.size >= 2 * k:
         Xr = X[rem]
-        r = farthest(sq_dist_to(Xr, Xr.mean(axis=0)))
-        grp = _take_group(X, rem, r, k)
+        r = farthest(_sq_dist_ltr(Xr, _centroid_exact(Xr)))
+        grp = _take_group_ltr(X, rem, r, k)
         labels[rem[grp]] = g
         g += 1
         rem = np.delete(rem, grp)

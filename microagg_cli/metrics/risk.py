@@ -622,9 +622,9 @@ class _PLDTable:
                 if by_count:
                     cnt = np.bincount((rows << q) | pv, minlength=A.size << q)
                     nz = np.flatnonzero(cnt)
-                    pieces_a.append(A[nz >> q])
-                    pieces_p.append(nz & ((1 << q) - 1))
-                    pieces_c.append(cnt[nz])
+                    pieces_a.append(A[nz >> q].astype(np.int32))
+                    pieces_p.append((nz & ((1 << q) - 1)).astype(pdt))
+                    pieces_c.append(cnt[nz].astype(np.int32))
                 else:
                     srt = np.lexsort((pv, rows))
                     rows = rows[srt]
@@ -632,22 +632,23 @@ class _PLDTable:
                     new = np.ones(rows.size, dtype=bool)
                     new[1:] = (rows[1:] != rows[:-1]) | (pv[1:] != pv[:-1])
                     starts = np.flatnonzero(new)
-                    pieces_a.append(A[rows[starts]])
-                    pieces_p.append(pv[starts])
-                    pieces_c.append(np.diff(np.append(starts, rows.size)))
+                    pieces_a.append(A[rows[starts]].astype(np.int32))
+                    pieces_p.append(pv[starts].astype(pdt))
+                    pieces_c.append(np.diff(np.append(starts, rows.size)).astype(np.int32))
         true_pat = _pack_bits((RpT - RloT).T.view(np.uint32) <= span)
-        ep = np.concatenate(pieces_p) if pieces_p else np.empty(0, np.int64)
+        ep = np.concatenate(pieces_p) if pieces_p else np.empty(0, pdt)
+        del pieces_p
         # distinct full patterns; index 0 = no agreement at all
-        self.gpat = np.unique(np.concatenate(([0], np.unique(ep), true_pat))).astype(np.int64)
+        self.gpat = np.unique(np.concatenate(([0], np.unique(ep).astype(np.int64), true_pat)))
         idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
         e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
-        del ep, pieces_p
+        del ep
         ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
         del pieces_a
         srt = np.argsort(ea, kind="stable")
         self.e_g = e_g[srt]
         del e_g
-        self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int64))[srt].astype(np.int32)
+        self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
         ea = ea[srt]
         del pieces_c, srt
         self.entries_per_record = np.bincount(ea, minlength=n)
