@@ -267,8 +267,10 @@ def evaluate_arrays(
                  "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em")
     risk_out: dict[str, Any] = {
         "parameters": {
-            "distance": "euclidean on attributes z-scored with the original's means and population sds",
-            "rank": "insertion position into the sorted original column (ties share the smallest rank)",
+            "distance": "euclidean on attributes z-scored with the original's means and "
+                        "population sds",
+            "rank": "insertion position into the sorted original column (ties share the "
+                    "smallest rank)",
             "tie_rule": "t records tied for the best link with the true one among them count 1/t",
             "pld_window": ev.pld_window,
             "pld_window_share": ev.pld_window_share,
@@ -374,7 +376,8 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("il1s", "utility", "mean |x - x'| / (sqrt(2) s) over cells", "ratio", "lower",
                "utility.il1s.value", _DF_T,
                func=lambda X, Xp: il1s(X, Xp)["value"], identity=0.0),
-    MetricSpec("mean_sd_z", "utility", "mean sd of the z-scored protected attributes (1 = none lost)",
+    MetricSpec("mean_sd_z", "utility",
+               "mean sd of the z-scored protected attributes (1 = none lost)",
                "ratio", "higher", "utility.data_quality.mean_sd_z.value", _MS_DF,
                func=lambda X, Xp: data_quality(X, Xp)["mean_sd_z"]["value"], identity=1.0),
     MetricSpec("correlation_discrepancy", "utility", "mean |r - r'| of the correlation matrix",
@@ -384,7 +387,8 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("pc1_loading_change", "utility", "mean |l - l'| of the first PC's loadings",
                "ratio", "lower", "utility.data_quality.pc1.loading_change", _MS_DF,
                func=lambda X, Xp: data_quality(X, Xp)["pc1"]["loading_change"], identity=0.0),
-    MetricSpec("lb_nn", "utility", "lower bound on IL_SSE of any k-partition (k-1 nearest neighbours)",
+    MetricSpec("lb_nn", "utility",
+               "lower bound on IL_SSE of any k-partition (k-1 nearest neighbours)",
                "percent", "lower", "utility.optimality.lb_nn.overall",
                "this project (see spec/metrics.md)",
                func=lambda X, Xp, k=3: lb_nn(X, k), params=("k",), identity=None),

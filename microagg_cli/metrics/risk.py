@@ -61,6 +61,8 @@ PLD_MAX_ATTRIBUTES = 62
 _REL = 1e-9
 # approximation factor of the first, pruning nearest-neighbour pass of DLD
 _DLD_EPS = 3.0
+# records per bounded exact query of DLD
+_DLD_BATCH = 512
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
 _EPS = 1e-12
 
@@ -263,21 +265,29 @@ def _dld_scenario(
     #    real row strictly nearer than the true one settles "no credit" cheaply
     dapp, _ = tree.query(Zs[todo], k=1, eps=_DLD_EPS, workers=workers)
     cand = todo[dapp >= d_true[todo] * (1.0 - _REL)]
-    # 2) exact nearest neighbours for the rest
-    if cand.size:
-        dmin, _ = tree.query(Zs[cand], k=1, workers=workers)
-        cand = cand[dmin >= d_true[cand] * (1.0 - _REL)]
+    # 2) exact two nearest rows for the rest, searched only up to the true distance
+    #    (records in batches of similar true distance share one search bound): the
+    #    true row must be nearest, and a second row within rounding of it is a
+    #    near-tie settled below
     credit = np.zeros(n)
     if cand.size == 0:
         return 0.0
-    radius = d_true[cand] * (1.0 + _REL) + 1e-12
-    lens = tree.query_ball_point(Zs[cand], radius, return_length=True, workers=workers)
-    alone = lens <= 1  # only the true row within (rounding-safe) reach
+    cand = cand[np.argsort(d_true[cand], kind="stable")]
+    near = np.empty((cand.size, 2))
+    for b in range(0, cand.size, _DLD_BATCH):
+        sl = slice(b, b + _DLD_BATCH)
+        bound = float(d_true[cand[sl]].max()) * (1.0 + _REL) + 1e-12
+        d, _ = tree.query(Zs[cand[sl]], k=2, distance_upper_bound=bound, workers=workers)
+        near[sl] = np.asarray(d).reshape(-1, 2)
+    dc = d_true[cand]
+    beaten = near[:, 0] < dc * (1.0 - _REL)
+    alone = ~beaten & np.isfinite(near[:, 0]) & (near[:, 1] > dc * (1.0 + _REL))
     credit[cand[alone]] = 1.0 / mult[codes[cand[alone]]]
-    amb = cand[~alone]
+    amb = cand[~beaten & ~alone]
     if amb.size:
         # near-ties: recompute every candidate's distance with the fixed formula
-        lists = tree.query_ball_point(Zs[amb], radius[~alone], workers=workers)
+        radius = d_true[amb] * (1.0 + _REL) + 1e-12
+        lists = tree.query_ball_point(Zs[amb], radius, workers=workers)
         sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=amb.size)
         rows = np.fromiter((j for x in lists for j in x), dtype=np.int64, count=int(sizes.sum()))
         owner = np.repeat(np.arange(amb.size), sizes)
@@ -319,9 +329,9 @@ def dld(
     strictly nearer than the true record settles most records without a tree query.)
     A first approximate nearest-neighbour pass (a neighbour within a factor
     1 + 3 of the nearest, much cheaper in 5-10 dimensions) already finds a row
-    strictly nearer than the true one for most records when the protection works;
-    the others get an exact nearest-neighbour query, plus a radius query when the
-    nearest distance equals the true distance up to a relative 1e-9. Distances
+    strictly nearer than the true one for many records; the others get an exact
+    two-nearest query bounded by their true distance, plus a radius query when the
+    second row is within a relative 1e-9 of the true distance (a near-tie). Distances
     deciding a tie are recomputed with one fixed formula, so exact ties are exact and
     the result is exact. O(n log n) for a fixed number of attributes; memory O(n).
 
@@ -837,7 +847,8 @@ class RiskEvaluator:
         self.pld_table: _PLDTable | None = None
         self.pld_columns: list[int] = []
         if pld:
-            cols = list(range(p)) if pld_attributes is None else sorted(set(map(int, pld_attributes)))
+            cols = (list(range(p)) if pld_attributes is None
+                    else sorted(set(map(int, pld_attributes))))
             if len(cols) > PLD_MAX_ATTRIBUTES:
                 self.pld_skipped_reason = (
                     f"PLD supports at most {PLD_MAX_ATTRIBUTES} attributes, got {len(cols)}"

@@ -121,7 +121,8 @@ def default_scenarios(
     """
     if p <= max_all:
         return all_subsets(p), "all"
-    return sample_subsets(p, sample_size, rng if rng is not None else np.random.default_rng(0)), "sample"
+    gen = rng if rng is not None else np.random.default_rng(0)
+    return sample_subsets(p, sample_size, gen), "sample"
 
 
 def validate_subsets(subsets: Iterable[Iterable[int]], p: int) -> list[Scenario]:
