@@ -697,6 +697,8 @@ def protect(
     regenerate_ids: bool = False,
     evaluate_risk: bool = False,
     partition_size: int | None = None,
+    engine: str | None = None,
+    scheduler: Any = None,
 ) -> dict[str, Any]:
     """Protect a file: read, microaggregate each block, check, write atomically.
 
@@ -718,6 +720,10 @@ def protect(
     id_column, regenerate_ids : replace the identifier column with fresh random ids
         (a seeded permutation of 1..n), breaking the link to the original ids.
     partition_size : partitioned mode (see :func:`protect_table`).
+    engine, scheduler : ``"local"`` or ``"dask"``: stream Parquet in two passes
+        (:mod:`microagg_cli.engines`), the parts run here or as Dask tasks on the
+        cluster at ``scheduler`` (default: a local cluster). A Parquet dataset
+        directory as ``input`` is always streamed (locally unless ``engine="dask"``).
     evaluate_risk : add the full risk and utility section of ``sdc evaluate`` (intruder
         scenarios over the blocks, DLD/PLD/ID, k', DR, score) as ``report["evaluation"]``.
 
@@ -725,6 +731,17 @@ def protect(
     -------
     The report (dict), also written to ``report`` when given.
     """
+    if engine is not None or scheduler is not None or (str(input) != "-" and Path(input).is_dir()):
+        from .engines import protect_streaming
+
+        return protect_streaming(
+            input, output, k=k, method=method, params=params, columns=columns, drop=drop, plan=plan,
+            report=report, seed=seed, stat=stat, force=force, input_format=input_format,
+            output_format=output_format, strata=strata, small_strata=small_strata, weights=weights,
+            missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
+            evaluate_risk=evaluate_risk, partition_size=partition_size, engine=engine or "local",
+            scheduler=scheduler,
+        )
     t0 = time.perf_counter()
     in_fmt = detect_format(input, input_format)
     out_fmt = detect_format(output, output_format)

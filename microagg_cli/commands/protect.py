@@ -75,6 +75,15 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="Partitioned mode for very large files: cut each block into locality-preserving parts of "
                    "at most N records (recursive median splits on principal axes) and protect each part on its "
                    "own; the report estimates the extra information loss against one exact run on a sample.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
+              help="Stream Parquet in two passes (key columns, then all columns batch by batch; memory bounded by "
+                   "the key columns, not the file) and run the parts here (local) or as tasks on a Dask cluster "
+                   "(dask; pip install 'microagg-cli[dask]'). INPUT: a Parquet file or dataset directory; OUTPUT: "
+                   "a .parquet file or a directory. Default: in memory (a dataset directory INPUT is streamed "
+                   "locally).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler for --engine dask, e.g. tcp://HOST:PORT (default: a local cluster of 2 worker "
+                   "processes on this machine, loopback only).")
 @click.option("-f", "--force", is_flag=True, help="Replace OUTPUT/report if they exist.")
 @format_options
 @click.option("--list-methods", is_flag=True, expose_value=False, is_eager=True, callback=_list_methods,
@@ -82,7 +91,8 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 @verbosity_options
 def protect_command(input, output, k, method, params, columns, plan, drop, report, stat, seed, strata, small_strata,
                     weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, evaluate_risk,
-                    partition_size, force, input_format, output_format, delimiter, quiet, verbose):
+                    partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
+                    verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
 
     The protected columns are z-scored, partitioned into groups of at least K
@@ -100,6 +110,8 @@ def protect_command(input, output, k, method, params, columns, plan, drop, repor
       sdc protect sample_data/household.csv -o hh.csv -k 3 --columns income,expend,savings \\
           --strata urbrur --weights sampling_weight --report hh.json
       sdc protect sample_data/census.csv -o blocked.csv --plan sample_data/plans/census-correlated.toml
+      sdc protect register/ -o protected/ -k 3 --columns income,expend --partition-size 50000 \\
+          --engine dask --scheduler tcp://10.0.0.5:8786
     """
     setup_logging(quiet, verbose)
     block_plan = None
@@ -115,6 +127,7 @@ def protect_command(input, output, k, method, params, columns, plan, drop, repor
         delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
         weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
         regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk, partition_size=partition_size,
+        engine=engine, scheduler=scheduler,
     )
     if not quiet:
         _summary(rep)
@@ -146,6 +159,11 @@ def _summary(rep: dict) -> None:
     console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
                   f"passed through {len(cols['passthrough'])}, dropped {len(cols['dropped'])} column(s); "
                   f"k-check passed.")
+    eng = rep.get("engine")
+    if eng:
+        peaks = [w["peak_rss_bytes"] for w in eng.get("workers", [])]
+        console.print(f"engine {eng['name']} ({eng.get('scheduler', 'this process')}), streamed in batches of "
+                      f"{eng['batch_rows']} rows" + (f"; peak memory per worker {max(peaks) / 1e9:.2f} GB" if peaks else ""))
     if "evaluation" in rep:
         from ..report import print_risk_summary
 

@@ -45,7 +45,7 @@ from ._common import check_k
 __all__ = ["mdav_fast"]
 
 #: Records per tree leaf (at most).
-LEAF_SIZE = 32
+LEAF_SIZE = 128
 #: The tree is rebuilt when the remaining records fall below this share of the
 #: records it was built on (which also re-centres the centroid's sorted list).
 REBUILD_FRACTION = 0.8
@@ -334,6 +334,18 @@ def _build(X, idx, c0, leaf_size, rel):
         stack[top + 1] = nn - 2
         top += 2
     nodes = nodes[:nn].copy()
+    # within each leaf, records by decreasing distance to c0: a farthest-record scan of
+    # the leaf can stop at the first record too close to c0 to beat the best so far
+    d2 = np.empty(m)
+    for t in range(m):
+        d2[t] = _dist(X, perm[t], c0)
+    for nd in range(nn):
+        if nodes[nd, _LEFT] < 0:
+            s = nodes[nd, _START]
+            e = nodes[nd, _END]
+            o = _order_desc(d2[s:e])
+            perm[s:e] = perm[s:e][o]
+            d2[s:e] = d2[s:e][o]
     Xt = np.empty((m, p))
     pi = np.empty((3, m), np.int64)
     pf = np.empty((2, m))
@@ -342,8 +354,8 @@ def _build(X, idx, c0, leaf_size, rel):
         for j in range(p):
             Xt[t, j] = X[perm[t], j]
         pi[0, t] = perm[t]
-        pf[0, t] = _dist(Xt, t, c0)
-        pf[1, t] = np.sqrt(pf[0, t])
+        pf[0, t] = d2[t]
+        pf[1, t] = np.sqrt(d2[t])
     pi[2] = _order_desc(pf[0])
     nf = np.empty((nn, 4 * p + 4))
     # children have larger ids than their parents: fit bottom-up
@@ -496,6 +508,12 @@ def _farthest(tree, q, rel, st_node, st_val, buf, stats):
             stats[1] += 1
             s0 = nodes[nd, _START]
             e0 = nodes[nd, _END]
+            # |x - q| <= |x - c0| + |q - c0|, and the leaf is sorted by |x - c0|
+            while e0 > s0:
+                f = pf[1, e0 - 1] * (1.0 + rel) + sn
+                if f * f * (1.0 + rel) + 1e-300 >= best_d:
+                    break
+                e0 -= 1
             _leaf_dists(XtT, s0, e0, q, buf)
             for t in range(s0, e0):
                 if alive[t]:

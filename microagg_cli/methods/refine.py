@@ -1,7 +1,864 @@
-"""Method family module (being filled in); see methods/__init__.py."""
+"""Refinement of a k-partition: local search (``mdav-ls``) and iterated local search (``ils``).
+
+Both methods start from the partition of another registered method (MDAV by
+default) and only ever lower its SSE (spec section 4, "Beyond the papers": every
+refinement is monotone). The building blocks:
+
+- **exact SSE deltas.** With c_G the centroid and |G| the size of group G, moving a
+  record x from A to B changes the SSE by
+
+      -|A|/(|A|-1) ||x-c_A||^2 + |B|/(|B|+1) ||x-c_B||^2,
+
+  and swapping x (in A) with y (in B) changes it by
+
+      ||y-c_A||^2 - ||x-c_A||^2 + ||x-c_B||^2 - ||y-c_B||^2 - (1/|A| + 1/|B|) ||x-y||^2
+
+  (A' = A - x + y has centroid c_A + (y-x)/|A|; expand SSE(G) = sum ||z||^2 - |G| ||c_G||^2).
+  :func:`move_delta` and :func:`swap_delta` state them in plain numpy; the compiled
+  kernels evaluate the swap delta as one dot product per candidate y.
+- **candidate groups.** The groups a record may move to or swap with are the groups
+  of its R nearest records (R = clip(2k + 4, 10, 16); a static k-d tree query), a
+  record-level stand-in for "nearest centroids" that needs no upkeep as groups move.
+- **split pass.** A group of 2k or more records is split by MDAV inside it. Splitting
+  a group into parts never raises SSE (each part's SSE is measured around its own
+  centroid, which is the best point for it), so the pass is monotone; afterwards
+  groups have k..2k-1 records and the searches keep them so (a move never fills a
+  group beyond 2k-1).
+"""
 
 from __future__ import annotations
 
-from ._spec import MethodSpec
+import time
 
-SPECS: tuple[MethodSpec, ...] = ()
+import numpy as np
+from numba import njit
+from scipy.spatial import cKDTree
+
+from ..errors import InvalidParameterError
+from ..partition import canonical_labels
+from ._common import check_k
+from ._spec import MethodSpec, ParamSpec
+from .fixed_size import mdav
+from .genetic import _rand, _randint, stream_state
+
+__all__ = ["mdav_ls", "ils", "move_delta", "swap_delta", "split_large_groups", "SPECS"]
+
+#: Iterations per compiled ILS chunk; the clock is read and the running SSE is
+#: recomputed exactly between chunks (chunk boundaries do not depend on timing).
+_CHUNK = 1000
+#: Largest number of neighbouring groups one ILS perturbation re-partitions.
+_MAX_POOL = 6
+#: Initial annealing temperature as a share of the mean group SSE.
+_TAU = 0.2
+SWAPALL = False
+
+
+# ------------------------------------------------------------------ exact deltas
+def move_delta(X: np.ndarray, labels: np.ndarray, i: int, b: int) -> float:
+    """SSE change of moving record ``i`` to group ``b`` (closed form; |A| >= 2).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [5.0], [6.0], [2.0]])
+    >>> round(move_delta(X, np.array([0, 0, 1, 1, 0]), 4, 1), 6)
+    6.5
+    """
+    a = labels[i]
+    A = X[labels == a]
+    B = X[labels == b]
+    ma, mb = A.shape[0], B.shape[0]
+    x = X[i]
+    return float(-ma / (ma - 1.0) * ((x - A.mean(0)) ** 2).sum()
+                 + mb / (mb + 1.0) * ((x - B.mean(0)) ** 2).sum())
+
+
+def swap_delta(X: np.ndarray, labels: np.ndarray, i: int, j: int) -> float:
+    """SSE change of exchanging record ``i`` (group A) with record ``j`` (group B)."""
+    A = X[labels == labels[i]]
+    B = X[labels == labels[j]]
+    ca, cb = A.mean(0), B.mean(0)
+    x, y = X[i], X[j]
+    w = 1.0 / A.shape[0] + 1.0 / B.shape[0]
+    return float(((y - ca) ** 2).sum() - ((x - ca) ** 2).sum() + ((x - cb) ** 2).sum()
+                 - ((y - cb) ** 2).sum() - w * ((x - y) ** 2).sum())
+
+
+# ------------------------------------------------------------- compiled kernels
+@njit(cache=True)
+def _move(Z, i, b, labels, members, pos, sizes, sums, log, nlog):  # pragma: no cover
+    """Move record i to group b (sizes unchecked); log (i, old group) when logging."""
+    a = labels[i]
+    pa = pos[i]
+    last = members[a, sizes[a] - 1]
+    members[a, pa] = last
+    pos[last] = pa
+    sizes[a] -= 1
+    members[b, sizes[b]] = i
+    pos[i] = sizes[b]
+    sizes[b] += 1
+    for j in range(Z.shape[1]):
+        sums[a, j] -= Z[i, j]
+        sums[b, j] += Z[i, j]
+    labels[i] = b
+    if log.shape[0] > 0:
+        log[nlog, 0] = i
+        log[nlog, 1] = a
+        nlog += 1
+    return nlog
+
+
+@njit(cache=True)
+def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
+               cA, cB, vv, cand, log, nlog):  # pragma: no cover
+    """Apply the best SSE-lowering move or swap of record i; return (delta, nlog, B).
+
+    Candidates: groups of i's nearest records, in order of first appearance; ties
+    keep the earliest candidate (moves before swaps within a group). B = -1: none.
+    """
+    p = Z.shape[1]
+    a = labels[i]
+    ma = sizes[a]
+    for j in range(p):
+        cA[j] = sums[a, j] / ma
+    dxa = 0.0
+    na = 0.0
+    for j in range(p):
+        d = Z[i, j] - cA[j]
+        dxa += d * d
+        na += cA[j] * cA[j]
+    nc = 0
+    for t in range(knn.shape[1]):
+        b = labels[knn[i, t]]
+        if b == a:
+            continue
+        dup = False
+        for u in range(nc):
+            if cand[u] == b:
+                dup = True
+                break
+        if not dup:
+            cand[nc] = b
+            nc += 1
+    # a tolerance relative to the magnitudes involved: only real decreases count
+    best = -1e-12 * (1.0 + dxa + nrm[i])
+    best_b = -1
+    best_y = -1
+    for t in range(nc):
+        b = cand[t]
+        mb = sizes[b]
+        dxb = 0.0
+        nb = 0.0
+        for j in range(p):
+            cB[j] = sums[b, j] / mb
+            d = Z[i, j] - cB[j]
+            dxb += d * d
+            nb += cB[j] * cB[j]
+        if ma > k and mb < cap:
+            d = -ma / (ma - 1.0) * dxa + mb / (mb + 1.0) * dxb
+            if d < best:
+                best = d
+                best_b = b
+                best_y = -1
+        # swap delta = dxb - dxa + |y-cA|^2 - |y-cB|^2 - w |x-y|^2
+        #            = [dxb - dxa + |cA|^2 - |cB|^2 - w |x|^2] - w |y|^2 + 2 y.(w x - cA + cB)
+        w = 1.0 / ma + 1.0 / mb
+        for j in range(p):
+            vv[j] = w * Z[i, j] - cA[j] + cB[j]
+        base = dxb - dxa + na - nb - w * nrm[i]
+        for u in range(mb if SWAPALL else knn.shape[1]):
+            if SWAPALL:
+                y = members[b, u]
+            else:
+                y = knn[i, u]
+                if labels[y] != b:
+                    continue
+            dot = 0.0
+            for j in range(p):
+                dot += Z[y, j] * vv[j]
+            d = base - w * nrm[y] + 2.0 * dot
+            if d < best:
+                best = d
+                best_b = b
+                best_y = y
+    if best_b < 0:
+        return 0.0, nlog, -1
+    nlog = _move(Z, i, best_b, labels, members, pos, sizes, sums, log, nlog)
+    if best_y >= 0:
+        nlog = _move(Z, best_y, a, labels, members, pos, sizes, sums, log, nlog)
+    return best, nlog, best_b
+
+
+@njit(cache=True)
+def _local_search(Z, nrm, start, knn, k, cap, labels, members, pos, sizes, sums,
+                  log, nlog, queue, inq):  # pragma: no cover
+    """Worklist descent from the records ``start``; returns (delta, nlog, improvements).
+
+    A record is examined when popped; after an improving step every member of the
+    two groups involved is queued again (their centroids moved). Stops when the queue
+    is empty (or the undo log is nearly full).
+    """
+    n, p = Z.shape
+    cA = np.empty(p)
+    cB = np.empty(p)
+    vv = np.empty(p)
+    cand = np.empty(knn.shape[1], np.int64)
+    head = 0
+    cnt = 0
+    for t in range(start.shape[0]):
+        i = start[t]
+        if not inq[i]:
+            inq[i] = True
+            queue[(head + cnt) % n] = i
+            cnt += 1
+    total = 0.0
+    nimp = 0
+    while cnt > 0:
+        if log.shape[0] > 0 and nlog >= log.shape[0] - 2:
+            while cnt > 0:  # leave the queue clean for the next call
+                inq[queue[head]] = False
+                head = (head + 1) % n
+                cnt -= 1
+            break
+        i = queue[head]
+        head = (head + 1) % n
+        cnt -= 1
+        inq[i] = False
+        a = labels[i]
+        d, nlog, b = _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes,
+                                sums, cA, cB, vv, cand, log, nlog)
+        if b >= 0:
+            total += d
+            nimp += 1
+            for g in (a, b):
+                for u in range(sizes[g]):
+                    y = members[g, u]
+                    if not inq[y]:
+                        inq[y] = True
+                        queue[(head + cnt) % n] = y
+                        cnt += 1
+    return total, nlog, nimp
+
+
+@njit(cache=True)
+def _group_sse(Z, nrm, g, members, sizes, sums):  # pragma: no cover
+    m = sizes[g]
+    s = 0.0
+    for u in range(m):
+        s += nrm[members[g, u]]
+    c2 = 0.0
+    for j in range(Z.shape[1]):
+        c2 += sums[g, j] * sums[g, j]
+    return s - c2 / m
+
+
+@njit(cache=True)
+def _axis_partition(Zp, proj, k, cap):  # pragma: no cover
+    """Optimal partition of the pool into runs of k..cap records along ``proj``.
+
+    Records sorted by their projection (stable); shortest path over cut points with
+    edge cost = multivariate SSE of the run (prefix sums). Returns (labels, groups).
+    """
+    N, p = Zp.shape
+    order = np.argsort(proj, kind="mergesort")
+    cs = np.zeros((N + 1, p))
+    cq = np.zeros(N + 1)
+    for t in range(N):
+        i = order[t]
+        q = 0.0
+        for j in range(p):
+            cs[t + 1, j] = cs[t, j] + Zp[i, j]
+            q += Zp[i, j] * Zp[i, j]
+        cq[t + 1] = cq[t] + q
+    f = np.full(N + 1, np.inf)
+    arg = np.zeros(N + 1, np.int64)
+    f[0] = 0.0
+    for e in range(k, N + 1):
+        for length in range(k, cap + 1):
+            s = e - length
+            if s < 0:
+                break
+            if f[s] == np.inf:
+                continue
+            c2 = 0.0
+            for j in range(p):
+                d = cs[e, j] - cs[s, j]
+                c2 += d * d
+            c = f[s] + cq[e] - cq[s] - c2 / length
+            if c < f[e]:
+                f[e] = c
+                arg[e] = s
+    lab = np.empty(N, np.int64)
+    e = N
+    g = 0
+    while e > 0:
+        s = arg[e]
+        for t in range(s, e):
+            lab[order[t]] = g
+        g += 1
+        e = s
+    return lab, g
+
+
+@njit(cache=True)
+def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
+    """Randomised MDAV-like partition of the pool.
+
+    While k or more records are free: a centre (with probability 1/2 the free record
+    farthest from the free records' centroid, else a uniformly random free record)
+    and its k-1 nearest free records form a group. The < k leftovers join the group
+    with the nearest centroid that has room (< cap).
+    """
+    N, p = Zp.shape
+    lab = np.full(N, -1, np.int64)
+    free = N
+    g = 0
+    d = np.empty(N)
+    c = np.empty(p)
+    while free >= k:
+        r = -1
+        if _rand(state) < 0.5:
+            c[:] = 0.0
+            for i in range(N):
+                if lab[i] < 0:
+                    for j in range(p):
+                        c[j] += Zp[i, j]
+            far = -1.0
+            for i in range(N):
+                if lab[i] < 0:
+                    s = 0.0
+                    for j in range(p):
+                        dd = Zp[i, j] - c[j] / free
+                        s += dd * dd
+                    if s > far:
+                        far = s
+                        r = i
+        else:
+            t = _randint(state, free)
+            for i in range(N):
+                if lab[i] < 0:
+                    if t == 0:
+                        r = i
+                        break
+                    t -= 1
+        for i in range(N):
+            if lab[i] < 0:
+                s = 0.0
+                for j in range(p):
+                    dd = Zp[i, j] - Zp[r, j]
+                    s += dd * dd
+                d[i] = s
+            else:
+                d[i] = np.inf
+        d[r] = -1.0
+        idx = np.argsort(d, kind="mergesort")[:k]
+        for i in idx:
+            lab[i] = g
+        free -= k
+        g += 1
+    if free > 0:
+        cents = np.zeros((g, p))
+        cnt = np.zeros(g, np.int64)
+        for i in range(N):
+            if lab[i] >= 0:
+                cnt[lab[i]] += 1
+                for j in range(p):
+                    cents[lab[i], j] += Zp[i, j]
+        for h in range(g):
+            for j in range(p):
+                cents[h, j] /= cnt[h]
+        for i in range(N):
+            if lab[i] < 0:
+                near = np.inf
+                bg = 0
+                for h in range(g):
+                    if cnt[h] >= cap:
+                        continue
+                    s = 0.0
+                    for j in range(p):
+                        dd = Zp[i, j] - cents[h, j]
+                        s += dd * dd
+                    if s < near:
+                        near = s
+                        bg = h
+                lab[i] = bg
+                cnt[bg] += 1
+    return lab, g
+
+
+@njit(cache=True)
+def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfree,
+               state, iters, max_pool, best_labels, cur, best, temp0, frac0, dfrac):  # pragma: no cover
+    """``iters`` ILS iterations; returns (cur, best, nfree, accepted).
+
+    One iteration: pick a seed record (the worse placed of two random records,
+    measured by squared distance to its centroid), take its group and the nearest
+    (by centroid) of the groups of its members' neighbours, up to m groups (m uniform
+    in 2..max_pool); re-partition their records (optimal runs along the pool's first
+    principal axis or along the line through two random pool records, or a randomised
+    MDAV-like grouping, each with probability 1/4, 1/4, 1/2); run the worklist descent
+    from the pool's records; accept the result when SSE drops, or else with the
+    annealing probability exp(-delta / T), T = temp0 * (1 - frac)^2; otherwise undo
+    every change. The best partition seen is kept in best_labels.
+    """
+    n, p = Z.shape
+    gmax = sizes.shape[0]
+    log = np.empty((4 * n + 64, 2), np.int64)
+    queue = np.empty(n, np.int64)
+    inq = np.zeros(n, np.bool_)
+    gmark = np.zeros(gmax, np.bool_)
+    pool_g = np.empty(max_pool, np.int64)
+    pool_r = np.empty(max_pool * cap, np.int64)
+    slots = np.empty(max_pool * cap, np.int64)
+    cand_g = np.empty(64, np.int64)
+    cand_d = np.empty(64)
+    c0 = np.empty(p)
+    v = np.empty(p)
+    accepted = 0
+    for it in range(iters):
+        s = _randint(state, n)
+        s2 = _randint(state, n)
+        e1 = 0.0
+        e2 = 0.0
+        g1 = labels[s]
+        g2 = labels[s2]
+        for j in range(p):
+            d1 = Z[s, j] - sums[g1, j] / sizes[g1]
+            d2 = Z[s2, j] - sums[g2, j] / sizes[g2]
+            e1 += d1 * d1
+            e2 += d2 * d2
+        if e2 > e1:
+            s = s2
+        m = 2 + _randint(state, max_pool - 1)
+        # -- the pool: s's group, then the nearest groups met among neighbours
+        g0 = labels[s]
+        pool_g[0] = g0
+        ng = 1
+        gmark[g0] = True
+        nc = 0
+        for u in range(sizes[g0]):
+            y = members[g0, u]
+            for t in range(knn.shape[1]):
+                h = labels[knn[y, t]]
+                if not gmark[h] and nc < 64:
+                    gmark[h] = True
+                    cand_g[nc] = h
+                    nc += 1
+        gmark[g0] = False
+        for t in range(nc):
+            gmark[cand_g[t]] = False
+        for j in range(p):
+            c0[j] = sums[g0, j] / sizes[g0]
+        for t in range(nc):
+            h = cand_g[t]
+            dd = 0.0
+            for j in range(p):
+                x = sums[h, j] / sizes[h] - c0[j]
+                dd += x * x
+            cand_d[t] = dd
+        order = np.argsort(cand_d[:nc], kind="mergesort")
+        for t in range(min(m - 1, nc)):
+            pool_g[ng] = cand_g[order[t]]
+            ng += 1
+        N = 0
+        old = 0.0
+        for t in range(ng):
+            g = pool_g[t]
+            old += _group_sse(Z, nrm, g, members, sizes, sums)
+            for u in range(sizes[g]):
+                pool_r[N] = members[g, u]
+                N += 1
+        pr = pool_r[:N].copy()
+        Zp = Z[pr]
+        # -- re-partition the pool
+        u = _rand(state)
+        if u < 0.5:
+            if u < 0.25:
+                mu = np.zeros(p)
+                for i in range(N):
+                    for j in range(p):
+                        mu[j] += Zp[i, j]
+                for j in range(p):
+                    mu[j] /= N
+                    v[j] = _rand(state) - 0.5
+                Xc = Zp - mu
+                for _ in range(15):
+                    w = Xc.T @ (Xc @ v)
+                    nv = np.sqrt((w * w).sum())
+                    if nv == 0.0:
+                        break
+                    v[:] = w / nv
+            else:
+                a = _randint(state, N)
+                b = _randint(state, N)
+                for j in range(p):
+                    v[j] = Zp[a, j] - Zp[b, j]
+            lab, ngn = _axis_partition(Zp, Zp @ v, k, cap)
+        else:
+            lab, ngn = _greedy_partition(Zp, k, cap, state)
+        for t in range(ngn):
+            if t < ng:
+                slots[t] = pool_g[t]
+            else:
+                nfree -= 1
+                slots[t] = free[nfree]
+        nlog = 0
+        for t in range(N):
+            i = pr[t]
+            b = slots[lab[t]]
+            if labels[i] != b:
+                nlog = _move(Z, i, b, labels, members, pos, sizes, sums, log, nlog)
+        new = 0.0
+        for t in range(ngn):
+            new += _group_sse(Z, nrm, slots[t], members, sizes, sums)
+        for t in range(ngn, ng):
+            free[nfree] = pool_g[t]
+            nfree += 1
+        delta = new - old
+        d2, nlog, _ = _local_search(Z, nrm, pr, knn, k, cap, labels, members, pos, sizes,
+                                    sums, log, nlog, queue, inq)
+        delta += d2
+        ok = delta <= 1e-12 * cur
+        if not ok and temp0 > 0.0:
+            frac = frac0 + it * dfrac
+            if frac < 1.0:
+                temp = temp0 * (1.0 - frac) ** 2
+                ok = _rand(state) < np.exp(-delta / temp)
+        if ok:
+            cur += delta
+            accepted += 1
+            if cur < best - 1e-12 * best:
+                best = cur
+                best_labels[:] = labels
+        else:
+            for t in range(nlog - 1, -1, -1):
+                _move(Z, log[t, 0], log[t, 1], labels, members, pos, sizes, sums, log[:0], 0)
+            for t in range(ngn, ng):
+                nfree -= 1
+            for t in range(ngn - 1, ng - 1, -1):
+                free[nfree] = slots[t]
+                nfree += 1
+    return cur, best, nfree, accepted
+
+
+# ------------------------------------------------------------------ Python side
+def _knn(X: np.ndarray, k: int) -> np.ndarray:
+    """Each record's R nearest other records (k-d tree; self removed even on ties)."""
+    n = X.shape[0]
+    R = int(min(np.clip(2 * k + 4, 10, 16), n - 1))
+    _, idx = cKDTree(X).query(X, R + 1)
+    idx = np.asarray(idx, dtype=np.int64).reshape(n, R + 1)
+    keep = idx != np.arange(n)[:, None]
+    no_self = keep.all(axis=1)
+    keep[no_self, R] = False  # self lost among equal distances: drop the farthest
+    return np.ascontiguousarray(idx[keep].reshape(n, R))
+
+
+class _Partition:
+    """Mutable partition state shared with the kernels (groups of k..2k-1 records)."""
+
+    def __init__(self, X: np.ndarray, labels: np.ndarray, k: int):
+        n, p = X.shape
+        self.X = X
+        self.k = k
+        self.cap = 2 * k - 1
+        self.nrm = np.einsum("ij,ij->i", X, X)
+        self.knn = _knn(X, k)
+        gmax = n // k
+        labels = canonical_labels(labels)
+        n_groups = int(labels.max()) + 1
+        self.labels = labels.astype(np.int64).copy()
+        self.sizes = np.bincount(labels, minlength=gmax).astype(np.int64)
+        order = np.argsort(labels, kind="stable")
+        self.members = np.full((gmax, 2 * self.cap + 1), -1, dtype=np.int64)
+        self.pos = np.empty(n, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(self.sizes)])
+        slot = np.arange(n) - starts[labels[order]]
+        self.members[labels[order], slot] = order
+        self.pos[order] = slot
+        self.resync()
+        # unused group slots, popped from the end
+        self.free = np.concatenate([np.arange(gmax - 1, n_groups - 1, -1),
+                                    np.zeros(n_groups)]).astype(np.int64)
+        self.nfree = gmax - n_groups
+
+    def resync(self) -> float:
+        """Recompute group sums exactly (no drift) and return the exact SSE."""
+        gmax, p = self.sizes.size, self.X.shape[1]
+        self.sums = np.zeros((gmax, p))
+        np.add.at(self.sums, self.labels, self.X)
+        return _sse(self.X, self.labels)
+
+    def descend(self) -> None:
+        """Full passes of the worklist descent until a pass improves nothing."""
+        n = self.X.shape[0]
+        queue = np.empty(n, dtype=np.int64)
+        inq = np.zeros(n, dtype=np.bool_)
+        no_log = np.empty((0, 2), dtype=np.int64)
+        everyone = np.arange(n, dtype=np.int64)
+        while True:
+            _, _, nimp = _local_search(self.X, self.nrm, everyone, self.knn, self.k, self.cap,
+                                       self.labels, self.members, self.pos, self.sizes,
+                                       self.sums, no_log, 0, queue, inq)
+            if nimp == 0:
+                break
+        self.resync()
+
+
+def _sse(X: np.ndarray, labels: np.ndarray) -> float:
+    labels = np.asarray(labels, dtype=np.int64)
+    counts = np.bincount(labels).astype(np.float64)
+    sums = np.zeros((counts.size, X.shape[1]))
+    np.add.at(sums, labels, X)
+    used = counts > 0
+    return float((X * X).sum() - ((sums[used] ** 2).sum(axis=1) / counts[used]).sum())
+
+
+def split_large_groups(X: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """Split every group of 2k or more records with MDAV inside it (never raises SSE).
+
+    Returns canonical labels whose groups all have k..2k-1 records (other groups
+    unchanged).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [12.0]])
+    >>> split_large_groups(X, np.zeros(6, dtype=int), 3).tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
+    labels = canonical_labels(labels)
+    sizes = np.bincount(labels)
+    if sizes.max() < 2 * k:
+        return labels
+    out = labels.copy()
+    next_label = sizes.size
+    for g in np.flatnonzero(sizes >= 2 * k):
+        idx = np.flatnonzero(labels == g)
+        sub = mdav(X[idx], k)
+        out[idx] = np.where(sub == 0, g, sub + next_label - 1)
+        next_label += int(sub.max())
+    return canonical_labels(out)
+
+
+def _start_partition(X: np.ndarray, k: int, rng: np.random.Generator, start: str,
+                     caller: str) -> np.ndarray:
+    """Labels of the method ``start`` run with its default parameters on ``X``."""
+    from . import METHODS  # lazy: this module is imported by the registry
+
+    spec = METHODS.get(start)
+    if spec is None:
+        raise InvalidParameterError(
+            f"{caller}: unknown start method {start!r} (known: {', '.join(METHODS)})")
+    if start == caller:
+        raise InvalidParameterError(f"{caller}: a method cannot start from itself")
+    if spec.output != "labels":
+        raise InvalidParameterError(
+            f"{caller}: start method {start!r} does not return one partition of the records")
+    if spec.max_columns is not None and X.shape[1] > spec.max_columns:
+        raise InvalidParameterError(
+            f"{caller}: start method {start!r} handles at most {spec.max_columns} column(s)")
+    labels = np.asarray(spec.func(X, k, rng=rng, **spec.validate_params(None)))
+    sizes = np.bincount(canonical_labels(labels))
+    if labels.shape != (X.shape[0],) or sizes.min() < k:  # pragma: no cover - contract
+        raise InvalidParameterError(f"{caller}: start method {start!r} broke the k-partition contract")
+    return canonical_labels(labels)
+
+
+def _prepared(X: np.ndarray, k: int, rng: np.random.Generator, start: str, caller: str):
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = check_k(X, k)
+    base = split_large_groups(X, _start_partition(X, k, rng, start, caller), k)
+    return X, n, base
+
+
+def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav") -> np.ndarray:
+    """A start partition (MDAV) improved by moves and swaps until none lowers SSE.
+
+    1. Run the method ``start`` (default ``mdav``) with its default parameters.
+    2. Split every group of 2k or more records with MDAV inside it (never raises SSE).
+    3. Local search: for each record x (in group A), among the groups B of its R
+       nearest records, the best of moving x to B (allowed while |A| > k and
+       |B| < 2k-1) and swapping x with a member y of B, by the exact SSE deltas of the
+       module docstring; apply it if it lowers SSE. A worklist re-examines the
+       members of both groups after each change; full passes repeat until a whole
+       pass finds no improving move or swap.
+    4. The split pass again (a no-op here, since no move fills a group beyond 2k-1),
+       and the result is compared with the start: never worse.
+
+    Parameters
+    ----------
+    X : (n, p) float array, z-scored; not mutated.
+    k : minimum group size, 2 <= k <= n.
+    rng : handed to the start method (the search itself is deterministic).
+    start : name of a registered method returning a partition (not ``mdav-ls``).
+
+    Returns
+    -------
+    labels : (n,) int64, canonical; groups of k..2k-1 records.
+
+    Notes
+    -----
+    Cost: one k-d tree query for the neighbours, then O(n R k p) per pass; a few
+    passes in practice (milliseconds on Census). Records are examined in input order
+    and candidates in order of their nearest records, ties keep the first found, so
+    the result is deterministic. Measured on Census (13 attributes, one block):
+    IL = 5.2312 (k=3), 8.2151 (k=5), 12.4008 (k=10) from MDAV's 5.6922, 9.0884,
+    14.1559.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
+    microaggregation for statistical disclosure control. IEEE TKDE 14(1) (MDAV).
+    The local search is ours (spec section 4, "Beyond the papers").
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
+    >>> mdav_ls(X, 3, rng=np.random.default_rng(0)).tolist()
+    [0, 0, 0, 0, 1, 1, 1]
+    """
+    X, n, base = _prepared(X, k, rng, start, "mdav-ls")
+    if n < 2 * k:
+        return base
+    part = _Partition(X, base, k)
+    part.descend()
+    labels = split_large_groups(X, part.labels, k)
+    return labels if _sse(X, labels) <= _sse(X, base) else base
+
+
+def ils(
+    X: np.ndarray,
+    k: int,
+    *,
+    rng: np.random.Generator,
+    start: str = "mdav",
+    time_budget: float = 60.0,
+    iterations: int = 0,
+) -> np.ndarray:
+    """Iterated local search: re-partition neighbourhoods, re-optimise, keep the best.
+
+    1. Start as :func:`mdav_ls` (start method, split pass, local search).
+    2. Repeat: choose a neighbourhood of 2..6 nearby groups around a badly placed
+       record; re-partition its records (optimal contiguous runs along the
+       neighbourhood's first principal axis or along a random line, or a randomised
+       MDAV-like grouping); re-optimise with the local search of :func:`mdav_ls`
+       started from those records; keep the change if SSE dropped, otherwise with a
+       simulated-annealing probability exp(-delta/T) whose temperature falls from
+       0.2 x (mean group SSE) to 0 over the run, else undo it.
+    3. Return the best partition met (never worse than the start).
+
+    Parameters
+    ----------
+    X : (n, p) float array, z-scored; not mutated.
+    k : minimum group size, 2 <= k <= n.
+    rng : handed to the start method, then one seed for the search is drawn from it.
+    start : name of a registered method returning a partition (not ``ils``).
+    time_budget : seconds for the whole run (start included) when ``iterations`` is 0.
+    iterations : number of perturbations; > 0 overrides ``time_budget``.
+
+    Returns
+    -------
+    labels : (n,) int64, canonical; groups of k..2k-1 records.
+
+    Notes
+    -----
+    With ``iterations`` > 0 the result depends only on the data, k, the start method
+    and the seed. With a time budget the number of iterations done, and the cooling
+    schedule, follow the clock: the result depends on the machine's speed and load
+    (use ``iterations`` for reproducible output). An iteration costs O(m k R k p)
+    for a neighbourhood of m groups (tens of microseconds on Census); the clock is
+    checked every 1,000 iterations, and the first call compiles the kernels (cached
+    on disk afterwards). Measured on Census (13 attributes, one block, 120 s, seed
+    0): IL = 4.69 (k=3), 7.26 (k=5), 11.33 (k=10); the lower bound LB_NN is 3.4438,
+    5.0168, 7.3363 and the best published heuristics report 5.58, 8.89, 13.52.
+
+    References
+    ----------
+    Lourenco, H. R., Martin, O. C. & Stuetzle, T. (2003). Iterated local search.
+    Handbook of Metaheuristics, 320-353. Kirkpatrick, S., Gelatt, C. D. & Vecchi,
+    M. P. (1983). Optimization by simulated annealing. Science 220(4598), 671-680.
+    Hansen, S. L. & Mukherjee, S. (2003). A polynomial algorithm for optimal
+    univariate microaggregation. IEEE TKDE 15(4) (the contiguous runs).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
+    >>> ils(X, 3, rng=np.random.default_rng(0), iterations=50).tolist()
+    [0, 0, 0, 0, 1, 1, 1]
+    """
+    t0 = time.perf_counter()
+    if time_budget <= 0 and iterations <= 0:
+        raise InvalidParameterError("ils: give a positive time_budget or iterations")
+    X, n, base = _prepared(X, k, rng, start, "ils")
+    seed = int(rng.integers(0, 2**63 - 1))
+    if n < 2 * k:
+        return base
+    part = _Partition(X, base, k)
+    part.descend()
+    state = stream_state(seed)
+    cur = part.resync()
+    best = cur
+    best_labels = part.labels.copy()
+    temp0 = _TAU * cur / max(1, int(np.count_nonzero(part.sizes)))
+    done = 0
+    chunk_seconds = None
+    while True:
+        if iterations > 0:
+            if done >= iterations:
+                break
+            todo = min(_CHUNK, iterations - done)
+            frac0, dfrac = done / iterations, 1.0 / iterations
+        else:
+            elapsed = time.perf_counter() - t0
+            if elapsed >= time_budget:
+                break
+            todo = _CHUNK
+            frac0 = elapsed / time_budget
+            dfrac = (chunk_seconds or 0.0) / _CHUNK / time_budget
+        t1 = time.perf_counter()
+        cur, best, part.nfree, _ = _ils_chunk(
+            X, part.nrm, part.knn, k, part.cap, part.labels, part.members, part.pos,
+            part.sizes, part.sums, part.free, part.nfree, state, todo, _MAX_POOL,
+            best_labels, cur, best, temp0, frac0, dfrac)
+        chunk_seconds = time.perf_counter() - t1
+        cur = part.resync()  # exact again: no drift across chunks
+        done += todo
+    labels = split_large_groups(X, best_labels, k)
+    return labels if _sse(X, labels) <= _sse(X, base) else base
+
+
+SPECS: tuple[MethodSpec, ...] = (
+    MethodSpec(
+        name="mdav-ls",
+        func=mdav_ls,
+        summary="a start partition (MDAV) improved by record moves and swaps until no "
+                "move lowers SSE; groups of k..2k-1",
+        reference=(
+            "ours: local search with exact SSE deltas on top of Domingo-Ferrer & "
+            "Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)"
+        ),
+        params=(
+            ParamSpec("start", "str", "mdav",
+                      "method giving the start partition (run with its defaults)"),
+        ),
+    ),
+    MethodSpec(
+        name="ils",
+        func=ils,
+        summary="iterated local search: re-partition nearby groups, re-optimise, keep "
+                "the best (never worse than the start)",
+        reference=(
+            "ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with "
+            "simulated-annealing acceptance over mdav-ls"
+        ),
+        params=(
+            ParamSpec("start", "str", "mdav",
+                      "method giving the start partition (run with its defaults)"),
+            ParamSpec("time_budget", "float", 60.0,
+                      "seconds for the run when iterations is 0 (result depends on machine speed)",
+                      min=0.0),
+            ParamSpec("iterations", "int", 0,
+                      "number of perturbations (> 0: reproducible, overrides time_budget)",
+                      min=0),
+        ),
+    ),
+)

@@ -1,0 +1,947 @@
+"""Engines for large files: streaming Parquet in two passes, locally or on a Dask cluster.
+
+The in-memory path (:func:`microagg_cli.api.protect_table`) holds the whole file. For
+files beyond that, :func:`protect_parquet` streams a Parquet file or a Parquet dataset
+directory in two passes:
+
+1. **key columns** -- only the protected columns (and a weights column) are read,
+   block by block. The block is z-scaled as a whole and cut into parts with
+   :func:`microagg_cli.partitioning.split_indices`; each part is protected on its own
+   with the block's scaling and the seed of its part id, exactly as the in-memory
+   partitioned mode does (``protect_table(partition_size=N)``). The protected values
+   (n x p floats) are kept.
+2. **all columns** -- the file is read again batch by batch (never whole); in each
+   batch the protected columns are replaced by their protected values, identifiers
+   are dropped, and the batch is written to the output Parquet file or dataset
+   directory, atomically (a temporary file or folder in the target folder, renamed
+   at the end).
+
+Memory is therefore bounded by the key columns (n x p floats, plus transient copies of
+the same size while a block is scaled and split) and one batch of the other columns,
+never by the whole file. The output values are those of the in-memory partitioned
+mode for the same input and partitioning.
+
+Engines run the parts: ``"local"`` one after the other in this process, ``"dask"`` as
+tasks on a Dask cluster (``distributed``; optional extra ``microagg-cli[dask]``): the
+cluster at ``scheduler`` (``tcp://HOST:PORT``), or by default a
+:class:`distributed.LocalCluster` of two worker processes on this machine (loopback
+only, no dashboard). Each part's stream depends on its part id only, so both engines
+write the same bytes.
+
+Examples
+--------
+>>> from microagg_cli.blocking import BlockPlan                     # doctest: +SKIP
+>>> plan = BlockPlan.single(["income", "expend"], k=3)              # doctest: +SKIP
+>>> rep = protect_parquet("big/", "out/", plan, partition_size=50_000,
+...                       engine="dask")                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .blocking import Block, BlockPlan
+from .errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
+from .io import Table, atomic_write_bytes, check_output_path, detect_format, numeric_matrix, resolve_columns
+from .methods import get_method
+from .partitioning import split_indices
+from .survey import nan_zscore, resolve_small_strata, stratify
+
+__all__ = [
+    "ENGINES",
+    "ParquetSource",
+    "open_parquet",
+    "protect_parquet",
+    "protect_streaming",
+    "dask_client",
+    "DASK_INSTALL_HINT",
+]
+
+log = logging.getLogger("microagg_cli")
+
+#: Engines that run the parts of a block.
+ENGINES = ("local", "dask")
+
+DASK_INSTALL_HINT = "pip install 'microagg-cli[dask]'"
+
+#: Rows per batch of the second pass (and per row group of the output).
+BATCH_ROWS = 65_536
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+# ----------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True)
+class ParquetSource:
+    """A Parquet file or dataset directory opened for streaming.
+
+    Attributes
+    ----------
+    path : the file or directory given.
+    files : the Parquet files, in reading order (a dataset's files in lexicographic
+        order of their paths relative to the directory).
+    rows : rows of each file.
+    schema : the common Arrow schema (without metadata).
+    metadata : the schema metadata of the first file (the ``pandas`` entry removed).
+    is_dataset : True for a directory.
+    """
+
+    path: Path
+    files: tuple[Path, ...]
+    rows: tuple[int, ...]
+    schema: Any
+    metadata: dict[bytes, bytes]
+    is_dataset: bool
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(self.rows))
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    def relative_names(self) -> list[str]:
+        """Output file names of a dataset-directory output (paths relative to the input)."""
+        if self.is_dataset:
+            return [f.relative_to(self.path).as_posix() for f in self.files]
+        return [self.path.name]
+
+    def read_column(self, name: str) -> Any:
+        """One column of every file, as a single-column Arrow table."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        chunks = []
+        for f in self.files:
+            chunks.extend(pq.ParquetFile(f).read(columns=[name]).column(0).chunks)
+        return pa.table({name: pa.chunked_array(chunks, type=self.schema.field(name).type)})
+
+    def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
+        """Columns as an (n, p) float matrix, converted and checked exactly as the in-memory
+        path does (:func:`microagg_cli.io.numeric_matrix`); one column in memory at a time."""
+        out = np.empty((self.n_rows, len(names)), dtype=np.float64)
+        for j, name in enumerate(names):
+            frame = self.read_column(name).to_pandas()
+            out[:, j] = numeric_matrix(Table(frame, "parquet", self.path), [name], allow_missing=allow_missing)[:, 0]
+        return out
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Name, size and SHA-256 (a dataset: of the lines ``<sha256>  <relative path>``)."""
+        def file_hash(p: Path) -> str:
+            digest = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+            return digest.hexdigest()
+
+        size = sum(f.stat().st_size for f in self.files)
+        if not self.is_dataset:
+            return {"name": self.path.name, "size_bytes": size, "sha256": file_hash(self.path)}
+        lines = "".join(f"{file_hash(f)}  {name}\n" for f, name in zip(self.files, self.relative_names()))
+        return {"name": self.path.name, "size_bytes": size,
+                "sha256": hashlib.sha256(lines.encode("utf-8")).hexdigest(), "files": len(self.files)}
+
+
+def _dataset_files(root: Path) -> list[Path]:
+    """Parquet files under ``root`` (hidden ``.x``/``_x`` names skipped), sorted by relative path."""
+    files = []
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if any(part.startswith((".", "_")) for part in rel.parts):
+            continue
+        if p.is_file() and p.suffix.lower() in _PARQUET_SUFFIXES:
+            files.append(p)
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def open_parquet(path: str | Path) -> ParquetSource:
+    """Open a Parquet file or a dataset directory (its ``*.parquet`` files, read in
+    lexicographic order of their relative paths; every file must have the same schema).
+
+    Raises :class:`DataError` for a missing or unreadable input, a directory without
+    Parquet files, files with different schemas, duplicate column names, or no rows.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = Path(path)
+    if str(path) == "-":
+        raise InvalidParameterError("streaming mode reads a Parquet file or dataset directory, not stdin")
+    if not src.exists():
+        raise DataError(f"input {str(src)!r} does not exist")
+    is_dataset = src.is_dir()
+    files = _dataset_files(src) if is_dataset else [src]
+    if not files:
+        raise DataError(f"input directory {str(src)!r} holds no .parquet file")
+    schema = None
+    metadata: dict[bytes, bytes] = {}
+    rows = []
+    for f in files:
+        try:
+            meta = pq.read_metadata(f)
+            fschema = meta.schema.to_arrow_schema()
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"{f}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        bare = fschema.remove_metadata()
+        if schema is None:
+            schema = bare
+            metadata = {key: v for key, v in (fschema.metadata or {}).items() if key != b"pandas"}
+            names = list(bare.names)
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise DataError(f"{f}: duplicate column {dup[0]!r}")
+        elif not bare.equals(schema):
+            raise DataError(
+                f"{f}: its columns or column types differ from those of {files[0]}; "
+                "every file of a dataset must have the same schema"
+            )
+        rows.append(int(meta.num_rows))
+    if sum(rows) == 0:
+        raise DataError(f"{src}: the {'dataset' if is_dataset else 'file'} has no rows")
+    return ParquetSource(src, tuple(files), tuple(rows), schema, metadata, is_dataset)
+
+
+def _numeric_type(t: Any) -> bool:
+    import pyarrow.types as pt
+
+    return pt.is_integer(t) or pt.is_floating(t) or pt.is_decimal(t)
+
+
+def _default_columns(src: ParquetSource, drop: list[str]) -> list[str]:
+    """Columns of numeric Parquet type (integer, floating, decimal) with a value, not dropped."""
+    out = []
+    for field in src.schema:
+        if field.name in drop or not _numeric_type(field.type):
+            continue
+        col = src.read_column(field.name).column(0)
+        if col.null_count < len(col) and not _all_nan(col):
+            out.append(field.name)
+    return out
+
+
+def _all_nan(col: Any) -> bool:
+    import pyarrow.compute as pc
+    import pyarrow.types as pt
+
+    if not pt.is_floating(col.type):
+        return False
+    return bool(pc.all(pc.or_kleene(pc.is_null(col), pc.is_nan(col))).as_py())
+
+
+# ---------------------------------------------------------------------------- output
+
+
+@dataclass(frozen=True)
+class _Target:
+    path: Path
+    is_dataset: bool
+
+
+def _output_target(output: str | Path, output_format: str | None, src: ParquetSource, *, force: bool) -> _Target:
+    """A Parquet file (a name ending in .parquet/.pq, or any name with --output-format
+    parquet) or a dataset directory (a name without extension, or an existing directory)."""
+    if str(output) == "-":
+        raise InvalidParameterError(
+            "streaming mode writes a Parquet file or dataset directory, not stdout; give -o OUT.parquet or -o OUTDIR"
+        )
+    out = Path(output)
+    if out.is_dir() or (not out.suffix and output_format in (None, "parquet") and not out.is_file()):
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            raise DataError(f"output folder {str(parent)!r} does not exist")
+        here, there = out.resolve(), src.path.resolve()
+        if here == there or there in here.parents or (not src.is_dataset and here in there.parents):
+            raise DataError(f"output {str(out)!r} overlaps the input; the input is never modified")
+        if out.exists() and not force:
+            raise OutputExistsError(f"output {str(out)!r} exists; use --force to replace it")
+        return _Target(out, True)
+    if detect_format(out, output_format) != "parquet":
+        raise InvalidParameterError(
+            "streaming mode (--engine, or a dataset directory INPUT) writes Parquet only: "
+            "give -o OUT.parquet or a directory name"
+        )
+    checked = check_output_path(out, force=force, inputs=(src.path if not src.is_dataset else None,))
+    if src.is_dataset and checked is not None and src.path.resolve() in checked.resolve().parents:
+        raise DataError(f"output {str(out)!r} is inside the input dataset; the input is never modified")
+    assert checked is not None
+    return _Target(checked, False)
+
+
+def _output_schema(src: ParquetSource, drop: set[str], protected: set[str], id_type: Any | None,
+                   id_column: str | None) -> Any:
+    import pyarrow as pa
+
+    fields = []
+    for field in src.schema:
+        if field.name in drop:
+            continue
+        if field.name in protected:
+            fields.append(pa.field(field.name, pa.float64()))
+        elif field.name == id_column and id_type is not None:
+            fields.append(pa.field(field.name, id_type))
+        else:
+            fields.append(field)
+    return pa.schema(fields, metadata=src.metadata or None)
+
+
+def _batches(src: ParquetSource, index: int, columns: list[str]) -> Iterator[tuple[int, Any]]:
+    """(rows, record batch of ``columns``) of file ``index``, BATCH_ROWS rows at a time."""
+    import pyarrow.parquet as pq
+
+    n = src.rows[index]
+    if not columns:
+        for start in range(0, n, BATCH_ROWS):
+            yield min(BATCH_ROWS, n - start), None
+        return
+    pf = pq.ParquetFile(src.files[index])
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
+        yield batch.num_rows, batch
+
+
+def _write_pass(
+    src: ParquetSource,
+    target: _Target,
+    schema: Any,
+    replaced: dict[str, np.ndarray],
+    *,
+    force: bool,
+) -> None:
+    """Pass 2: stream every file batch by batch, replace columns, write atomically.
+
+    ``replaced`` maps an output column to its n new values (protected columns: float64,
+    NaN written as null like the in-memory path; a regenerated id column).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    read_cols = [f.name for f in schema if f.name not in replaced]
+
+    def write_file(writer: Any, index: int, row0: int) -> int:
+        for rows, batch in _batches(src, index, read_cols):
+            arrays = []
+            for field in schema:
+                if field.name in replaced:
+                    arrays.append(pa.array(replaced[field.name][row0:row0 + rows], type=field.type, from_pandas=True))
+                else:
+                    arrays.append(batch.column(batch.schema.get_field_index(field.name)))
+            writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            row0 += rows
+        return row0
+
+    if not target.is_dataset:
+        def writer_fn(fh: Any) -> None:
+            with pq.ParquetWriter(fh, schema) as writer:
+                row0 = 0
+                for i in range(len(src.files)):
+                    row0 = write_file(writer, i, row0)
+        atomic_write_bytes(target.path, writer_fn, force=force)
+        return
+    out = target.path
+    parent = out.parent if str(out.parent) else Path(".")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        row0 = 0
+        for i, name in enumerate(src.relative_names()):
+            dest = tmp / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with open(dest, "wb") as fh:
+                with pq.ParquetWriter(fh, schema) as writer:
+                    row0 = write_file(writer, i, row0)
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o755)
+        if out.exists() or out.is_symlink():
+            if not force:
+                raise OutputExistsError(f"output {str(out)!r} appeared while writing; use --force to replace it")
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
+            os.replace(out, old / "x")
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+# --------------------------------------------------------------------------- runners
+
+
+def _part_task(X: np.ndarray, k: int, entropy: Any, spawn_key: tuple[int, ...], weights: np.ndarray | None,
+               name: str, scaling: tuple[np.ndarray, np.ndarray] | None, kwargs: dict[str, Any]) -> Any:
+    """Protect one part (a task: runs in this process or on a Dask worker)."""
+    from .api import protect_array
+
+    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
+    return protect_array(X, k, seed=seed, weights=weights, name=name, scaling=scaling, **kwargs)
+
+
+def _check_task(X: np.ndarray, block: Block, parts: list[np.ndarray], entropy: Any, spawn_key: tuple[int, ...],
+                stat: str, partition_size: int) -> dict[str, Any]:
+    """The partitioned mode's extra-IL check on the union of two parts (a task)."""
+    from .api import _partition_check
+
+    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
+    return _partition_check(X, block, parts, seed=seed, stat=stat, partition_size=partition_size)
+
+
+_Call = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+class _LocalRunner:
+    """Runs calls one after the other in this process."""
+
+    name = "local"
+
+    def run(self, calls: Iterable[_Call], on_result: Callable[[int, Any], None]) -> None:
+        for j, (func, args) in enumerate(calls):
+            on_result(j, func(*args))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "local"}
+
+
+class _DaskRunner:
+    """Runs calls as tasks on a Dask cluster, a bounded number in flight, results in any order."""
+
+    name = "dask"
+
+    def __init__(self, client: Any, description: dict[str, Any]):
+        self.client = client
+        self.description = description
+        threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+        self.window = 2 * max(threads, 1) + 1
+
+    def run(self, calls: Iterable[_Call], on_result: Callable[[int, Any], None]) -> None:
+        from distributed import as_completed
+
+        client = self.client
+        tag = uuid.uuid4().hex[:12]
+        index: dict[str, int] = {}
+        it = enumerate(calls)
+        pending = as_completed(loop=client.loop)
+
+        def submit_next() -> bool:
+            try:
+                j, (func, args) = next(it)
+            except StopIteration:
+                return False
+            # arrays travel as scattered data, not inside the task graph
+            args = tuple(client.scatter(a, hash=False) if isinstance(a, np.ndarray) and a.nbytes > (1 << 16)
+                         else a for a in args)
+            fut = client.submit(func, *args, key=f"sdc-{func.__name__.strip('_')}-{tag}-{j}", pure=False)
+            index[fut.key] = j
+            pending.add(fut)
+            return True
+
+        try:
+            for _ in range(self.window):
+                if not submit_next():
+                    break
+            for fut in pending:
+                res = fut.result()
+                on_result(index[fut.key], res)
+                fut.release()
+                submit_next()
+        except BaseException:
+            for fut in list(pending.futures):
+                fut.cancel()
+            raise
+
+    def describe(self) -> dict[str, Any]:
+        out = dict(self.description)
+        try:
+            peaks = self.client.run(_peak_rss_bytes)
+            out["workers"] = [{"address": a, "peak_rss_bytes": int(v)} for a, v in sorted(peaks.items())]
+        except Exception:  # noqa: BLE001 -- memory figures are informative only
+            pass
+        return out
+
+
+def _peak_rss_bytes() -> int:
+    """Peak resident memory of this process (Linux: ru_maxrss in KiB)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise InvalidParameterError(f"--engine dask needs Dask, which is not installed: {DASK_INSTALL_HINT}") from None
+    return distributed
+
+
+def _default_memory_limit(n_workers: int) -> int:
+    """4 GB per worker, or an even share of this machine's memory when that is less."""
+    limit = 4 * 10**9
+    try:
+        import psutil
+
+        limit = min(limit, int(0.9 * psutil.virtual_memory().total / max(n_workers, 1)))
+    except ImportError:  # pragma: no cover -- psutil comes with distributed
+        pass
+    return limit
+
+
+@contextlib.contextmanager
+def dask_client(
+    scheduler: Any = None,
+    *,
+    n_workers: int = 2,
+    memory_limit: int | str | None = None,
+    processes: bool = True,
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """A ``distributed.Client`` and a description of the cluster, closed on exit.
+
+    ``scheduler``: an address (``tcp://HOST:PORT``) of a running scheduler, an existing
+    ``distributed.Client`` (used as is, not closed), or None for a
+    :class:`distributed.LocalCluster` on this machine: ``n_workers`` worker processes
+    (threads with ``processes=False``) of one thread each, ``memory_limit`` per worker
+    (default 4 GB or an even share of the machine's memory), on the loopback interface,
+    no dashboard.
+    """
+    distributed = _import_distributed()
+    if isinstance(scheduler, distributed.Client):
+        yield scheduler, {"name": "dask", "scheduler": scheduler.scheduler.address}
+        return
+    if scheduler is not None:
+        if not isinstance(scheduler, str) or "://" not in scheduler:
+            raise InvalidParameterError(f"--scheduler expects an address such as tcp://HOST:PORT, got {scheduler!r}")
+        try:
+            client = distributed.Client(scheduler, timeout="20s", set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise InvalidParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        try:
+            yield client, {"name": "dask", "scheduler": scheduler}
+        finally:
+            client.close()
+        return
+    limit = memory_limit if memory_limit is not None else _default_memory_limit(n_workers)
+    cluster = distributed.LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=processes, memory_limit=limit,
+        dashboard_address=None, silence_logs=logging.ERROR,
+        # no dashboard; the scheduler's small HTTP server (health checks) takes a free
+        # loopback port instead of 8787, so that concurrent runs do not collide
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        # worker processes talk tcp on the loopback only; threads talk in-process
+        **({"host": "127.0.0.1"} if processes else {}),
+    )
+    try:
+        client = distributed.Client(cluster, set_as_default=False)
+        try:
+            yield client, {"name": "dask", "scheduler": "local cluster", "n_workers": n_workers,
+                           "processes": processes, "memory_limit_bytes": limit if isinstance(limit, int) else str(limit)}
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+# ------------------------------------------------------------------------ protection
+
+
+def _protect_rows_engine(
+    X: np.ndarray,
+    block: Block,
+    *,
+    seed: np.random.SeedSequence,
+    stat: str,
+    weights: np.ndarray | None,
+    name: str,
+    partition_size: int | None,
+    runner: Any,
+    progress: Callable[[int], None] | None = None,
+) -> Any:
+    """:func:`microagg_cli.api._protect_rows` with the parts (and the extra-IL check) run by
+    ``runner``: same parts, seeds, scaling and assembly, hence the same values and stats."""
+    from .api import BlockResult, _il_sse_observed
+
+    kwargs = dict(method=block.method, params=block.params, columns=block.columns, stat=stat)
+    n = X.shape[0]
+    spawn = tuple(seed.spawn_key)
+    if not partition_size or n <= partition_size:
+        box: list[Any] = []
+        runner.run([(_part_task, (X, block.k, seed.entropy, spawn, weights, name, None, kwargs))],
+                   lambda j, r: box.append(r))
+        if progress:
+            progress(n)
+        return box[0]
+    spec = get_method(block.method)
+    k_rows = 2 if spec.output == "values" else block.k
+    Z, mean, scale = nan_zscore(X)
+    parts = split_indices(np.nan_to_num(Z, copy=False), partition_size, k_rows)
+    del Z
+    values = np.empty_like(X)
+    labels = np.full(n, -1, dtype=np.int64) if spec.output == "labels" else None
+    results: list[Any] = [None] * len(parts)
+    check: dict[str, Any] = {}
+    sample = np.sort(np.concatenate(parts[:2]))
+    sample_parts = [np.searchsorted(sample, p) for p in parts[:2]]
+
+    def calls() -> Iterator[_Call]:
+        # the check first: it is the longest task (an exact run on two parts)
+        yield _check_task, (X[sample], block, sample_parts, seed.entropy, spawn, stat, int(partition_size))
+        for j, rows in enumerate(parts):
+            yield _part_task, (X[rows], block.k, seed.entropy, spawn + (j,),
+                               None if weights is None else weights[rows], f"{name}#part{j + 1}",
+                               (mean, scale), kwargs)
+
+    def on_result(i: int, res: Any) -> None:
+        if i == 0:
+            check.update(res)
+            return
+        j = i - 1
+        values[parts[j]] = res.values
+        res.values = None  # the values live in ``values`` now
+        results[j] = res
+        if progress:
+            progress(int(parts[j].size))
+
+    runner.run(calls(), on_result)
+    offset = 0
+    if labels is not None:
+        for rows, res in zip(parts, results):
+            labels[rows] = res.labels + offset
+            offset += int(res.labels.max()) + 1
+    stats = dict(results[0].stats)
+    if labels is not None:
+        stats["n_groups"] = offset
+    stats["seconds"] = sum(r.stats["seconds"] for r in results)
+    stats["il_sse"] = _il_sse_observed(X, values)
+    stats["partitions"] = {"size": int(partition_size), "count": len(parts),
+                           "smallest": int(min(p.size for p in parts)), "largest": int(max(p.size for p in parts))}
+    stats["partition_check"] = check
+    return BlockResult(results[0].block, values, labels, stats)
+
+
+def _protect_block(
+    src: ParquetSource,
+    index: int,
+    block: Block,
+    *,
+    seed: int,
+    stat: str,
+    w: np.ndarray | None,
+    missing: str,
+    small_strata: str,
+    partition_size: int | None,
+    runner: Any,
+    progress: Callable[[int], None] | None,
+) -> tuple[Any, tuple[float, float]]:
+    """Pass 1 for one block (no strata): the block loop of
+    :func:`microagg_cli.api.protect_table`, its parts run by ``runner``."""
+    from .api import BlockResult, _block_seed, _block_stats, _il_parts
+
+    X = src.numeric(list(block.columns), allow_missing=missing != "error")
+    n = X.shape[0]
+    nan = np.isnan(X)
+    grouped = ~nan.any(axis=1) if missing == "complete" else ~nan.all(axis=1)
+    del nan
+    rows_grouped = np.flatnonzero(grouped)
+    all_strata = stratify(None, rows_grouped.size)
+    spec = get_method(block.method)
+    k_rows = 1 if spec.output == "values" else block.k
+    # one stratum: the small-strata policy only looks at its size (no centroid needed)
+    resolved = resolve_small_strata(all_strata, np.zeros((rows_grouped.size, 0)), k_rows, small_strata)
+    if not resolved.members:
+        raise InfeasibleError(f"block {block.name!r}: {rows_grouped.size} record(s) to group, fewer than k={k_rows}")
+    log.info("block %s: %s, k=%d, %d x %d, streaming (%s engine)", block.name, block.method, block.k,
+             n, X.shape[1], runner.name)
+    whole = rows_grouped.size == n
+    Xg = X if whole else X[rows_grouped]
+    res = _protect_rows_engine(
+        Xg, block, seed=_block_seed(seed, index, None), stat=stat,
+        weights=None if w is None else (w if whole else w[rows_grouped]), name=block.name,
+        partition_size=partition_size, runner=runner, progress=progress,
+    )
+    del Xg
+    if whole:
+        Xp = res.values
+    else:
+        Xp = np.full_like(X, np.nan)
+        Xp[rows_grouped] = res.values
+    labels_all = np.full(n, -1, dtype=np.int64)
+    offset = 0
+    if res.labels is not None:
+        labels_all[rows_grouped] = res.labels
+        offset = int(res.labels.max()) + 1
+    resolved_block = Block(block.name, block.columns, res.block.method, res.block.k, res.block.params)
+    stats = _block_stats(X, Xp, labels_all, grouped, [res], resolved_block, w)
+    stats["missing"] = {
+        "policy": missing,
+        "missing_cells": int(np.isnan(X).sum()),
+        "records_not_grouped": int((~grouped).sum()),
+        "records_suppressed": 0,
+    }
+    parts = _il_parts(X, Xp)
+    return BlockResult(resolved_block, Xp, labels_all if offset else None, stats), parts
+
+
+def protect_parquet(
+    input: str | Path,
+    output: str | Path,
+    plan: BlockPlan,
+    *,
+    partition_size: int | None = None,
+    seed: int = 0,
+    stat: str = "mean",
+    weights: str | None = None,
+    missing: str = "error",
+    small_strata: str = "error",
+    id_column: str | None = None,
+    engine: str = "local",
+    scheduler: Any = None,
+    force: bool = False,
+    report: str | Path | None = None,
+    output_format: str | None = None,
+    cluster: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Protect a Parquet file or dataset directory in two streaming passes.
+
+    Parameters
+    ----------
+    input : Parquet file, or dataset directory (its ``*.parquet`` files in lexicographic
+        order of their relative paths, all with the same schema).
+    output : ``*.parquet`` file, or a dataset directory (a name without extension, or
+        an existing directory with ``force``): one file per input file, same names.
+    plan : the blocks (``plan.drop`` columns are removed from the output).
+    partition_size : parts of at most this many records per block (None: one exact run
+        per block, on the key columns only).
+    seed, stat, weights, missing, small_strata : as in
+        :func:`microagg_cli.api.protect_table`; strata are not supported here.
+    id_column : regenerate this identifier column (a seeded permutation of 1..n, the
+        stream of ``sdc protect --regenerate-ids``).
+    engine : ``"local"`` (parts in this process) or ``"dask"`` (parts as Dask tasks).
+    scheduler : for ``"dask"``: a scheduler address ``tcp://HOST:PORT``, a
+        ``distributed.Client``, or None for a local cluster (see :func:`dask_client`).
+    cluster : keyword arguments of :func:`dask_client` for the local cluster
+        (``n_workers``, ``memory_limit``, ``processes``).
+    report : JSON report path (``"-"`` = stdout) or None.
+    progress : ``progress(records_done, records_total)`` after each part.
+
+    Returns
+    -------
+    The report (dict): the layout of :func:`microagg_cli.api.protect`'s report, with an
+    ``engine`` section (the runner, the cluster, peak memory per worker).
+
+    Raises
+    ------
+    InvalidParameterError : an unknown engine or policy, Dask not installed
+        (``pip install 'microagg-cli[dask]'``), an unreachable scheduler.
+    DataError, InfeasibleError, PrivacyCheckError : as the in-memory path.
+    """
+    from .api import ProtectResult, _check_weights, build_report, check_stat
+    from .io import write_json
+
+    t0 = time.perf_counter()
+    if engine not in ENGINES:
+        raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
+    if engine == "dask":
+        _import_distributed()
+    elif scheduler is not None:
+        raise InvalidParameterError("--scheduler needs --engine dask")
+    from .api import _MISSING_POLICIES, _SMALL_STRATA_POLICIES, _resolve_params
+
+    stat = check_stat(stat)
+    src = open_parquet(input)
+    target = _output_target(output, output_format, src, force=force)
+    rep_path = None
+    if report is not None:
+        rep_path = check_output_path(report, force=force, inputs=(None if src.is_dataset else src.path,),
+                                     what="report")
+        if rep_path is not None and rep_path.resolve() == target.path.resolve():
+            raise InvalidParameterError("the report and the output are the same file")
+    plan.check(src.columns)
+    for block in plan.blocks:  # fail here, not on a worker after minutes
+        _resolve_params(get_method(block.method), block.params, block.columns)
+    if missing not in _MISSING_POLICIES:
+        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use {', '.join(_MISSING_POLICIES)})")
+    if small_strata not in _SMALL_STRATA_POLICIES:
+        raise InvalidParameterError(
+            f"unknown small-strata policy {small_strata!r} (use {', '.join(_SMALL_STRATA_POLICIES)})")
+    protected = set(plan.columns)
+    for role, col in (("weights", weights), ("--id-column", id_column)):
+        if col is None:
+            continue
+        if col not in src.columns:
+            raise DataError(f"{role}: no column {col!r} in the input")
+        if col in protected:
+            raise InvalidParameterError(f"{role} column {col!r} cannot also be protected")
+        if col in plan.drop:
+            raise InvalidParameterError(f"{role} column {col!r} cannot also be dropped")
+    n = src.n_rows
+    w = None
+    if weights and stat != "mean":
+        raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {stat}")
+    if weights:
+        w = _check_weights(src.numeric([weights])[:, 0], n)
+
+    total = n * len(plan.blocks)
+    done = [0]
+
+    def tick(m: int) -> None:
+        done[0] += m
+        if progress is not None:
+            progress(done[0], total)
+
+    results = []
+    num = den = 0.0
+    with contextlib.ExitStack() as stack:
+        if engine == "dask":
+            client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
+            runner: Any = _DaskRunner(client, description)
+        else:
+            runner = _LocalRunner()
+        for i, block in enumerate(plan.blocks):
+            res, (bn, bd) = _protect_block(src, i, block, seed=seed, stat=stat, w=w, missing=missing,
+                                           small_strata=small_strata, partition_size=partition_size,
+                                           runner=runner, progress=tick)
+            results.append(res)
+            num += bn
+            den += bd
+        engine_info = runner.describe()
+    engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
+    engine_info["pass1_seconds"] = time.perf_counter() - t0
+
+    # pass 2: every column, batch by batch
+    import pyarrow as pa
+
+    replaced = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
+    hygiene = {"rows_shuffled": False, "ids_regenerated": id_column}
+    id_type = None
+    if id_column is not None:
+        from .api import _HYGIENE_KEY
+
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_HYGIENE_KEY))
+        ids = rng.permutation(n) + 1
+        # the in-memory path writes text ids for a text column (object dtype), else integers
+        as_text = src.schema.empty_table().select([id_column]).to_pandas()[id_column].dtype == object
+        replaced[id_column] = ids.astype(str) if as_text else ids
+        id_type = pa.string() if as_text else pa.int64()
+    schema = _output_schema(src, set(plan.drop), protected, id_type, id_column)
+    t1 = time.perf_counter()
+    _write_pass(src, target, schema, replaced, force=force)
+    engine_info["pass2_seconds"] = time.perf_counter() - t1
+
+    overall = {"il_sse": 100.0 * num / den if den > 0 else None, "sse": num, "sst": den}
+    stand_in = Table(pd.DataFrame(columns=src.columns), "parquet", None)
+    result = ProtectResult(pd.DataFrame(columns=list(schema.names)), results, {}, overall)
+    rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,
+                       seconds=time.perf_counter() - t0)
+    rep["input"] = {**src.fingerprint(), "format": "parquet", "rows": n, "columns": len(src.columns)}
+    rep["output"] = {"name": target.path.name, "rows": n, "columns": len(schema.names)}
+    if target.is_dataset:
+        rep["output"]["files"] = len(src.files)
+    rep["parameters"].update(partition_size=partition_size,
+                             plan=plan.source.name if getattr(plan, "source", None) else None,
+                             strata=[], small_strata=small_strata, weights=weights, missing=missing,
+                             decimal=".", engine=engine)
+    rep["output_hygiene"] = hygiene
+    rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
+    rep["timing"]["seconds"] = time.perf_counter() - t0
+    if rep_path is not None or str(report) == "-":
+        write_json(rep, rep_path, force=force)
+    return rep
+
+
+def protect_streaming(
+    input: str | Path,
+    output: str | Path,
+    *,
+    k: int | None = None,
+    method: str = "mdav",
+    params: Mapping[str, Any] | None = None,
+    columns: list[str] | None = None,
+    drop: list[str] | None = None,
+    plan: BlockPlan | None = None,
+    report: str | Path | None = None,
+    seed: int = 0,
+    stat: str = "mean",
+    force: bool = False,
+    input_format: str | None = None,
+    output_format: str | None = None,
+    strata: list[str] | None = None,
+    small_strata: str = "error",
+    weights: str | None = None,
+    missing: str = "error",
+    shuffle_rows: bool = False,
+    id_column: str | None = None,
+    regenerate_ids: bool = False,
+    evaluate_risk: bool = False,
+    partition_size: int | None = None,
+    engine: str = "local",
+    scheduler: Any = None,
+    cluster: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """:func:`microagg_cli.api.protect` for the streaming engines (``--engine``, or a
+    Parquet dataset directory as input): checks the options the streaming mode
+    supports, builds the plan, then runs :func:`protect_parquet`."""
+    if engine not in ENGINES:
+        raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
+    if engine == "dask":
+        _import_distributed()
+    where = "--engine " + engine if engine == "dask" else "the streaming mode (--engine local or a dataset directory)"
+    unsupported = [
+        ("--strata", bool(strata), "protect each stratum as its own file, or use the in-memory mode"),
+        ("--shuffle-rows", shuffle_rows, "the streaming mode writes rows in input order"),
+        ("--evaluate", evaluate_risk, "run sdc evaluate on the output instead"),
+    ]
+    for option, given, hint in unsupported:
+        if given:
+            raise InvalidParameterError(f"{option} is not supported by {where}: {hint}")
+    if input_format not in (None, "parquet"):
+        raise InvalidParameterError(f"{where} reads Parquet only (a file or a dataset directory)")
+    if str(input) != "-" and not Path(input).is_dir() and Path(input).suffix.lower() not in _PARQUET_SUFFIXES \
+            and input_format is None:
+        raise InvalidParameterError(f"{where} reads Parquet only (a file or a dataset directory), got {str(input)!r}")
+    if regenerate_ids and not id_column:
+        raise InvalidParameterError("--regenerate-ids needs --id-column COL")
+    src = open_parquet(input)
+    stand_in = Table(pd.DataFrame(columns=src.columns), "parquet", src.path)
+    if plan is None:
+        get_method(method)
+        if k is None:
+            raise InvalidParameterError("k is required (-k K)")
+        if columns is None:
+            drop_list = list(drop or [])
+            for name in drop_list:
+                if name not in src.columns:
+                    raise DataError(f"--drop: no column {name!r} in the input (columns: {', '.join(src.columns)})")
+            columns = _default_columns(src, drop_list)
+            if not columns:
+                raise DataError("the input has no numeric column to protect; name them with --columns")
+        protected, dropped = resolve_columns(stand_in, columns, drop)
+        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped))
+    if id_column is not None:
+        if id_column not in src.columns:
+            raise DataError(f"--id-column: no column {id_column!r} in the input")
+        if id_column in plan.columns or id_column in plan.drop:
+            raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
+    return protect_parquet(
+        input, output, plan, partition_size=partition_size, seed=seed, stat=stat, weights=weights,
+        missing=missing, small_strata=small_strata, id_column=id_column if regenerate_ids else None,
+        engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
+        cluster=cluster, progress=progress,
+    )

@@ -1,0 +1,332 @@
+"""Streaming Parquet engine and Dask engine: same output as the in-memory partitioned mode.
+
+The Dask tests share one ``distributed.LocalCluster`` of 2 workers in threads
+(``processes=False``, tcp on the loopback so that ``--scheduler`` can reach it); one
+test starts the default cluster (2 worker processes) through ``--engine dask``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from microagg_cli import engines
+from microagg_cli.api import protect_table
+from microagg_cli.blocking import Block, BlockPlan
+from microagg_cli.cli import cli
+from microagg_cli.engines import open_parquet, protect_parquet
+from microagg_cli.errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
+from microagg_cli.io import Table
+
+
+def _frame(n: int, seed: int = 0, *, missing: bool = False) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)) * [1.0, 10.0, 100.0]
+    X[: n // 3, 0] += 8.0  # two clusters: parts have to follow them
+    df = pd.DataFrame({"hh_id": np.arange(n) + 1000, "a": X[:, 0], "b": X[:, 1],
+                       "code": [f"c{i % 13:03d}" for i in range(n)], "c": rng.integers(0, 50, n),
+                       "w": rng.uniform(0.5, 3.0, n)})
+    if missing:
+        df.loc[rng.choice(n, n // 20, replace=False), "b"] = np.nan
+    return df
+
+
+def _write(df: pd.DataFrame, path, *, files: int = 1, row_group_size: int = 250) -> None:
+    """A Parquet file, or a dataset directory of ``files`` files."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if files == 1:
+        pq.write_table(table, path, row_group_size=row_group_size)
+        return
+    path.mkdir()
+    bounds = np.linspace(0, len(df), files + 1).astype(int)
+    for f in range(files):
+        pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
+                       row_group_size=row_group_size)
+
+
+def _in_memory(df: pd.DataFrame, plan: BlockPlan, **kwargs):
+    """The in-memory path on the same data as read from Parquet."""
+    table = Table(pa.Table.from_pandas(df, preserve_index=False).to_pandas(), "parquet", None)
+    res = protect_table(table, plan, **kwargs)
+    return res, pa.Table.from_pandas(res.frame, preserve_index=False)
+
+
+def _read(path) -> pa.Table:
+    if path.is_dir():
+        return pa.concat_tables(pq.read_table(f) for f in sorted(path.glob("*.parquet")))
+    return pq.read_table(path)
+
+
+def _same_stats(rep_block: dict, stats: dict) -> None:
+    got = {key: v for key, v in rep_block.items() if key not in ("name", "columns", "method", "k", "params")}
+    assert set(got) == set(stats)
+    for key in stats:
+        if key != "seconds":
+            assert got[key] == stats[key], key
+
+
+PLAN = BlockPlan.single(["a", "b", "c"], k=3, drop=("hh_id",))
+
+
+# ------------------------------------------------------------------ local streaming
+
+
+def test_streaming_file_equals_in_memory_partitioned(tmp_path):
+    df = _frame(1200)
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    _write(df, src)
+    rep = protect_parquet(src, out, PLAN, partition_size=200, seed=7)
+    res, expected = _in_memory(df, PLAN, partition_size=200, seed=7)
+    got = pq.read_table(out)
+    assert got.column_names == ["a", "b", "code", "c", "w"]  # id dropped, order kept
+    assert got.to_pydict() == expected.to_pydict()  # every value, exactly
+    assert got.schema.field("c").type == pa.float64() and got.schema.field("code").type == pa.large_string()
+    _same_stats(rep["blocks"][0], res.blocks[0].stats)
+    assert rep["overall"] == res.overall
+    parts = rep["blocks"][0]["partitions"]
+    assert parts["count"] >= 6 and parts["largest"] <= 200
+    assert rep["input"]["rows"] == 1200 and rep["output"]["columns"] == 5
+    assert rep["engine"]["name"] == "local" and rep["parameters"]["engine"] == "local"
+    # the protected rows form groups of >= 3 identical rows
+    assert got.select(["a", "b", "c"]).to_pandas().value_counts().min() >= 3
+
+
+def test_streaming_reads_only_key_columns_in_pass_one_and_batches_pass_two(tmp_path, monkeypatch):
+    df = _frame(700)
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    _write(df, src)
+    read = []
+    original = engines.ParquetSource.read_column
+
+    def spy(self, name):
+        read.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(engines.ParquetSource, "read_column", spy)
+    monkeypatch.setattr(engines, "BATCH_ROWS", 64)
+    protect_parquet(src, out, PLAN, partition_size=150, weights="w")
+    assert sorted(read) == ["a", "b", "c", "w"]  # never the id or text columns
+    meta = pq.read_metadata(out)
+    assert meta.num_rows == 700 and meta.num_row_groups == 11  # batches of 64 rows
+    _, expected = _in_memory(df, PLAN, partition_size=150, weights="w")
+    assert pq.read_table(out).to_pydict() == expected.to_pydict()
+
+
+def test_streaming_missing_weights_stat_and_two_blocks_match_in_memory(tmp_path):
+    df = _frame(900, seed=3, missing=True)
+    src = tmp_path / "in.parquet"
+    _write(df, src)
+    plan = BlockPlan((Block("money", ("a", "b"), "mdav", 3, {}), Block("count", ("c",), "mdav", 4, {})),
+                     drop=("hh_id",))
+    for kwargs in ({"missing": "complete", "weights": "w"}, {"missing": "available", "stat": "median"}):
+        out = tmp_path / f"out-{kwargs['missing']}.parquet"
+        rep = protect_parquet(src, out, plan, partition_size=160, seed=11, **kwargs)
+        res, expected = _in_memory(df, plan, partition_size=160, seed=11, **kwargs)
+        assert pq.read_table(out).to_pydict() == expected.to_pydict()
+        for rb, block in zip(rep["blocks"], res.blocks):
+            _same_stats(rb, block.stats)
+    # records left out of the grouping keep their protected values blank
+    blank = pq.read_table(tmp_path / "out-complete.parquet").column("a").null_count
+    assert blank == int(df["b"].isna().sum())
+
+
+def test_dataset_directory_in_and_out(tmp_path):
+    df = _frame(1000, seed=5)
+    src, out = tmp_path / "ds", tmp_path / "protected"
+    _write(df, src, files=4)
+    (src / "_SUCCESS").write_text("")  # marker files are skipped
+    rep = protect_parquet(src, out, PLAN, partition_size=180, seed=2)
+    assert sorted(p.name for p in out.iterdir()) == [f"part-{f:03d}.parquet" for f in range(4)]
+    for f in range(4):
+        assert pq.read_metadata(out / f"part-{f:03d}.parquet").num_rows == pq.read_metadata(
+            src / f"part-{f:03d}.parquet").num_rows
+    _, expected = _in_memory(df, PLAN, partition_size=180, seed=2)
+    assert _read(out).to_pydict() == expected.to_pydict()
+    assert rep["input"]["files"] == 4 and rep["output"]["files"] == 4 and len(rep["input"]["sha256"]) == 64
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def test_regenerated_ids_match_in_memory(tmp_path):
+    df = _frame(400, seed=8)
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    _write(df, src)
+    res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(out), "-k", "3", "-c", "a,b", "-q",
+                                   "--engine", "local", "--partition-size", "90", "--id-column", "hh_id",
+                                   "--regenerate-ids", "-s", "4"])
+    assert res.exit_code == 0, res.output
+    mem = tmp_path / "mem.parquet"
+    res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(mem), "-k", "3", "-c", "a,b", "-q",
+                                   "--partition-size", "90", "--id-column", "hh_id", "--regenerate-ids", "-s", "4"])
+    assert res.exit_code == 0, res.output
+    got, want = pq.read_table(out), pq.read_table(mem)
+    assert got.to_pydict() == want.to_pydict()
+    assert sorted(got.column("hh_id").to_pylist()) == list(range(1, 401))
+    assert got.column("hh_id").to_pylist() != df["hh_id"].tolist()
+
+
+def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
+    df = _frame(300)
+    src = tmp_path / "ds"
+    _write(df, src, files=2)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.parquet").write_bytes(b"old")
+    with pytest.raises(OutputExistsError):
+        protect_parquet(src, out, PLAN, partition_size=100)
+    # a failure while writing leaves the old output and no temporary folder
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(engines, "_batches", boom)
+    with pytest.raises(OSError, match="disk full"):
+        protect_parquet(src, out, PLAN, partition_size=100, force=True)
+    assert [p.name for p in out.iterdir()] == ["old.parquet"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    monkeypatch.undo()
+    protect_parquet(src, out, PLAN, partition_size=100, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["part-000.parquet", "part-001.parquet"]
+    # files with different schemas make no dataset
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    pq.write_table(pa.table({"a": [1.0, 2.0]}), bad / "1.parquet")
+    pq.write_table(pa.table({"a": [1, 2]}), bad / "2.parquet")
+    with pytest.raises(DataError, match="same schema"):
+        open_parquet(bad)
+    with pytest.raises(InvalidParameterError, match="--scheduler needs --engine dask"):
+        protect_parquet(src, tmp_path / "x.parquet", PLAN, scheduler="tcp://127.0.0.1:1")
+    with pytest.raises(DataError, match="overlaps the input"):
+        protect_parquet(src, src, PLAN, force=True)
+
+
+def test_cli_streaming_refuses_what_it_cannot_stream(tmp_path):
+    df = _frame(200)
+    src = tmp_path / "ds"
+    _write(df, src, files=2)
+    runner = CliRunner()
+    cases = [
+        (["--strata", "code"], "--strata is not supported"),
+        (["--shuffle-rows"], "--shuffle-rows is not supported"),
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
+    ]
+    for extra, message in cases:
+        res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o"), "-k", "3", "-c", "a,b", *extra])
+        assert res.exit_code == 2, res.output
+        assert message in res.stderr and res.stderr.count("\n") == 1
+    res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.csv"), "-k", "3", "-c", "a,b"])
+    assert res.exit_code == 2 and "writes Parquet only" in res.stderr
+    # default columns of a dataset: the numeric Parquet columns not dropped
+    res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o"), "-k", "3", "-d", "hh_id", "-q",
+                              "-r", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "r.json").read_text())["columns"]["protected"] == ["a", "b", "c", "w"]
+
+
+def test_dask_missing_is_a_one_line_parameter_error(tmp_path, monkeypatch):
+    df = _frame(100)
+    src = tmp_path / "in.parquet"
+    _write(df, src)
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    with pytest.raises(InvalidParameterError, match=r"pip install 'microagg-cli\[dask\]'"):
+        protect_parquet(src, tmp_path / "o.parquet", PLAN, engine="dask")
+    res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.parquet"), "-k", "3",
+                                   "--engine", "dask"])
+    assert res.exit_code == 2
+    assert res.stderr == ("Error: --engine dask needs Dask, which is not installed: "
+                          "pip install 'microagg-cli[dask]'\n")
+
+
+# ---------------------------------------------------------------------------- dask
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
+                                       host="127.0.0.1", dashboard_address=None, memory_limit="2GB",
+                                       scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+    client = distributed.Client(cluster, set_as_default=False)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster):
+    df = _frame(1500, seed=9)
+    src = tmp_path / "ds"
+    _write(df, src, files=3)
+    plan = BlockPlan((Block("money", ("a", "b"), "mdav", 3, {}), Block("count", ("c",), "vmdav", 4, {})),
+                     drop=("hh_id",))
+    local = protect_parquet(src, tmp_path / "local", plan, partition_size=200, seed=5)
+    dask = protect_parquet(src, tmp_path / "dask", plan, partition_size=200, seed=5, engine="dask",
+                           scheduler=dask_cluster)
+    for f in range(3):
+        name = f"part-{f:03d}.parquet"
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()
+    for a, b in zip(local["blocks"], dask["blocks"]):
+        assert {key: v for key, v in a.items() if key != "seconds"} == {key: v for key, v in b.items() if key != "seconds"}
+    assert dask["engine"]["name"] == "dask" and len(dask["engine"]["workers"]) == 2
+    # and both equal the in-memory partitioned mode
+    _, expected = _in_memory(df, plan, partition_size=200, seed=5)
+    assert _read(tmp_path / "dask").to_pydict() == expected.to_pydict()
+    assert expected.select(["a", "b"]).to_pandas().value_counts().min() >= 3
+
+
+_PART_TASK = engines._part_task
+
+
+def _failing_part(X, k, entropy, spawn_key, *args):
+    if spawn_key[-1] == 2:
+        raise InfeasibleError("part 3 failed on a worker")
+    return _PART_TASK(X, k, entropy, spawn_key, *args)
+
+
+def test_cli_dask_scheduler_address_single_file(tmp_path, dask_cluster, monkeypatch):
+    df = _frame(800, seed=4)
+    src = tmp_path / "in.parquet"
+    _write(df, src)
+    address = dask_cluster.scheduler.address
+    assert address.startswith("tcp://127.0.0.1:")
+    runner = CliRunner()
+    args = ["protect", str(src), "-k", "3", "-c", "a,b,c", "--partition-size", "150", "-q"]
+    res = runner.invoke(cli, [*args, "-o", str(tmp_path / "l.parquet"), "--engine", "local"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, [*args, "-o", str(tmp_path / "d.parquet"), "--engine", "dask", "--scheduler", address,
+                              "-r", str(tmp_path / "d.json")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "l.parquet").read_bytes() == (tmp_path / "d.parquet").read_bytes()
+    rep = json.loads((tmp_path / "d.json").read_text())
+    assert rep["engine"]["scheduler"] == address and rep["blocks"][0]["partitions"]["count"] >= 6
+    # a task failing on a worker fails the run with its error; nothing is written
+    monkeypatch.setattr(engines, "_part_task", _failing_part)
+    res = runner.invoke(cli, [*args, "-o", str(tmp_path / "e.parquet"), "--engine", "dask", "--scheduler", address])
+    assert res.exit_code == 4 and "part 3 failed on a worker" in res.stderr
+    assert not (tmp_path / "e.parquet").exists()
+    res = runner.invoke(cli, [*args, "-o", str(tmp_path / "x.parquet"), "--engine", "dask", "--scheduler", "nohost"])
+    assert res.exit_code == 2 and "tcp://HOST:PORT" in res.stderr
+
+
+def test_cli_dask_default_local_cluster_of_processes(tmp_path):
+    df = _frame(600, seed=6)
+    src = tmp_path / "ds"
+    _write(df, src, files=2)
+    runner = CliRunner()
+    args = ["protect", str(src), "-k", "3", "-c", "a,b", "--partition-size", "120", "-q", "-s", "3"]
+    res = runner.invoke(cli, [*args, "-o", str(tmp_path / "local")])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, [*args, "-o", str(tmp_path / "dask"), "--engine", "dask", "-r", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output
+    for f in range(2):
+        name = f"part-{f:03d}.parquet"
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()
+    eng = json.loads((tmp_path / "r.json").read_text())["engine"]
+    assert eng["scheduler"] == "local cluster" and eng["processes"] is True and eng["n_workers"] == 2
+    assert all(w["address"].startswith("tcp://127.0.0.1:") for w in eng["workers"])
