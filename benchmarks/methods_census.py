@@ -41,10 +41,21 @@ def load_census() -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_method(name: str, X: np.ndarray, Z: np.ndarray, k: int) -> tuple[float, float] | None:
-    """(IL, seconds) of method ``name`` at ``k``; None when it is not applicable."""
+    """(IL, seconds) of method ``name`` at ``k``; None when it is not applicable.
+
+    Methods that do not return one partition (per-column partitions, or protected
+    values) are run through ``api.protect_array`` and scored with IL_SSE of the
+    protected values (the metrics spec's definition, equal to SSE/SST for partitions).
+    """
     spec = METHODS[name]
-    if spec.output != "labels" or spec.max_columns is not None:
+    if spec.max_columns is not None:
         return None
+    if spec.output != "labels":
+        from microagg_cli.api import protect_array
+
+        start = time.perf_counter()
+        res = protect_array(X, k, method=name, seed=0)
+        return res.stats["il_sse"], time.perf_counter() - start
     params = spec.validate_params(None)
     data = (Z if spec.standardize else X).copy()  # a method must not mutate it; check
     before = data.copy()
@@ -71,7 +82,8 @@ def census_table(methods: list[str] | None = None, ks: tuple[int, ...] = KS) -> 
             cells = ["n/a"] * (2 * len(ks))
         else:
             cells = [f"{r[0]:.4f}" for r in results] + [f"{r[1]:.2f}" for r in results]
-        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+        note = " (k = values)" if METHODS[name].output == "values" else ""
+        lines.append(f"| `{name}`{note} | " + " | ".join(cells) + " |")
     bound = [f"{lb_nn(Z, k):.4f}" for k in ks]
     lines.append("| LB_NN (lower bound) | " + " | ".join(bound + [""] * len(ks)) + " |")
     return "\n".join(lines)
@@ -81,12 +93,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", help="comma-separated method names (default: all)")
     parser.add_argument("--k", default=",".join(map(str, KS)), help="comma-separated k values")
+    parser.add_argument("--readme", help="also rewrite the census-table section of this README")
     args = parser.parse_args()
     methods = args.methods.split(",") if args.methods else None
     unknown = [m for m in methods or [] if m not in METHODS]
     if unknown:
         parser.error(f"unknown method(s): {', '.join(unknown)}")
-    print(census_table(methods, tuple(int(k) for k in args.k.split(","))))
+    table = census_table(methods, tuple(int(k) for k in args.k.split(",")))
+    print(table)
+    if args.readme:
+        import re
+
+        path = Path(args.readme)
+        text = path.read_text(encoding="utf-8")
+        new = re.sub(r"(<!-- census-table:start -->)\n.*?(<!-- census-table:end -->)",
+                     lambda m: m.group(1) + "\n" + table + "\n" + m.group(2), text, flags=re.S)
+        path.write_text(new, encoding="utf-8")
 
 
 if __name__ == "__main__":

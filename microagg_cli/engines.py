@@ -429,7 +429,7 @@ class _DaskRunner:
         self.window = 2 * max(threads, 1) + 1
 
     def run(self, calls: Iterable[_Call], on_result: Callable[[int, Any], None]) -> None:
-        from distributed import as_completed
+        from distributed import KilledWorker, as_completed
 
         client = self.client
         tag = uuid.uuid4().hex[:12]
@@ -459,6 +459,13 @@ class _DaskRunner:
                 on_result(index[fut.key], res)
                 fut.release()
                 submit_next()
+        except KilledWorker:
+            for fut in list(pending.futures):
+                fut.cancel()
+            raise InvalidParameterError(
+                "Dask workers died while protecting a part (out of memory?); use a smaller --partition-size "
+                "or give the workers more memory; nothing was written"
+            ) from None
         except BaseException:
             for fut in list(pending.futures):
                 fut.cancel()

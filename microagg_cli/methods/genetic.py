@@ -113,6 +113,7 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
     cum = np.empty(n_chrom)
     parents = np.empty(n_chrom, np.int64)
     new_sse = np.empty(n_chrom)
+    fresh = np.zeros(n_chrom, np.bool_)  # child differs from its parent: evaluate it
     for _ in range(iterations):
         best = 0
         for c in range(1, n_chrom):
@@ -135,7 +136,13 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
             a = parents[c]
             if c + 1 < n_chrom:
                 b = parents[c + 1]
+                fresh[c] = False
+                fresh[c + 1] = False
+                new_sse[c] = sse[a]
+                new_sse[c + 1] = sse[b]
                 if _rand(state) < p_cross and K > 1:
+                    fresh[c] = True
+                    fresh[c + 1] = True
                     cut = 1 + _randint(state, K - 1)
                     for t in range(K):
                         if t < cut:
@@ -150,6 +157,8 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
                 c += 2
             else:
                 new[c, :] = pop[a]
+                new_sse[c] = sse[a]
+                fresh[c] = False
                 c += 1
         for c in range(1, n_chrom):
             if _rand(state) < p_mut and K > 1:
@@ -160,7 +169,9 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
                 tmp = new[c, i]
                 new[c, i] = new[c, j]
                 new[c, j] = tmp
-            new_sse[c] = _decode_sse(Zm, new[c], k, order)
+                fresh[c] = True
+            if fresh[c]:  # an unchanged copy keeps its parent's SSE
+                new_sse[c] = _decode_sse(Zm, new[c], k, order)
         for c in range(n_chrom):
             pop[c, :] = new[c]
             sse[c] = new_sse[c]
@@ -272,9 +283,11 @@ def genetic(
     one-step variant the guarantee is with respect to the per-macrogroup MDAV seeds.
     The decoder's fixed cut keeps group sizes at k (one group per macrogroup may be
     larger); it is the encoding's choice, the paper left the encoding open.
-    The paper gives no figure on the full Census file that we could reproduce; we
-    measured IL = 5.58 (k=3), 8.86 (k=5), 13.74 (k=10) with the defaults (seed 0)
-    against MDAV's 5.6922, 9.0884, 14.1559 (see benchmarks/refine.py).
+    The paper reports small improvements over MDAV but no figure on the full Census
+    file that we could reproduce; we measured IL = 5.4624 (k=3), 8.7406 (k=5),
+    13.5441 (k=10) with the defaults and seed 0, against MDAV's 5.6922, 9.0884,
+    14.1559, in about 4 s each (see benchmarks/refine.py). Unchanged children (no
+    crossover, no mutation) keep their parent's SSE instead of being decoded again.
 
     References
     ----------

@@ -50,7 +50,6 @@ _CHUNK = 1000
 _MAX_POOL = 6
 #: Initial annealing temperature as a share of the mean group SSE.
 _TAU = 0.2
-SWAPALL = False
 
 
 # ------------------------------------------------------------------ exact deltas
@@ -60,8 +59,8 @@ def move_delta(X: np.ndarray, labels: np.ndarray, i: int, b: int) -> float:
     Examples
     --------
     >>> X = np.array([[0.0], [1.0], [5.0], [6.0], [2.0]])
-    >>> round(move_delta(X, np.array([0, 0, 1, 1, 0]), 4, 1), 6)
-    6.5
+    >>> round(move_delta(X, np.array([0, 0, 1, 1, 0]), 4, 1), 6)  # -1.5 + (2/3) 3.5^2
+    6.666667
     """
     a = labels[i]
     A = X[labels == a]
@@ -165,13 +164,8 @@ def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
         for j in range(p):
             vv[j] = w * Z[i, j] - cA[j] + cB[j]
         base = dxb - dxa + na - nb - w * nrm[i]
-        for u in range(mb if SWAPALL else knn.shape[1]):
-            if SWAPALL:
-                y = members[b, u]
-            else:
-                y = knn[i, u]
-                if labels[y] != b:
-                    continue
+        for u in range(mb):
+            y = members[b, u]
             dot = 0.0
             for j in range(p):
                 dot += Z[y, j] * vv[j]

@@ -1,0 +1,289 @@
+"""Refinement methods: mdav-ls (local search) and ils (iterated local search)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from microagg_cli.errors import InvalidParameterError
+from microagg_cli.methods import METHODS
+from microagg_cli.methods.fixed_size import mdav
+from microagg_cli.methods.refine import (
+    _best_step,
+    _knn,
+    _Partition,
+    ils,
+    mdav_ls,
+    move_delta,
+    split_large_groups,
+    swap_delta,
+)
+from microagg_cli.partition import canonical_labels, information_loss, sse
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _partitions(items, k):
+    """Every set partition of ``items`` into blocks of k..2k-1 elements."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for size in range(k - 1, 2 * k - 1):
+        for comb in combinations(rest, size):
+            remaining = [x for x in rest if x not in comb]
+            if 0 < len(remaining) < k:
+                continue
+            for tail in _partitions(remaining, k):
+                yield [[first, *comb], *tail]
+
+
+def _optimum(X, k):
+    return min(sum(((X[b] - X[b].mean(0)) ** 2).sum() for b in part)
+               for part in _partitions(list(range(X.shape[0])), k))
+
+
+# ------------------------------------------------------------------ the deltas
+def test_move_delta_hand_case():
+    # A = {0, 1, 2} (centroid 1), B = {5, 6} (centroid 5.5); moving 2 to B:
+    # SSE before 2 + 0.5; after A = {0, 1}: 0.5, B = {2, 5, 6}: 26/3
+    X = np.array([[0.0], [1.0], [2.0], [5.0], [6.0]])
+    labels = np.array([0, 0, 0, 1, 1])
+    after = labels.copy()
+    after[2] = 1
+    expected = sse(X, after) - sse(X, labels)
+    assert expected == pytest.approx(0.5 + 26 / 3 - 2.5)
+    # -3/2 * 1 + 2/3 * (2 - 5.5)^2 = -1.5 + 8.1666...
+    assert move_delta(X, labels, 2, 1) == pytest.approx(-1.5 + 2 / 3 * 12.25)
+    assert move_delta(X, labels, 2, 1) == pytest.approx(expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 100_000), st.integers(2, 6), st.integers(2, 5), st.integers(1, 4))
+def test_move_and_swap_deltas_match_recomputation(seed, ma, mb, p):
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(ma + mb + 3, p)) * r.uniform(0.1, 5)
+    labels = np.array([0] * ma + [1] * mb + [2] * 3)
+    i, j = int(r.integers(ma)), ma + int(r.integers(mb))
+    moved = labels.copy()
+    moved[i] = 1
+    assert move_delta(X, labels, i, 1) == pytest.approx(sse(X, moved) - sse(X, labels), abs=1e-9)
+    swapped = labels.copy()
+    swapped[i], swapped[j] = 1, 0
+    assert swap_delta(X, labels, i, j) == pytest.approx(sse(X, swapped) - sse(X, labels), abs=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 100_000), st.integers(2, 4))
+def test_kernel_step_delta_equals_recomputed_sse_change(seed, k):
+    """The compiled step (moves and swaps, expanded formula) reports the true change."""
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(12 * k, 3))
+    start = r.permutation(np.arange(12 * k) // k)  # random k-partition, sizes k
+    part = _Partition(X, start, k)
+    p = X.shape[1]
+    buf = [np.empty(p), np.empty(p), np.empty(p), np.empty(part.knn.shape[1], np.int64)]
+    seen_move = seen_swap = 0
+    for i in range(X.shape[0]):
+        before = sse(X, part.labels)
+        old = part.labels.copy()
+        d, _, b = _best_step(X, part.nrm, i, part.knn, k, part.cap, part.labels, part.members,
+                             part.pos, part.sizes, part.sums, *buf, np.empty((0, 2), np.int64), 0)
+        after = sse(X, part.labels)
+        if b < 0:
+            assert after == before and np.array_equal(old, part.labels)
+            continue
+        assert d < 0
+        assert d == pytest.approx(after - before, rel=1e-9, abs=1e-9)
+        changed = int((old != part.labels).sum())
+        seen_move += changed == 1
+        seen_swap += changed == 2
+    assert np.bincount(part.labels).min() >= k
+    assert seen_move + seen_swap > 0
+
+
+def test_knn_drops_self_even_among_duplicates():
+    X = np.zeros((30, 2))
+    X[20:] = 1.0
+    nn = _knn(X, 3)
+    assert nn.shape == (30, 10)
+    assert not (nn == np.arange(30)[:, None]).any()
+
+
+# ------------------------------------------------------------------ split pass
+def test_split_pass_hand_case_and_monotone():
+    X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [12.0], [30.0], [31.0], [32.0]])
+    labels = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1])
+    out = split_large_groups(X, labels, 3)
+    assert out.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert sse(X, out) < sse(X, labels)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 100_000), st.integers(2, 4), st.integers(1, 5))
+def test_split_pass_never_raises_sse(seed, k, n_groups):
+    r = np.random.default_rng(seed)
+    sizes = r.integers(k, 5 * k, size=n_groups)
+    labels = np.repeat(np.arange(n_groups), sizes)
+    X = r.normal(size=(labels.size, 2))
+    out = split_large_groups(X, labels, k)
+    assert sse(X, out) <= sse(X, labels) + 1e-9
+    s = np.bincount(out)
+    assert s.min() >= k and s.max() < 2 * k
+    # only splits: each new group lies inside one old group
+    for g in range(out.max() + 1):
+        assert np.unique(labels[out == g]).size == 1
+
+
+# ------------------------------------------------------------------ mdav-ls
+def test_mdav_ls_hand_case():
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
+    # MDAV: {10,11,12} around the farthest record, {0,1,2,3} rest: already optimal
+    assert mdav_ls(X, 3, rng=_rng()).tolist() == [0, 0, 0, 0, 1, 1, 1]
+
+
+def test_mdav_ls_fixes_mdav_on_a_small_set():
+    X = np.random.default_rng(0).normal(size=(7, 2))
+    best = _optimum(X, 3)
+    assert sse(X, mdav(X, 3)) > best + 1.0
+    assert sse(X, mdav_ls(X, 3, rng=_rng())) == pytest.approx(best, abs=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n=st.integers(2, 90),
+    p=st.integers(1, 4),
+    k=st.integers(2, 5),
+    seed=st.integers(0, 100_000),
+    start=st.sampled_from(["mdav", "genetic"]),
+)
+def test_mdav_ls_monotone_valid_deterministic(n, p, k, seed, start):
+    if n < k:
+        return
+    X = np.random.default_rng(seed).normal(size=(n, p)).round(1)  # rounding makes ties
+    X0 = X.copy()
+    if start == "genetic":
+        base = METHODS["genetic"].func(X, k, rng=_rng(seed))
+        rng_ls = _rng(seed)
+    else:
+        base, rng_ls = mdav(X, k), _rng(seed)
+    labels = mdav_ls(X, k, rng=rng_ls, start=start)
+    assert np.array_equal(X, X0)
+    assert labels.tolist() == canonical_labels(labels).tolist()
+    sizes = np.bincount(labels)
+    assert sizes.min() >= k and sizes.max() < 2 * k
+    assert sse(X, labels) <= sse(X, base) + 1e-9
+    assert mdav_ls(X, k, rng=_rng(seed), start=start).tolist() == labels.tolist()
+
+
+def test_mdav_ls_is_a_local_optimum_for_its_neighbourhood():
+    """No move or swap towards a group of a record's R nearest records lowers SSE."""
+    X = _rng(5).normal(size=(150, 3))
+    k = 3
+    labels = mdav_ls(X, k, rng=_rng())
+    nn = _knn(X, k)
+    base = sse(X, labels)
+    sizes = np.bincount(labels)
+    for i in range(X.shape[0]):
+        a = labels[i]
+        for b in set(labels[nn[i]].tolist()) - {a}:
+            if sizes[a] > k and sizes[b] < 2 * k - 1:
+                assert move_delta(X, labels, i, b) > -1e-9
+            for j in np.flatnonzero(labels == b):
+                assert swap_delta(X, labels, i, int(j)) > -1e-9
+    assert base < sse(X, mdav(X, k))
+
+
+def test_mdav_ls_census_k3_below_target(census_z):
+    labels = mdav_ls(census_z, 3, rng=_rng())
+    il = information_loss(census_z, labels)
+    assert il < 5.35
+    assert np.bincount(labels).min() == 3 and np.bincount(labels).max() <= 5
+
+
+def test_start_parameter_errors():
+    X = _rng().normal(size=(20, 2))
+    with pytest.raises(InvalidParameterError, match="unknown start"):
+        mdav_ls(X, 3, rng=_rng(), start="nope")
+    with pytest.raises(InvalidParameterError, match="itself"):
+        mdav_ls(X, 3, rng=_rng(), start="mdav-ls")
+    with pytest.raises(InvalidParameterError, match="itself"):
+        ils(X, 3, rng=_rng(), start="ils", iterations=5)
+
+
+# ------------------------------------------------------------------ ils
+@pytest.mark.parametrize("seed", range(8))
+def test_ils_reaches_brute_force_optimum_on_small_sets(seed):
+    """10 records, k=3 (seeds 3 and 5: mdav-ls stops short of the optimum)."""
+    X = np.random.default_rng(seed).normal(size=(10, 3))
+    got = sse(X, ils(X, 3, rng=_rng(), iterations=200))
+    assert got == pytest.approx(_optimum(X, 3), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [3, 5])
+def test_mdav_ls_alone_is_not_optimal_on_those_sets(seed):
+    X = np.random.default_rng(seed).normal(size=(10, 3))
+    assert sse(X, mdav_ls(X, 3, rng=_rng())) > _optimum(X, 3) + 1e-3
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(2, 120),
+    p=st.integers(1, 4),
+    k=st.integers(2, 5),
+    seed=st.integers(0, 100_000),
+)
+def test_ils_monotone_valid_deterministic(n, p, k, seed):
+    if n < k:
+        return
+    X = np.random.default_rng(seed).normal(size=(n, p)).round(1)
+    X0 = X.copy()
+    labels = ils(X, k, rng=_rng(seed), iterations=150)
+    assert np.array_equal(X, X0)
+    assert labels.tolist() == canonical_labels(labels).tolist()
+    sizes = np.bincount(labels)
+    assert sizes.min() >= k and sizes.max() < 2 * k
+    assert sse(X, labels) <= sse(X, mdav_ls(X, k, rng=_rng(seed))) + 1e-9
+    assert ils(X, k, rng=_rng(seed), iterations=150).tolist() == labels.tolist()
+
+
+def test_ils_iterations_mode_ignores_the_clock_and_seed_matters():
+    X = _rng(9).normal(size=(300, 4))
+    a = ils(X, 3, rng=_rng(1), iterations=2500, time_budget=1e-9)
+    b = ils(X, 3, rng=_rng(1), iterations=2500, time_budget=1000.0)
+    assert a.tolist() == b.tolist()
+    c = ils(X, 3, rng=_rng(2), iterations=2500)
+    assert c.tolist() != a.tolist()
+
+
+def test_ils_time_budget_mode_stops_and_improves(census_z):
+    import time
+
+    ils(census_z[:60], 5, rng=_rng(), iterations=10)  # kernels compiled before the clock
+    t = time.perf_counter()
+    labels = ils(census_z, 5, rng=_rng(), time_budget=1.0)
+    assert time.perf_counter() - t < 5.0
+    assert information_loss(census_z, labels) < information_loss(
+        census_z, mdav_ls(census_z, 5, rng=_rng()))
+
+
+def test_ils_census_k3_improves_well_beyond_mdav_ls(census_z):
+    labels = ils(census_z, 3, rng=_rng(), iterations=5000)
+    assert information_loss(census_z, labels) < 4.95
+
+
+def test_ils_needs_a_budget():
+    with pytest.raises(InvalidParameterError, match="time_budget or iterations"):
+        ils(np.zeros((6, 1)), 3, rng=_rng(), time_budget=0.0, iterations=0)
+
+
+def test_registered_params():
+    assert [p.name for p in METHODS["mdav-ls"].params] == ["start"]
+    assert METHODS["ils"].validate_params(None) == {"start": "mdav", "time_budget": 60.0,
+                                                    "iterations": 0}
