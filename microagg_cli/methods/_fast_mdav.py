@@ -30,8 +30,16 @@ Queries:
 * farthest from the centroid ``c``: records are kept sorted by their distance to
   ``c0``, the centroid when the tree was built; ``|x - c| <= |x - c0| + |c - c0|``
   stops the scan after a few records, the centroid moving slowly;
-* farthest from ``r`` and nearest to a record: depth-first search of the tree, the
-  most promising child first.
+* farthest from ``r`` and nearest to a record: depth-first search of the tree (median
+  splits on the widest coordinate, leaves of ``LEAF_SIZE`` records kept in decreasing
+  distance to ``c0``), the most promising child first.
+
+In 10 dimensions the tree cells are nearly as wide as the data cloud, and once MDAV
+has peeled the data the remaining records are at similar distances from any record
+on their surface: a farthest-from-``r`` query still computes the distances of a
+sizeable share of the records (a few to 40 % on Gaussian and Gaussian-mixture data),
+so the cost stays close to quadratic at large n -- about 30 times less than the
+straightforward loop at 50,000 records (benchmarks/mdav.py).
 """
 
 from __future__ import annotations

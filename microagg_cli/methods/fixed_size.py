@@ -21,7 +21,7 @@ __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "mult
 #: From this many records on, :func:`mdav` runs the compiled tree version
 #: (:func:`._fast_mdav.mdav_fast`, the identical partition); below, the straightforward
 #: one finishes before numba has even loaded.
-FAST_MDAV_MIN_N = 3000
+FAST_MDAV_MIN_N = 2000
 
 
 def _take_group(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> np.ndarray:
