@@ -287,3 +287,16 @@ def test_registered_params():
     assert [p.name for p in METHODS["mdav-ls"].params] == ["start"]
     assert METHODS["ils"].validate_params(None) == {"start": "mdav", "time_budget": 60.0,
                                                     "iterations": 0}
+
+
+@pytest.mark.parametrize("method", [mdav_ls, ils])
+def test_constant_and_one_column_data(method):
+    kw = {"iterations": 50} if method is ils else {}
+    X = np.zeros((20, 2))
+    labels = method(X, 3, rng=_rng(), **kw)
+    assert np.bincount(labels).min() >= 3 and np.bincount(labels).max() <= 5
+    x = np.arange(20.0)[:, None]  # 1-D: optimal groups are contiguous runs
+    labels = method(x, 4, rng=_rng(), **kw)
+    runs = [x[labels == g, 0] for g in range(labels.max() + 1)]
+    assert all(r.max() - r.min() == r.size - 1 for r in runs)
+    assert sse(x, labels) == pytest.approx(5 * 5.0)  # five runs of 4: 5 each

@@ -294,6 +294,48 @@ def _axis_partition(Zp, proj, k, cap):  # pragma: no cover
 
 
 @njit(cache=True)
+def _power_iteration(Xc, v):  # pragma: no cover
+    """Replace ``v`` (a random start) by the leading right singular vector of ``Xc``."""
+    for _ in range(15):
+        w = Xc.T @ (Xc @ v)
+        nv = np.sqrt((w * w).sum())
+        if nv == 0.0:
+            return
+        v[:] = w / nv
+
+
+@njit(cache=True)
+def _serpentine(Xc, v1, strips, state):  # pragma: no cover
+    """Positions of the centred pool ``Xc`` along a serpentine over two principal axes.
+
+    Cut the records into ``strips`` equal slices by the first axis ``v1``; inside each
+    slice order them by the second axis (the first axis of the deflated data),
+    alternately up and down, so that consecutive runs stay compact in the plane.
+    """
+    N, p = Xc.shape
+    p1 = Xc @ v1
+    Xd = Xc - np.outer(p1, v1)
+    v2 = np.empty(p)
+    for j in range(p):
+        v2[j] = _rand(state) - 0.5
+    _power_iteration(Xd, v2)
+    p2 = Xd @ v2
+    o1 = np.argsort(p1, kind="mergesort")
+    out = np.empty(N)
+    at = 0
+    for s in range(strips):
+        lo = s * N // strips
+        hi = (s + 1) * N // strips
+        seg = o1[lo:hi]
+        o2 = np.argsort(p2[seg], kind="mergesort")
+        for t in range(hi - lo):
+            tt = t if s % 2 == 0 else hi - lo - 1 - t
+            out[seg[o2[tt]]] = at
+            at += 1
+    return out
+
+
+@njit(cache=True)
 def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
     """Randomised MDAV-like partition of the pool.
 
@@ -388,8 +430,9 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
     measured by squared distance to its centroid), take its group and the nearest
     (by centroid) of the groups of its members' neighbours, up to m groups (m uniform
     in 2..max_pool); re-partition their records (optimal runs along the pool's first
-    principal axis or along the line through two random pool records, or a randomised
-    MDAV-like grouping, each with probability 1/4, 1/4, 1/2); run the worklist descent
+    principal axis -- a serpentine over the first two axes for pools of 4 or more
+    groups' worth of records -- or along the line through two random pool records, or
+    a randomised MDAV-like grouping, with probability 1/4, 1/4, 1/2); run the worklist descent
     from the pool's records; accept the result when SSE drops, or else with the
     annealing probability exp(-delta / T), T = temp0 * (1 - frac)^2; otherwise undo
     every change. The best partition seen is kept in best_labels.
@@ -475,18 +518,19 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
                     mu[j] /= N
                     v[j] = _rand(state) - 0.5
                 Xc = Zp - mu
-                for _ in range(15):
-                    w = Xc.T @ (Xc @ v)
-                    nv = np.sqrt((w * w).sum())
-                    if nv == 0.0:
-                        break
-                    v[:] = w / nv
+                _power_iteration(Xc, v)
+                strips = int(np.sqrt(N / k) + 0.5)
+                if strips >= 2:
+                    proj = _serpentine(Xc, v, strips, state)
+                else:
+                    proj = Xc @ v
             else:
                 a = _randint(state, N)
                 b = _randint(state, N)
                 for j in range(p):
                     v[j] = Zp[a, j] - Zp[b, j]
-            lab, ngn = _axis_partition(Zp, Zp @ v, k, cap)
+                proj = Zp @ v
+            lab, ngn = _axis_partition(Zp, proj, k, cap)
         else:
             lab, ngn = _greedy_partition(Zp, k, cap, state)
         for t in range(ngn):
@@ -733,8 +777,8 @@ def ils(
     1. Start as :func:`mdav_ls` (start method, split pass, local search).
     2. Repeat: choose a neighbourhood of 2..6 nearby groups around a badly placed
        record; re-partition its records (optimal contiguous runs along the
-       neighbourhood's first principal axis or along a random line, or a randomised
-       MDAV-like grouping); re-optimise with the local search of :func:`mdav_ls`
+       neighbourhood's first principal axis, or a serpentine over its first two axes,
+       or along a random line; or a randomised MDAV-like grouping); re-optimise with the local search of :func:`mdav_ls`
        started from those records; keep the change if SSE dropped, otherwise with a
        simulated-annealing probability exp(-delta/T) whose temperature falls from
        0.2 x (mean group SSE) to 0 over the run, else undo it.
