@@ -76,8 +76,9 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
                    "at most N records (recursive median splits on principal axes) and protect each part on its "
                    "own; the report estimates the extra information loss against one exact run on a sample.")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
-              help="Stream Parquet in two passes (key columns, then all columns batch by batch; memory bounded by "
-                   "the key columns, not the file) and run the parts here (local) or as tasks on a Dask cluster "
+              help="Stream Parquet in two passes (the protected columns first, then all columns batch by batch: "
+                   "memory grows with the protected columns, not the file) and run the parts here (local) or as "
+                   "tasks on a Dask cluster "
                    "(dask; pip install 'microagg-cli[dask]'). INPUT: a Parquet file or dataset directory; OUTPUT: "
                    "a .parquet file or a directory. Default: in memory (a dataset directory INPUT is streamed "
                    "locally).")
