@@ -111,13 +111,21 @@ def _resolve_params(spec: MethodSpec, params: Mapping[str, Any], columns: tuple[
     return values
 
 
-def _row_class_sizes(values: np.ndarray) -> np.ndarray:
-    """Size of the class of identical rows each record belongs to (NaN equals NaN)."""
+def _row_classes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """(size of the class of identical rows of each record, number of classes).
+
+    NaN equals NaN here (a missing cell is a value the intruder sees).
+    """
     values = np.asarray(values, dtype=np.float64)
     nan = np.isnan(values)
     key = np.hstack([np.where(nan, 0.0, values), nan.astype(np.float64)]) if nan.any() else values
     _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-    return counts[inverse.reshape(-1)]
+    return counts[inverse.reshape(-1)], int(counts.size)
+
+
+def _row_class_sizes(values: np.ndarray) -> np.ndarray:
+    """Size of the class of identical rows each record belongs to (NaN equals NaN)."""
+    return _row_classes(values)[0]
 
 
 def _check_weights(weights: np.ndarray | None, n: int) -> np.ndarray | None:
@@ -277,10 +285,10 @@ def protect_array(
                 raise PrivacyCheckError(
                     f"block {name!r}, column {columns[j]!r}: values in classes smaller than k={k}"
                 )
-    row_sizes = _row_class_sizes(Xp)
+    row_sizes, n_classes = _row_classes(Xp)
     stats.update(
         il_sse=_il_sse_observed(X, Xp),
-        k_prime=n / int(np.unique(np.hstack([np.nan_to_num(Xp), np.isnan(Xp)]), axis=0).shape[0]),
+        k_prime=n / n_classes,
         k_min=int(row_sizes.min()),
         share_below_k=float((row_sizes < k).mean()) if not values_k else None,
         k_anonymous=bool(row_sizes.min() >= k) if not values_k else False,
@@ -571,11 +579,11 @@ def _block_stats(
     elif "n_groups_per_column" in first:
         stats["n_groups_per_column"] = {c: sum(p.stats["n_groups_per_column"][c] for p in parts)
                                         for c in block.columns}
-    sizes = _row_class_sizes(Xp[rows]) if rows.size else np.array([0])
-    n_classes = int(np.unique(np.hstack([np.nan_to_num(Xp[rows]), np.isnan(Xp[rows])]), axis=0).shape[0]) if rows.size else 0
+    Xp_rows = Xp if rows.size == Xp.shape[0] else Xp[rows]  # no copy when every row is in
+    sizes, n_classes = _row_classes(Xp_rows) if rows.size else (np.array([0]), 0)
     values_k = "k_counts" in first
     stats.update(
-        il_sse=_il_sse_observed(X[rows], Xp[rows]) if rows.size else None,
+        il_sse=(_il_sse_observed(X if rows.size == X.shape[0] else X[rows], Xp_rows) if rows.size else None),
         k_prime=(rows.size / n_classes) if n_classes else None,
         k_min=int(sizes.min()),
         share_below_k=None if values_k else float((sizes < block.k).mean()),
