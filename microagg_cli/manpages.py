@@ -46,6 +46,8 @@ def _help_paragraphs(help_text: str) -> list[str]:
 def _options(ctx: click.Context, command: click.Command) -> list[str]:
     out = []
     for param in command.get_params(ctx):
+        if not isinstance(param, click.Option):  # arguments are in the synopsis; their help
+            continue  # records differ between click versions
         record = param.get_help_record(ctx)
         if record is None:
             continue
