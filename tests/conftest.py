@@ -36,3 +36,21 @@ def census_z(census_matrix) -> np.ndarray:
     from microagg_cli.partition import zscore
 
     return zscore(census_matrix)[0]
+
+
+def run_cli(*args, input=None):
+    """Run ``sdc ARGS...`` in-process (CliRunner); arguments may be paths or numbers."""
+    from click.testing import CliRunner
+
+    from microagg_cli.cli import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
+
+
+def only_error_line(result) -> str:
+    """The single ``Error: ...`` line on stderr (asserts there is exactly one, no traceback)."""
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ")
+    assert "Traceback" not in result.output
+    return lines[0]

@@ -8,27 +8,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from conftest import SAMPLE
+from conftest import SAMPLE, only_error_line, run_cli
 from microagg_cli.blocking import load_plan, parse_plan, plan_mean_abs_corr
-from microagg_cli.cli import cli
 from microagg_cli.io import numeric_matrix, read_table
 
 A1_A9 = "AGI,FICA,INTVAL,EMCONTRB,TAXINC,WSALVAL,ERNVAL,PEARNVAL,POTHVAL"
 PLANS = SAMPLE / "plans"
 
 
-def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def only_error_line(result) -> str:
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: ")
-    assert "Traceback" not in result.output
-    return lines[0]
+run = run_cli
 
 
 @pytest.fixture

@@ -8,23 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from conftest import CENSUS_MDAV_IL
+from conftest import CENSUS_MDAV_IL, only_error_line, run_cli
 from microagg_cli.cli import cli
 from microagg_cli.metrics import il_sse
 
 
-def run(*args, input=None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
-
-
-def only_error_line(result) -> str:
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: ")
-    assert "Traceback" not in result.output
-    return lines[0]
+run = run_cli
 
 
 @pytest.fixture

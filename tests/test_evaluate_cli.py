@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from conftest import CENSUS_LB_NN, CENSUS_MDAV_IL
+from conftest import CENSUS_LB_NN, CENSUS_MDAV_IL, only_error_line
 from microagg_cli import api
 from microagg_cli.cli import cli
 from microagg_cli.errors import DataError, InvalidParameterError, ThresholdExceeded
@@ -22,11 +22,7 @@ def run(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
 
 
-def error_line(result) -> str:
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: ") and "Traceback" not in result.output
-    return lines[0]
+error_line = only_error_line
 
 
 def write(path: Path, frame: pd.DataFrame) -> Path:
