@@ -270,7 +270,7 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
             i = int(np.flatnonzero(nan)[0])
             raise DataError(
                 f"column {name!r} has {int(nan.sum())} missing value(s) (first in row {i + 1}); "
-                "remove or impute them first"
+                "use --missing complete|available, or remove or impute them first"
             )
         inf = np.isinf(values)
         if inf.any():
