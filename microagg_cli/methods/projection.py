@@ -25,7 +25,7 @@ from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
-from .univariate import _check_kernel_input, labels_from_sorted_sizes, optimal_contiguous_sizes
+from .univariate import _check_kernel_input, _sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
     "pcp",
@@ -80,16 +80,7 @@ def _optimal_sizes_multi_kernel(Z: np.ndarray, k: int) -> np.ndarray:  # pragma:
                     best_m = m
         cost[j] = best
         back[j] = best_m
-    out = np.empty(n // k + 1, dtype=np.int64)
-    g = 0
-    j = n
-    while j > 0:
-        if back[j] <= 0:  # unreachable for finite input with n >= k
-            raise ValueError("no feasible partition (non-finite values or n < k)")
-        out[g] = back[j]
-        j -= back[j]
-        g += 1
-    return out[:g][::-1].copy()
+    return _sizes_from_back(back, n, k)
 
 
 def optimal_contiguous_sizes_multi(Z_sorted: np.ndarray, k: int) -> np.ndarray:

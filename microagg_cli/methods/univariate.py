@@ -39,6 +39,26 @@ __all__ = [
 
 
 @njit(cache=True)
+def _sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
+    """Group sizes of a shortest path, first group first, from its back pointers.
+
+    ``back[j]`` is the size of the last group of the best path to node j; the walk
+    starts at node n, so sizes come out last group first and are reversed.
+    Shared by the univariate and the multivariate (projected) kernels.
+    """
+    out = np.empty(n // k + 1, dtype=np.int64)
+    g = 0
+    j = n
+    while j > 0:
+        if back[j] <= 0:  # unreachable for finite input with n >= k
+            raise ValueError("no feasible partition (non-finite values or n < k)")
+        out[g] = back[j]
+        j -= back[j]
+        g += 1
+    return out[:g][::-1].copy()
+
+
+@njit(cache=True)
 def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
     # Shortest path over nodes 0..n (Hansen & Mukherjee 2003): node j = "the first j
     # sorted values are grouped"; edge (i, j), k <= j - i <= 2k-1, costs the SSE of
@@ -76,17 +96,7 @@ def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no co
                     best_m = m
         cost[j] = best
         back[j] = best_m
-    # Walk back from node n; sizes come out last group first.
-    out = np.empty(n // k + 1, dtype=np.int64)
-    g = 0
-    j = n
-    while j > 0:
-        if back[j] <= 0:  # unreachable for finite input with n >= k
-            raise ValueError("no feasible partition (non-finite values or n < k)")
-        out[g] = back[j]
-        j -= back[j]
-        g += 1
-    return out[:g][::-1].copy()
+    return _sizes_from_back(back, n, k)
 
 
 def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
