@@ -10,7 +10,18 @@ import click
 
 from ..errors import InvalidParameterError
 
-__all__ = ["verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "stderr_console"]
+__all__ = ["listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "stderr_console"]
+
+
+def listing_option(flag: str, text: Callable[[], str], help: str) -> Callable:
+    """An eager flag that prints ``text()`` on stdout and exits 0 (``--list-methods``)."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if value and not ctx.resilient_parsing:
+            click.echo(text())
+            ctx.exit(0)
+
+    return click.option(flag, is_flag=True, expose_value=False, is_eager=True, callback=callback, help=help)
 
 
 def verbosity_options(func: Callable) -> Callable:

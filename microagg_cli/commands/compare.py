@@ -10,7 +10,7 @@ from .. import api
 from .. import grid
 from ..errors import InvalidParameterError
 from ._common_eval import parse_known, parse_weights
-from ._options import setup_logging, split_names, stderr_console, verbosity_options
+from ._options import listing_option, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["compare_command"]
 
@@ -36,12 +36,6 @@ def _presets_text() -> str:
         lines.append(f"    reference: {p.reference}")
         lines.append(f"    {p.notes}")
     return "\n".join(lines)
-
-
-def _list_presets(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        click.echo(_presets_text())
-        ctx.exit(0)
 
 
 @click.command("compare", context_settings={"max_content_width": 100})
@@ -98,8 +92,7 @@ def _list_presets(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="CSV delimiter of the input (default: sniffed from , ; TAB |).")
 @click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")
-@click.option("--list-presets", is_flag=True, expose_value=False, is_eager=True, callback=_list_presets,
-              help="List the presets with their references and notes, then exit.")
+@listing_option("--list-presets", _presets_text, "List the presets with their references and notes, then exit.")
 @verbosity_options
 def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, preset, known,
                     max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,

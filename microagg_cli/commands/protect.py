@@ -8,7 +8,15 @@ from .. import api
 from ..blocking import load_plan
 from ..errors import InvalidParameterError
 from ..methods import METHODS
-from ._options import format_options, parse_params, setup_logging, split_names, stderr_console, verbosity_options
+from ._options import (
+    format_options,
+    listing_option,
+    parse_params,
+    setup_logging,
+    split_names,
+    stderr_console,
+    verbosity_options,
+)
 
 __all__ = ["protect_command", "methods_text"]
 
@@ -22,12 +30,6 @@ def methods_text() -> str:
             lines.append(f"    --param {p.describe()}")
         lines.append(f"    reference: {spec.reference}")
     return "\n".join(lines)
-
-
-def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        click.echo(methods_text())
-        ctx.exit(0)
 
 
 @click.command("protect", context_settings={"max_content_width": 100})
@@ -87,8 +89,7 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
                    "processes on this machine, loopback only).")
 @click.option("-f", "--force", is_flag=True, help="Replace OUTPUT/report if they exist.")
 @format_options
-@click.option("--list-methods", is_flag=True, expose_value=False, is_eager=True, callback=_list_methods,
-              help="List every method with its parameters and reference, then exit.")
+@listing_option("--list-methods", methods_text, "List every method with its parameters and reference, then exit.")
 @verbosity_options
 def protect_command(input, output, k, method, params, columns, plan, drop, report, stat, seed, strata, small_strata,
                     weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, evaluate_risk,
