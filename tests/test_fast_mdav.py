@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from conftest import CENSUS_MDAV_IL
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
-from microagg_cli.methods import _fast_mdav as fm
+from microagg_cli.methods import _cones, _fast_mdav as fm
 from microagg_cli.methods.fixed_size import FAST_MDAV_MIN_N, mdav, mdav_reference
 from microagg_cli.partition import group_sizes, information_loss
 
@@ -188,32 +188,92 @@ def test_running_sum_with_removals_matches_fsum_of_the_rest():
             assert fm._fsum_round(parts, npart, 0) == math.fsum(v[keep].tolist())
 
 
-# --------------------------------------------------------------------------- tree bounds
-def test_tree_bounds_hold_for_the_rounded_distances():
+# --------------------------------------------------------------------------- bounds
+BOUND_KINDS = ("gauss", "small-ints", "duplicated-rows", "wide-range", "all-equal")
+
+
+def _rel(p: int) -> float:
+    return 1e-9 + 8.0 * (p + 8) * np.finfo(np.float64).eps
+
+
+def test_tree_boxes_bound_the_rounded_distances_from_below():
     rng = np.random.default_rng(9)
-    rel = 1e-9 + 8.0 * 12 * np.finfo(np.float64).eps
-    for kind in ("gauss", "small-ints", "duplicated-rows", "wide-range"):
+    for kind in BOUND_KINDS:
         X = _data(rng, kind, 600, 4)
         c = X.mean(axis=0)
-        tree = fm._build(X, np.arange(600), c, 8, rel)
-        Xt, _, pi, alive, _, nodes, nf, c0, _ = tree
+        tree = fm._build(X, np.arange(600), c, 8)
+        Xt, _, pi, alive, _, nodes, nf, _, _ = tree
         pos_of = np.empty(600, np.int64)
         pos_of[pi[0]] = np.arange(600)
-        for i in rng.permutation(600)[:400]:  # bounds are refitted as records leave
-            fm._remove(tree, i, pos_of, rel)
+        for i in rng.permutation(600)[:400]:  # boxes are refitted as records leave
+            fm._remove(tree, i, pos_of)
         queries = np.vstack([X[rng.integers(0, 600, 5)], rng.standard_normal((5, 4)) * 3, c])
         for q in queries:
             d = np.array([fm._dist(Xt, t, q) for t in range(600)])
-            shift = q - c0
-            sn2 = float(fm._dist(shift[None, :], 0, np.zeros(4)))
-            sn = math.sqrt(sn2) * (1.0 + rel)
             for nd in range(nodes.shape[0]):
                 members = np.arange(nodes[nd, 0], nodes[nd, 1])
                 members = members[alive[members]]
                 assert members.size == nodes[nd, 6]
                 if members.size == 0:
                     continue
-                assert fm._upper(nf, nd, 4, c0, shift, sn2, sn, rel) >= d[members].max()
-                assert fm._box_upper(nf, nd, 4, q) >= d[members].max()
                 assert fm._box_lower(nf, nd, 4, q) <= d[members].min()
                 assert nodes[nd, 5] <= pi[0, members].min()
+
+
+def test_cone_bounds_hold_for_the_rounded_distances():
+    rng = np.random.default_rng(11)
+    rel = _rel(4)
+    for kind in BOUND_KINDS:
+        X = _data(rng, kind, 700, 4)
+        c0 = X[:350].mean(axis=0)  # an off-centre reference point
+        index = _cones.build(X, np.arange(700), c0, rel, 8, 4)
+        cx, ba, bf, bcnt, ga, gf, gcnt = index
+        for i in rng.permutation(700)[:450]:  # cones are refitted as records leave
+            _cones.remove(index, i, rel)
+        alive, inp = cx[2], cx[4]
+        queries = np.vstack([X[rng.integers(0, 700, 5)], rng.standard_normal((5, 4)) * 3, c0])
+        for q in queries:
+            w = q - c0
+            sn2 = float(w @ w)
+            ubb = np.empty(ba.shape[0])
+            ubg = np.empty(ga.shape[0])
+            _cones._bounds(ba, bf, bcnt, 0, ba.shape[0], w, math.sqrt(sn2), sn2, rel, ubb)
+            _cones._bounds(ga, gf, gcnt, 0, ga.shape[0], w, math.sqrt(sn2), sn2, rel, ubg)
+            d = np.array([fm._dist(X, int(i), q) for i in inp])
+            for b in range(ba.shape[0]):
+                members = np.arange(b * 8, min(700, (b + 1) * 8))
+                members = members[alive[members]]
+                assert members.size == bcnt[b]
+                if members.size:
+                    assert ubb[b] >= d[members].max()
+                    assert ubg[b // 4] >= d[members].max()
+                else:
+                    assert ubb[b] == -1.0
+            # and the query answers exactly as a scan does: farthest, first on ties
+            gub = np.empty(ga.shape[0])
+            heap = np.empty(ga.shape[0], np.int64)
+            got = _cones.farthest(index, q, rel, gub, heap, np.empty(4), np.empty(8),
+                                  np.zeros(2, np.int64))
+            live = inp[alive]
+            dl = d[alive]
+            assert got == live[dl == dl.max()].min()
+
+
+def test_recentred_scan_finds_the_farthest_from_the_centroid():
+    rng = np.random.default_rng(12)
+    rel = _rel(3)
+    for kind in BOUND_KINDS:
+        X = _data(rng, kind, 400, 3)
+        tree = fm._build(X, np.arange(400), X.mean(axis=0), 8)
+        pos_of = np.empty(400, np.int64)
+        pos_of[tree[2][0]] = np.arange(400)
+        keep = np.ones(400, bool)
+        for step, i in enumerate(rng.permutation(400)[:300]):
+            fm._remove(tree, i, pos_of)
+            keep[i] = False
+            c = X[keep].mean(axis=0) + (0.5 if step % 2 else 0.0)
+            if step % 50 == 0:
+                fm._recentre(tree, c)
+            got = fm._farthest_from_centroid(tree, c, rel, np.zeros(8, np.int64))
+            exact = np.array([fm._dist(X, j, c) if keep[j] else -1.0 for j in range(400)])
+            assert got == np.flatnonzero(exact == exact.max()).min()

@@ -21,25 +21,30 @@ are exact in floating point because rounding is monotone (a coordinate inside
 carry a relative margin ``rel`` (about 1e-9) far above any rounding error. A node or
 record is skipped only if it cannot be strictly better than the best so far, nor
 equally good and earlier in the input (each node knows the smallest input index it
-holds). Removed records are only marked; the bounds of their leaf and its ancestors
-are refitted at once, and the tree is rebuilt from the remaining records when they
-fall below ``REBUILD_FRACTION`` of those it was built on.
+holds). Removed records are only marked; the bounds of their cells are refitted at
+once, and both structures below are rebuilt from the remaining records when these
+fall below ``REBUILD_FRACTION`` of those they were built on.
 
 Queries:
 
-* farthest from the centroid ``c``: records are kept sorted by their distance to
-  ``c0``, the centroid when the tree was built; ``|x - c| <= |x - c0| + |c - c0|``
-  stops the scan after a few records, the centroid moving slowly;
-* farthest from ``r`` and nearest to a record: depth-first search of the tree (median
-  splits on the widest coordinate, leaves of ``LEAF_SIZE`` records kept in decreasing
-  distance to ``c0``), the most promising child first.
+* farthest from the centroid ``c``: records are kept sorted by their distance to a
+  reference point ``c0``; ``|x - c| <= |x - c0| + |c - c0|`` stops the scan after a
+  few records while the centroid stays near ``c0``. As it drifts the scans lengthen;
+  once they have cost about one pass over the remaining records since the last
+  re-centring, ``c0`` becomes the current centroid and the list is re-sorted;
+* farthest from ``r``: the cone index of :mod:`._cones` (buckets of records with
+  similar directions and norms around ``c0``, bounded by the cone bound of
+  maximum-inner-product search, searched by decreasing bound);
+* nearest to a record: depth-first search of a k-d tree (median splits on the
+  widest coordinate, leaves of ``LEAF_SIZE`` records), nearest box first.
 
-In 10 dimensions the tree cells are nearly as wide as the data cloud, and once MDAV
-has peeled the data the remaining records are at similar distances from any record
-on their surface: a farthest-from-``r`` query still computes the distances of a
-sizeable share of the records (a few to 40 % on Gaussian and Gaussian-mixture data),
-so the cost stays close to quadratic at large n -- about 30 times less than the
-straightforward loop at 50,000 records (benchmarks/mdav.py).
+Measured (benchmarks/mdav.py, k = 3, 10 columns, one core): the farthest-from-``r``
+query was the bottleneck of the earlier tree-only search -- in 10 dimensions a tree
+cell is nearly as wide as the slack between the farthest record and the many almost
+as far, so it computed the distances of a few to 40 % of the records. The cone bound
+follows the geometry of that query and cuts this several-fold; what remains is close
+to quadratic on unstructured data (a 10-dimensional Gaussian mixture) and far below
+it on structured microdata.
 """
 
 from __future__ import annotations
@@ -48,15 +53,16 @@ import numpy as np
 from numba import njit
 
 from ..partition import canonical_labels
+from . import _cones
 from ._common import check_k
 
 __all__ = ["mdav_fast"]
 
 #: Records per tree leaf (at most).
-LEAF_SIZE = 128
-#: The tree is rebuilt when the remaining records fall below this share of the
-#: records it was built on (which also re-centres the centroid's sorted list).
-REBUILD_FRACTION = 0.8
+LEAF_SIZE = 64
+#: The tree and the cone index are rebuilt when the remaining records fall below this
+#: share of the records they were built on.
+REBUILD_FRACTION = 0.6
 #: Capacity of an exact-sum expansion: non-overlapping doubles occupy disjoint bit
 #: ranges of the 2098 bit positions a double can reach.
 _EXPANSION_CAPACITY = 2112
@@ -65,8 +71,6 @@ _EXPANSION_CAPACITY = 2112
 _STACK = 512
 #: Integer node fields (columns of ``nodes``).
 _START, _END, _LEFT, _RIGHT, _PARENT, _MINIDX, _COUNT = 0, 1, 2, 3, 4, 5, 6
-#: Scalar node fields, after the 4p columns lo | hi | cen | cen - c0 of ``nf``.
-_NCEN2, _RAD, _RAD0, _MAXD2 = 0, 1, 2, 3
 
 
 # --------------------------------------------------------------------------- exact sums
@@ -157,19 +161,16 @@ def _leaf_dists(XtT, s, e, q, buf):
 #   pi (3, m)   input index, leaf and (row 2) tree positions by decreasing d2t
 #   alive (m,)  still remaining?
 #   pf (2, m)   squared distance d2t of each record to c0, and its root
-#   nodes (nn, 7) integer fields;  nf (nn, 4p + 4) box, ball and maxd2 (largest d2t)
+#   nodes (nn, 7) integer fields;  nf (nn, 2p) the box of the remaining records
 #   c0 (p,)     the centroid when the tree was built
 #   head (1,)   first entry of pi[2] that may still be remaining
 
 
 @njit(cache=True)
-def _fit_leaf(nd, Xt, alive, pf, nodes, nf, c0, rel):
-    """Box, ball and largest d2t of the remaining records of a leaf."""
+def _fit_leaf(nd, Xt, alive, nodes, nf):
+    """Box of the remaining records of a leaf."""
     p = Xt.shape[1]
     first = True
-    md = 0.0
-    for j in range(p):
-        nf[nd, 2 * p + j] = 0.0
     for t in range(nodes[nd, _START], nodes[nd, _END]):
         if alive[t]:
             for j in range(p):
@@ -178,50 +179,23 @@ def _fit_leaf(nd, Xt, alive, pf, nodes, nf, c0, rel):
                     nf[nd, j] = v
                 if first or v > nf[nd, p + j]:
                     nf[nd, p + j] = v
-                nf[nd, 2 * p + j] += v
-            md = max(md, pf[0, t])
             first = False
-    cnt = nodes[nd, _COUNT]
-    ncen2 = 0.0
-    for j in range(p):
-        nf[nd, 2 * p + j] /= cnt
-        u = nf[nd, 2 * p + j] - c0[j]
-        nf[nd, 3 * p + j] = u
-        ncen2 += u * u
-    r2 = 0.0
-    cen = nf[nd, 2 * p:3 * p]
-    for t in range(nodes[nd, _START], nodes[nd, _END]):
-        if alive[t]:
-            r2 = max(r2, _dist(Xt, t, cen))
-    nf[nd, 4 * p + _NCEN2] = ncen2
-    nf[nd, 4 * p + _RAD] = np.sqrt(r2) * (1.0 + rel) + (1e-300 if r2 > 0.0 else 0.0)
-    nf[nd, 4 * p + _MAXD2] = md
 
 
 @njit(cache=True)
-def _fit_inner(nd, nodes, nf, p, rel):
-    """Bounds of an inner node from those of its children that still hold records.
-
-    The ball keeps the centre it got when the tree was built; its radius is the
-    smaller of the radius then and one that covers the children's balls.
-    """
-    rr = 0.0
-    md = 0.0
+def _fit_inner(nd, nodes, nf, p):
+    """Box of an inner node: the union of its children's that still hold records."""
     first = True
-    cen = nf[nd, 2 * p:3 * p]
     for side in range(2):
         c = nodes[nd, _LEFT + side]
         if nodes[c, _COUNT] == 0:
             continue
-        for j in range(2 * p):
-            if first or (j < p and nf[c, j] < nf[nd, j]) or (j >= p and nf[c, j] > nf[nd, j]):
+        for j in range(p):
+            if first or nf[c, j] < nf[nd, j]:
                 nf[nd, j] = nf[c, j]
+            if first or nf[c, p + j] > nf[nd, p + j]:
+                nf[nd, p + j] = nf[c, p + j]
         first = False
-        r = np.sqrt(_dist(nf[:, 2 * p:3 * p], c, cen)) * (1.0 + rel) + nf[c, 4 * p + _RAD]
-        rr = max(rr, r)
-        md = max(md, nf[c, 4 * p + _MAXD2])
-    nf[nd, 4 * p + _RAD] = min(rr * (1.0 + rel), nf[nd, 4 * p + _RAD0])
-    nf[nd, 4 * p + _MAXD2] = md
 
 
 @njit(cache=True)
@@ -258,40 +232,7 @@ def _select(X, perm, dim, s, e, kth):
 
 
 @njit(cache=True)
-def _order_desc(key):
-    """Positions of ``key`` by decreasing value (heapsort; ties in any fixed order)."""
-    n = key.shape[0]
-    idx = np.arange(n)
-    for start in range(n // 2 - 1, -1, -1):
-        _sift(key, idx, start, n)
-    for end in range(n - 1, 0, -1):
-        t = idx[0]
-        idx[0] = idx[end]
-        idx[end] = t
-        _sift(key, idx, 0, end)
-    return idx
-
-
-@njit(cache=True)
-def _sift(key, idx, root, n):
-    # min-heap on key, so that the heapsort leaves the largest keys first
-    while True:
-        child = 2 * root + 1
-        if child >= n:
-            return
-        if child + 1 < n and key[idx[child + 1]] < key[idx[child]]:
-            child += 1
-        if key[idx[child]] < key[idx[root]]:
-            t = idx[root]
-            idx[root] = idx[child]
-            idx[child] = t
-            root = child
-        else:
-            return
-
-
-@njit(cache=True)
-def _build(X, idx, c0, leaf_size, rel):
+def _build(X, idx, c0, leaf_size):
     """Tree over the records ``idx`` (sorted input indices), reference point ``c0``.
 
     Each node splits its records at the median of its widest coordinate; leaves hold
@@ -342,18 +283,6 @@ def _build(X, idx, c0, leaf_size, rel):
         stack[top + 1] = nn - 2
         top += 2
     nodes = nodes[:nn].copy()
-    # within each leaf, records by decreasing distance to c0: a farthest-record scan of
-    # the leaf can stop at the first record too close to c0 to beat the best so far
-    d2 = np.empty(m)
-    for t in range(m):
-        d2[t] = _dist(X, perm[t], c0)
-    for nd in range(nn):
-        if nodes[nd, _LEFT] < 0:
-            s = nodes[nd, _START]
-            e = nodes[nd, _END]
-            o = _order_desc(d2[s:e])
-            perm[s:e] = perm[s:e][o]
-            d2[s:e] = d2[s:e][o]
     Xt = np.empty((m, p))
     pi = np.empty((3, m), np.int64)
     pf = np.empty((2, m))
@@ -362,83 +291,23 @@ def _build(X, idx, c0, leaf_size, rel):
         for j in range(p):
             Xt[t, j] = X[perm[t], j]
         pi[0, t] = perm[t]
-        pf[0, t] = d2[t]
-        pf[1, t] = np.sqrt(d2[t])
-    pi[2] = _order_desc(pf[0])
-    nf = np.empty((nn, 4 * p + 4))
+        d2 = _dist(Xt, t, c0)
+        pf[0, t] = d2
+        pf[1, t] = np.sqrt(d2)
+    pi[2] = np.argsort(-pf[0])
+    nf = np.empty((nn, 2 * p))
     # children have larger ids than their parents: fit bottom-up
     for nd in range(nn - 1, -1, -1):
-        s = nodes[nd, _START]
-        e = nodes[nd, _END]
         if nodes[nd, _LEFT] < 0:
-            pi[1, s:e] = nd
-            _fit_leaf(nd, Xt, alive, pf, nodes, nf, c0, rel)
-            nf[nd, 4 * p + _RAD0] = nf[nd, 4 * p + _RAD]
-            continue
-        # inner ball: the mean of the node's records and the exact radius around it
-        cen = nf[nd, 2 * p:3 * p]
-        cen[:] = 0.0
-        for t in range(s, e):
-            for j in range(p):
-                cen[j] += Xt[t, j]
-        ncen2 = 0.0
-        for j in range(p):
-            cen[j] /= e - s
-            u = cen[j] - c0[j]
-            nf[nd, 3 * p + j] = u
-            ncen2 += u * u
-        nf[nd, 4 * p + _NCEN2] = ncen2
-        r2 = 0.0
-        for t in range(s, e):
-            r2 = max(r2, _dist(Xt, t, cen))
-        nf[nd, 4 * p + _RAD0] = np.sqrt(r2) * (1.0 + rel) + (1e-300 if r2 > 0.0 else 0.0)
-        _fit_inner(nd, nodes, nf, p, rel)
+            pi[1, nodes[nd, _START]:nodes[nd, _END]] = nd
+            _fit_leaf(nd, Xt, alive, nodes, nf)
+        else:
+            _fit_inner(nd, nodes, nf, p)
     head = np.zeros(1, np.int64)
     return Xt, np.ascontiguousarray(Xt.T), pi, alive, pf, nodes, nf, c0.copy(), head
 
 
 # --------------------------------------------------------------------------- bounds
-@njit(cache=True)
-def _upper(nf, nd, p, c0, shift, sn2, sn, rel):
-    """Upper bound on the rounded squared distance from ``q = c0 + shift`` to node ``nd``.
-
-    The smallest of the ball bound ``(|q - cen| + rad)^2`` and of
-    ``maxd2 + |shift|^2 - 2 min <x - c0, shift>`` (x in the node) with the minimum
-    taken over the ball or over the box -- all from one pass over the coordinates.
-    Margins ``rel`` cover every rounding error, cancellation included.
-    """
-    dot = 0.0
-    lin = 0.0
-    alin = 0.0
-    for j in range(p):
-        sj = shift[j]
-        dot += sj * nf[nd, 3 * p + j]
-        u = sj * (nf[nd, j] - c0[j])
-        w = sj * (nf[nd, p + j] - c0[j])
-        lin += min(u, w)
-        alin += abs(u) + abs(w)
-    rad = nf[nd, 4 * p + _RAD]
-    md = nf[nd, 4 * p + _MAXD2]
-    a = sn2 + nf[nd, 4 * p + _NCEN2]
-    dc = a - 2.0 * dot + rel * (a + 2.0 * abs(dot))
-    sd = np.sqrt(max(dc, 0.0)) + rel * np.sqrt(a)
-    ub = (sd + rad) ** 2
-    base = md + 2.0 * rad * sn + sn2
-    ub = min(ub, base - 2.0 * dot + rel * (base + 2.0 * abs(dot) + a))
-    ub = min(ub, md + sn2 - 2.0 * lin + rel * (md + sn2 + 2.0 * alin))
-    return ub * (1.0 + rel) + 1e-300
-
-
-@njit(cache=True)
-def _box_upper(nf, nd, p, q):
-    """Upper bound from the box; exact in floating point (rounding is monotone)."""
-    s = 0.0
-    for j in range(p):
-        m = max(q[j] - nf[nd, j], nf[nd, p + j] - q[j])
-        s += m * m
-    return s
-
-
 @njit(cache=True)
 def _box_lower(nf, nd, p, q):
     """Lower bound from the box; exact in floating point (rounding is monotone)."""
@@ -450,6 +319,25 @@ def _box_lower(nf, nd, p, q):
 
 
 # --------------------------------------------------------------------------- queries
+@njit(cache=True)
+def _recentre(tree, c):
+    """Make ``c`` the reference point of the farthest-from-centroid scan: distances of
+    the remaining records to ``c``, and their order (removed records last)."""
+    Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
+    m = Xt.shape[0]
+    for t in range(m):
+        if alive[t]:
+            d = _dist(Xt, t, c)
+            pf[0, t] = d
+            pf[1, t] = np.sqrt(d)
+        else:
+            pf[0, t] = -1.0
+            pf[1, t] = 0.0
+    pi[2] = np.argsort(-pf[0])
+    c0[:] = c
+    head[0] = 0
+
+
 @njit(cache=True)
 def _farthest_from_centroid(tree, c, rel, stats):
     """Input index of the remaining record farthest from ``c`` (first on ties).
@@ -483,68 +371,6 @@ def _farthest_from_centroid(tree, c, rel, stats):
             if d > best_d or (d == best_d and i < best_i):
                 best_d = d
                 best_i = i
-    return best_i
-
-
-@njit(cache=True)
-def _farthest(tree, q, rel, st_node, st_val, buf, stats):
-    """Input index of the remaining record farthest from ``q`` (first on ties)."""
-    Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
-    p = q.shape[0]
-    shift = q - c0
-    sn2 = 0.0
-    for j in range(p):
-        sn2 += shift[j] * shift[j]
-    sn = np.sqrt(sn2) * (1.0 + rel)
-    best_d = -1.0
-    best_i = np.iinfo(np.int64).max
-    st_node[0] = 0
-    st_val[0] = np.inf
-    top = 1
-    while top > 0:
-        top -= 1
-        nd = st_node[top]
-        ub = st_val[top]
-        if nodes[nd, _COUNT] == 0 or ub < best_d:
-            continue
-        if ub <= best_d * (1.0 + 1e3 * rel) + 1e-290:
-            # a near tie: the exact box bound may settle it (duplicated records)
-            ub = min(ub, _box_upper(nf, nd, p, q))
-            if ub < best_d or (ub <= best_d and nodes[nd, _MINIDX] > best_i):
-                continue
-        if nodes[nd, _LEFT] < 0:
-            stats[1] += 1
-            s0 = nodes[nd, _START]
-            e0 = nodes[nd, _END]
-            # |x - q| <= |x - c0| + |q - c0|, and the leaf is sorted by |x - c0|
-            while e0 > s0:
-                f = pf[1, e0 - 1] * (1.0 + rel) + sn
-                if f * f * (1.0 + rel) + 1e-300 >= best_d:
-                    break
-                e0 -= 1
-            _leaf_dists(XtT, s0, e0, q, buf)
-            for t in range(s0, e0):
-                if alive[t]:
-                    d = buf[t - s0]
-                    i = pi[0, t]
-                    if d > best_d or (d == best_d and i < best_i):
-                        best_d = d
-                        best_i = i
-            continue
-        stats[2] += 1
-        a = nodes[nd, _LEFT]
-        b = nodes[nd, _RIGHT]
-        ua = _upper(nf, a, p, c0, shift, sn2, sn, rel) if nodes[a, _COUNT] > 0 else -1.0
-        ubb = _upper(nf, b, p, c0, shift, sn2, sn, rel) if nodes[b, _COUNT] > 0 else -1.0
-        # the more promising child goes on top of the stack, to be explored first
-        if ua < ubb:
-            a, b = b, a
-            ua, ubb = ubb, ua
-        st_node[top] = b
-        st_val[top] = ubb
-        st_node[top + 1] = a
-        st_val[top + 1] = ua
-        top += 2
     return best_i
 
 
@@ -612,7 +438,7 @@ def _nearest(tree, q, qi, m, st_node, st_val, buf, kd, ki, stats):
 
 
 @njit(cache=True)
-def _remove(tree, i, pos_of, rel):
+def _remove(tree, i, pos_of):
     """Take record ``i`` out of the tree; refit its leaf and the leaf's ancestors."""
     Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
     t = pos_of[i]
@@ -623,11 +449,11 @@ def _remove(tree, i, pos_of, rel):
         nodes[nd, _COUNT] -= 1
         nd = nodes[nd, _PARENT]
     if nodes[leaf, _COUNT] > 0:
-        _fit_leaf(leaf, Xt, alive, pf, nodes, nf, c0, rel)
+        _fit_leaf(leaf, Xt, alive, nodes, nf)
     nd = nodes[leaf, _PARENT]
     while nd >= 0:
         if nodes[nd, _COUNT] > 0:
-            _fit_inner(nd, nodes, nf, Xt.shape[1], rel)
+            _fit_inner(nd, nodes, nf, Xt.shape[1])
         nd = nodes[nd, _PARENT]
 
 
@@ -651,18 +477,32 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     ki = np.empty(k, np.int64)
     c = np.empty(p)
     _centroid(parts, npart, nrem, c)
-    tree = _build(X, np.arange(n), c, leaf_size, rel)
+    tree = _build(X, np.arange(n), c, leaf_size)
+    cones = _cones.build(X, np.arange(n), c, rel)
+    gub = np.empty(cones[4].shape[0])
+    heap = np.empty(cones[4].shape[0], np.int64)
+    ub = np.empty(_cones.GROUP)
+    cbuf = np.empty(_cones.BUCKET)
     pos_of[tree[2][0]] = np.arange(n)
     built = n
     stats[5] += 1
+    fc_work = 0
     g = 0
     while nrem >= 2 * k:
         _centroid(parts, npart, nrem, c)
+        scanned = stats[0]
         r = _farthest_from_centroid(tree, c, rel, stats)
+        # the scan lengthens as the centroid drifts from the tree's reference point:
+        # re-centre once the scans since the last re-centring cost about as much as it
+        fc_work += stats[0] - scanned
+        if fc_work > nrem:
+            _recentre(tree, c)
+            fc_work = 0
+            stats[6] += 1
         three = nrem >= 3 * k
         s = -1
         if three:
-            s = _farthest(tree, X[r], rel, st_node, st_val, buf, stats)
+            s = _cones.farthest(cones, X[r], rel, gub, heap, ub, cbuf, stats[1:3])
         for rep in range(2 if three else 1):
             centre = r
             if rep == 1:
@@ -679,7 +519,8 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
                 remaining[i] = False
                 for j in range(p):
                     _fsum_add(parts, npart, j, -X[i, j])
-                _remove(tree, i, pos_of, rel)
+                _remove(tree, i, pos_of)
+                _cones.remove(cones, i, rel)
             nrem -= got + 1
             g += 1
         if not three:
@@ -687,10 +528,12 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
         if nrem < rebuild_fraction * built and nrem >= 2 * k:
             _centroid(parts, npart, nrem, c)
             idx = np.flatnonzero(remaining)
-            tree = _build(X, idx, c, leaf_size, rel)
+            tree = _build(X, idx, c, leaf_size)
+            cones = _cones.build(X, idx, c, rel)
             pos_of[tree[2][0]] = np.arange(idx.size)
             built = nrem
             stats[5] += 1
+            fc_work = 0
     for i in range(n):
         if remaining[i]:
             labels[i] = g
@@ -699,8 +542,8 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
 
 def _run(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Raw labels and diagnostics: records scanned by the farthest-from-centroid
-    query; leaves and inner nodes visited by the farthest-from-r queries and by the
-    nearest-neighbour queries; tree builds."""
+    query; super-buckets and buckets searched by the farthest-from-r queries; leaves
+    and inner nodes visited by the nearest-neighbour queries; builds; re-centrings."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     check_k(X, k)
     rel = 1e-9 + 8.0 * (X.shape[1] + 8) * np.finfo(np.float64).eps

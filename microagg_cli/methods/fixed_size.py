@@ -86,8 +86,8 @@ def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     centroid is each column's exact sum, rounded once, divided by the count; squared
     distances are summed left to right over the columns. From
     ``FAST_MDAV_MIN_N`` records on, the work is done by
-    :func:`._fast_mdav.mdav_fast` (branch-and-bound queries in a tree, compiled with
-    numba), which returns the identical partition; :func:`mdav_reference` is the
+    :func:`._fast_mdav.mdav_fast` (branch-and-bound queries in a k-d tree and a cone
+    index, compiled with numba), which returns the identical partition; :func:`mdav_reference` is the
     straightforward O(n^2 p / k) definition.
 
     References
