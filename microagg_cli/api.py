@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -470,6 +470,37 @@ def _il_parts(X: np.ndarray, Xp: np.ndarray) -> tuple[float, float]:
     return float(((Z - Zp)[both] ** 2).sum()), float((dev[both] ** 2).sum())
 
 
+def _part_task(X: np.ndarray, k: int, entropy: Any, spawn_key: tuple[int, ...], weights: np.ndarray | None,
+               name: str, scaling: tuple[np.ndarray, np.ndarray] | None, kwargs: dict[str, Any]) -> BlockResult:
+    """Protect one part (a task: runs in this process or on a Dask worker)."""
+    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
+    return protect_array(X, k, seed=seed, weights=weights, name=name, scaling=scaling, **kwargs)
+
+
+def _check_task(X: np.ndarray, block: Block, parts: list[np.ndarray], entropy: Any, spawn_key: tuple[int, ...],
+                stat: str, partition_size: int) -> dict[str, Any]:
+    """The partitioned mode's extra-IL check on the union of two parts (a task)."""
+    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
+    return _partition_check(X, block, parts, seed=seed, stat=stat, partition_size=partition_size)
+
+
+_Call = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+class LocalRunner:
+    """Runs calls one after the other in this process (the default runner; the Dask
+    engine's runner in :mod:`microagg_cli.engines` has the same two methods)."""
+
+    name = "local"
+
+    def run(self, calls: Iterable[_Call], on_result: Callable[[int, Any], None]) -> None:
+        for j, (func, args) in enumerate(calls):
+            on_result(j, func(*args))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "local"}
+
+
 def _protect_rows(
     X: np.ndarray,
     block: Block,
@@ -480,34 +511,65 @@ def _protect_rows(
     name: str,
     partition_size: int | None,
     check: bool = True,
+    runner: Any = None,
+    progress: Callable[[int], None] | None = None,
 ) -> BlockResult:
     """Protect the rows of one block (one stratum), in parts when they are too many.
 
     Part j is seeded by ``SeedSequence(entropy, spawn_key + (j,))``: its stream depends
-    on the part id only, never on the processing order.
+    on the part id only, never on the processing order. The parts (and the extra-IL
+    check, first: it is the longest task) are run by ``runner`` (:class:`LocalRunner`
+    by default, or the Dask engine's), which may finish them in any order; the result
+    does not depend on it. ``progress`` is told the rows of every finished part.
     """
+    runner = runner or LocalRunner()
     kwargs = dict(method=block.method, params=block.params, columns=block.columns, stat=stat)
     n = X.shape[0]
+    spawn = tuple(seed.spawn_key)
     if not partition_size or n <= partition_size:
-        return protect_array(X, block.k, seed=seed, weights=weights, name=name, **kwargs)
+        box: list[BlockResult] = []
+        runner.run([(_part_task, (X, block.k, seed.entropy, spawn, weights, name, None, kwargs))],
+                   lambda j, r: box.append(r))
+        if progress:
+            progress(n)
+        return box[0]
     spec = get_method(block.method)
     k_rows = 2 if spec.output == "values" else block.k
     Z, mean, scale = nan_zscore(X)
-    parts = split_indices(np.nan_to_num(Z), partition_size, k_rows)
+    parts = split_indices(np.nan_to_num(Z, copy=False), partition_size, k_rows)
+    del Z
     values = np.empty_like(X)
     labels = np.full(n, -1, dtype=np.int64) if spec.output == "labels" else None
+    results: list[Any] = [None] * len(parts)
+    checked: dict[str, Any] = {}
+    sample = np.sort(np.concatenate(parts[:2]))
+    sample_parts = [np.searchsorted(sample, p) for p in parts[:2]]
+
+    def calls() -> Iterator[_Call]:
+        if check:
+            yield _check_task, (X[sample], block, sample_parts, seed.entropy, spawn, stat, int(partition_size))
+        for j, rows in enumerate(parts):
+            yield _part_task, (X[rows], block.k, seed.entropy, spawn + (j,),
+                               None if weights is None else weights[rows], f"{name}#part{j + 1}",
+                               (mean, scale), kwargs)
+
+    def on_result(i: int, res: Any) -> None:
+        if check and i == 0:
+            checked.update(res)
+            return
+        j = i - 1 if check else i
+        values[parts[j]] = res.values
+        res.values = None  # the values live in ``values`` now
+        results[j] = res
+        if progress:
+            progress(int(parts[j].size))
+
+    runner.run(calls(), on_result)
     offset = 0
-    results = []
-    for j, rows in enumerate(parts):
-        res = protect_array(
-            X[rows], block.k, seed=np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key + (j,)), weights=None if weights is None else weights[rows],
-            name=f"{name}#part{j + 1}", scaling=(mean, scale), **kwargs,
-        )
-        values[rows] = res.values
-        if labels is not None:
+    if labels is not None:
+        for rows, res in zip(parts, results):
             labels[rows] = res.labels + offset
             offset += int(res.labels.max()) + 1
-        results.append(res)
     stats = dict(results[0].stats)
     if labels is not None:
         stats["n_groups"] = offset
@@ -516,8 +578,7 @@ def _protect_rows(
     stats["partitions"] = {"size": int(partition_size), "count": len(parts),
                            "smallest": int(min(p.size for p in parts)), "largest": int(max(p.size for p in parts))}
     if check:
-        stats["partition_check"] = _partition_check(X, block, parts, seed=seed, stat=stat,
-                                                    partition_size=partition_size)
+        stats["partition_check"] = checked
     return BlockResult(results[0].block, values, labels, stats)
 
 

@@ -57,8 +57,7 @@ from .blocking import Block, BlockPlan
 from .errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
 from .io import Table, atomic_write_bytes, check_output_path, detect_format, numeric_matrix, resolve_columns
 from .methods import get_method
-from .partitioning import split_indices
-from .survey import nan_zscore, resolve_small_strata, stratify
+from .survey import resolve_small_strata, stratify
 
 __all__ = [
     "ENGINES",
@@ -383,40 +382,6 @@ def _write_pass(
 # --------------------------------------------------------------------------- runners
 
 
-def _part_task(X: np.ndarray, k: int, entropy: Any, spawn_key: tuple[int, ...], weights: np.ndarray | None,
-               name: str, scaling: tuple[np.ndarray, np.ndarray] | None, kwargs: dict[str, Any]) -> Any:
-    """Protect one part (a task: runs in this process or on a Dask worker)."""
-    from .api import protect_array
-
-    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
-    return protect_array(X, k, seed=seed, weights=weights, name=name, scaling=scaling, **kwargs)
-
-
-def _check_task(X: np.ndarray, block: Block, parts: list[np.ndarray], entropy: Any, spawn_key: tuple[int, ...],
-                stat: str, partition_size: int) -> dict[str, Any]:
-    """The partitioned mode's extra-IL check on the union of two parts (a task)."""
-    from .api import _partition_check
-
-    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
-    return _partition_check(X, block, parts, seed=seed, stat=stat, partition_size=partition_size)
-
-
-_Call = tuple[Callable[..., Any], tuple[Any, ...]]
-
-
-class _LocalRunner:
-    """Runs calls one after the other in this process."""
-
-    name = "local"
-
-    def run(self, calls: Iterable[_Call], on_result: Callable[[int, Any], None]) -> None:
-        for j, (func, args) in enumerate(calls):
-            on_result(j, func(*args))
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": "local"}
-
-
 class _DaskRunner:
     """Runs calls as tasks on a Dask cluster, a bounded number in flight, results in any order."""
 
@@ -428,7 +393,8 @@ class _DaskRunner:
         threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
         self.window = 2 * max(threads, 1) + 1
 
-    def run(self, calls: Iterable[_Call], on_result: Callable[[int, Any], None]) -> None:
+    def run(self, calls: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
+            on_result: Callable[[int, Any], None]) -> None:
         from distributed import KilledWorker, as_completed
 
         client = self.client
@@ -567,80 +533,6 @@ def dask_client(
 # ------------------------------------------------------------------------ protection
 
 
-def _protect_rows_engine(
-    X: np.ndarray,
-    block: Block,
-    *,
-    seed: np.random.SeedSequence,
-    stat: str,
-    weights: np.ndarray | None,
-    name: str,
-    partition_size: int | None,
-    runner: Any,
-    progress: Callable[[int], None] | None = None,
-) -> Any:
-    """:func:`microagg_cli.api._protect_rows` with the parts (and the extra-IL check) run by
-    ``runner``: same parts, seeds, scaling and assembly, hence the same values and stats."""
-    from .api import BlockResult, _il_sse_observed
-
-    kwargs = dict(method=block.method, params=block.params, columns=block.columns, stat=stat)
-    n = X.shape[0]
-    spawn = tuple(seed.spawn_key)
-    if not partition_size or n <= partition_size:
-        box: list[Any] = []
-        runner.run([(_part_task, (X, block.k, seed.entropy, spawn, weights, name, None, kwargs))],
-                   lambda j, r: box.append(r))
-        if progress:
-            progress(n)
-        return box[0]
-    spec = get_method(block.method)
-    k_rows = 2 if spec.output == "values" else block.k
-    Z, mean, scale = nan_zscore(X)
-    parts = split_indices(np.nan_to_num(Z, copy=False), partition_size, k_rows)
-    del Z
-    values = np.empty_like(X)
-    labels = np.full(n, -1, dtype=np.int64) if spec.output == "labels" else None
-    results: list[Any] = [None] * len(parts)
-    check: dict[str, Any] = {}
-    sample = np.sort(np.concatenate(parts[:2]))
-    sample_parts = [np.searchsorted(sample, p) for p in parts[:2]]
-
-    def calls() -> Iterator[_Call]:
-        # the check first: it is the longest task (an exact run on two parts)
-        yield _check_task, (X[sample], block, sample_parts, seed.entropy, spawn, stat, int(partition_size))
-        for j, rows in enumerate(parts):
-            yield _part_task, (X[rows], block.k, seed.entropy, spawn + (j,),
-                               None if weights is None else weights[rows], f"{name}#part{j + 1}",
-                               (mean, scale), kwargs)
-
-    def on_result(i: int, res: Any) -> None:
-        if i == 0:
-            check.update(res)
-            return
-        j = i - 1
-        values[parts[j]] = res.values
-        res.values = None  # the values live in ``values`` now
-        results[j] = res
-        if progress:
-            progress(int(parts[j].size))
-
-    runner.run(calls(), on_result)
-    offset = 0
-    if labels is not None:
-        for rows, res in zip(parts, results):
-            labels[rows] = res.labels + offset
-            offset += int(res.labels.max()) + 1
-    stats = dict(results[0].stats)
-    if labels is not None:
-        stats["n_groups"] = offset
-    stats["seconds"] = sum(r.stats["seconds"] for r in results)
-    stats["il_sse"] = _il_sse_observed(X, values)
-    stats["partitions"] = {"size": int(partition_size), "count": len(parts),
-                           "smallest": int(min(p.size for p in parts)), "largest": int(max(p.size for p in parts))}
-    stats["partition_check"] = check
-    return BlockResult(results[0].block, values, labels, stats)
-
-
 def _protect_block(
     src: ParquetSource,
     index: int,
@@ -657,7 +549,7 @@ def _protect_block(
 ) -> tuple[Any, tuple[float, float]]:
     """Pass 1 for one block (no strata): the block loop of
     :func:`microagg_cli.api.protect_table`, its parts run by ``runner``."""
-    from .api import BlockResult, _block_seed, _block_stats, _il_parts
+    from .api import BlockResult, _block_seed, _block_stats, _il_parts, _protect_rows
 
     X = src.numeric(list(block.columns), allow_missing=missing != "error")
     n = X.shape[0]
@@ -676,7 +568,7 @@ def _protect_block(
              n, X.shape[1], runner.name)
     whole = rows_grouped.size == n
     Xg = X if whole else X[rows_grouped]
-    res = _protect_rows_engine(
+    res = _protect_rows(
         Xg, block, seed=_block_seed(seed, index, None), stat=stat,
         weights=None if w is None else (w if whole else w[rows_grouped]), name=block.name,
         partition_size=partition_size, runner=runner, progress=progress,
@@ -819,7 +711,9 @@ def protect_parquet(
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
             runner: Any = _DaskRunner(client, description)
         else:
-            runner = _LocalRunner()
+            from .api import LocalRunner
+
+            runner = LocalRunner()
         for i, block in enumerate(plan.blocks):
             res, (bn, bd) = _protect_block(src, i, block, seed=seed, stat=stat, w=w, missing=missing,
                                            small_strata=small_strata, partition_size=partition_size,

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from microagg_cli import engines
+from microagg_cli import api, engines
 from microagg_cli.api import protect_table
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
@@ -280,7 +280,7 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
     assert expected.select(["a", "b"]).to_pandas().value_counts().min() >= 3
 
 
-_PART_TASK = engines._part_task
+_PART_TASK = api._part_task
 
 
 def _failing_part(X, k, entropy, spawn_key, *args):
@@ -306,7 +306,7 @@ def test_cli_dask_scheduler_address_single_file(tmp_path, dask_cluster, monkeypa
     rep = json.loads((tmp_path / "d.json").read_text())
     assert rep["engine"]["scheduler"] == address and rep["blocks"][0]["partitions"]["count"] >= 6
     # a task failing on a worker fails the run with its error; nothing is written
-    monkeypatch.setattr(engines, "_part_task", _failing_part)
+    monkeypatch.setattr(api, "_part_task", _failing_part)
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "e.parquet"), "--engine", "dask", "--scheduler", address])
     assert res.exit_code == 4 and "part 3 failed on a worker" in res.stderr
     assert not (tmp_path / "e.parquet").exists()
