@@ -227,7 +227,7 @@ def test_cone_bounds_hold_for_the_rounded_distances():
         X = _data(rng, kind, 700, 4)
         c0 = X[:350].mean(axis=0)  # an off-centre reference point
         index = _cones.build(X, np.arange(700), c0, rel, 8, 4)
-        cx, ba, bf, bcnt, ga, gf, gcnt = index
+        cx, ba, bf, bcnt, ga, gf, gcnt, _ = index
         for i in rng.permutation(700)[:450]:  # cones are refitted as records leave
             _cones.remove(index, i, rel)
         alive, inp = cx[2], cx[4]

@@ -176,64 +176,67 @@ def _set(f, i, beta, lo, hi):
 
 
 @njit(cache=True)
-def _fit_bucket(b, cx, ba, bf, rel):
-    """Cone and norm range of the remaining records of bucket ``b``."""
-    Y, rho, alive, c0, bucket = cx[0], cx[1], cx[2], cx[6], cx[7][0]
-    p = Y.shape[1]
-    s = b * bucket
-    e = min(s + bucket, Y.shape[0])
-    axis = ba[b]
-    axis[:] = 0.0
-    lo = np.inf
-    hi = 0.0
-    for t in range(s, e):
-        if alive[t]:
-            lo = min(lo, rho[t])
-            hi = max(hi, rho[t])
-            if rho[t] > 0.0:
-                for j in range(p):
-                    axis[j] += Y[t, j] / rho[t]
-    beta = _normalise_and_spread(Y, rho, alive, s, e, axis)
-    _set(bf, b, beta, lo * (1.0 - rel), hi * (1.0 + rel))
-
-
-@njit(cache=True)
-def _normalise_and_spread(Y, rho, alive, s, e, axis):
-    """Normalise ``axis`` (a sum of unit directions) and return the half-angle of the
-    cone around it holding the directions of the remaining records ``s..e-1`` (pi when
-    the directions do not fit a narrower cone). Records at ``c0`` have no direction
-    and need none: their distance to any ``q`` is ``|w|``, covered by the norm range."""
+def _axis_of(U, s, e, axis):
+    """Unit axis of the cone around the directions ``U[s:e]`` (their normalised sum)
+    into ``axis``, and the cone's half-angle over them (with ``_ANGLE_MARGIN``); pi
+    when the directions do not fit a narrower cone. Zero rows (records at ``c0``)
+    have no direction and need none: their distance to any ``q`` is ``|q - c0|``,
+    which the norm range covers."""
     p = axis.shape[0]
+    axis[:] = 0.0
+    for t in range(s, e):
+        for j in range(p):
+            axis[j] += U[t, j]
     nrm = np.sqrt(np.sum(axis * axis))
     if not nrm > 1e-6:
         return np.pi
     axis /= nrm
     beta = 0.0
     for t in range(s, e):
-        if alive[t] and rho[t] > 0.0:
-            u = 0.0
-            for j in range(p):
-                u += Y[t, j] / rho[t] * axis[j]
-            beta = max(beta, np.arccos(min(1.0, max(-1.0, u))))
+        beta = max(beta, _angle(U, t, axis))
     return beta + _ANGLE_MARGIN
 
 
 @njit(cache=True)
-def _fit_group(g, ba, bf, bcnt, ga, gf, group):
-    """Cone of super-bucket ``g`` from its buckets' cones, never wider than the one
+def _angle(U, t, axis):
+    """Angle between the direction ``U[t]`` and a unit axis (0 for a zero row)."""
+    u = 0.0
+    z = True
+    for j in range(axis.shape[0]):
+        u += U[t, j] * axis[j]
+        z = z and U[t, j] == 0.0
+    return 0.0 if z else np.arccos(min(1.0, max(-1.0, u)))
+
+
+@njit(cache=True)
+def _fit_bucket(b, cx, bf, rel):
+    """Cone (around the axis fixed at build time) and norm range of the remaining
+    records of bucket ``b``, from each record's stored angle to that axis."""
+    ang, rho, alive, bucket = cx[0], cx[1], cx[2], cx[7][0]
+    s = b * bucket
+    lo = np.inf
+    hi = 0.0
+    beta = 0.0
+    for t in range(s, min(s + bucket, rho.shape[0])):
+        if alive[t]:
+            lo = min(lo, rho[t])
+            hi = max(hi, rho[t])
+            beta = max(beta, ang[t])
+    _set(bf, b, beta, lo * (1.0 - rel), hi * (1.0 + rel))
+
+
+@njit(cache=True)
+def _fit_group(g, bf, bcnt, bang, gf, group):
+    """Cone of super-bucket ``g`` from its buckets' cones (``bang``: the angle of each
+    bucket's axis to its super-bucket's, with margin), never wider than the one
     fitted to its records when the index was built."""
-    nb = ba.shape[0]
-    p = ba.shape[1]
     beta = 0.0
     lo = np.inf
     hi = 0.0
-    for b in range(g * group, min(nb, (g + 1) * group)):
+    for b in range(g * group, min(bf.shape[0], (g + 1) * group)):
         if bcnt[b] == 0:
             continue
-        u = 0.0
-        for j in range(p):
-            u += ga[g, j] * ba[b, j]
-        beta = max(beta, np.arccos(min(1.0, max(-1.0, u))) + _ANGLE_MARGIN + bf[b, _BETA])
+        beta = max(beta, bang[b] + bf[b, _BETA])
         lo = min(lo, bf[b, _LO])
         hi = max(hi, bf[b, _HI])
     _set(gf, g, min(beta, gf[g, _BETA0]), lo, hi)
@@ -243,11 +246,13 @@ def _fit_group(g, ba, bf, bcnt, ga, gf, group):
 def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
     """Cone index over the records ``idx`` of ``X``, centred on ``c0``.
 
-    Returns ``(cx, ba, bf, bcnt, ga, gf, gcnt)``: the record arrays ``cx`` =
-    (Y = X - c0 in index order, rho = |Y|, alive, Xb = X by bucket, (bucket, p, BUCKET)
-    coordinate-major, input
-    index, position of each input index (-1 if absent), c0, (bucket, group)); bucket
-    axes / fields / remaining counts; super-bucket axes / fields / counts.
+    Returns ``(cx, ba, bf, bcnt, ga, gf, gcnt, bang)``: the record arrays ``cx`` = (angle of
+    each record's direction to its bucket's axis, norm ``|x - c0|``, alive, the records
+    by bucket as a (buckets, p, ``bucket``) coordinate-major array, input index,
+    position of each input index (-1 if absent), c0, (bucket, group)); then the
+    bucket axes / fields / remaining counts and the super-bucket axes / fields /
+    counts, and the angle of each bucket's axis to its super-bucket's. Axes are fixed at
+    build time; removals refit the half-angles and norm ranges.
     """
     n, p = X.shape
     m = idx.size
@@ -269,7 +274,8 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
         F[t, p] *= scale
     perm = _order(F, bucket)
     nb = (m + bucket - 1) // bucket
-    Y = np.empty((m, p))
+    ng = (nb + group - 1) // group
+    U = np.empty((m, p))
     Xb = np.zeros((nb, p, bucket))
     rho = np.empty(m)
     inp = np.empty(m, np.int64)
@@ -281,36 +287,43 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
         rho[t] = rho0[perm[t]]
         for j in range(p):
             Xb[t // bucket, j, t % bucket] = X[i, j]
-            Y[t, j] = X[i, j] - c0[j]
-    alive = np.ones(m, np.bool_)
-    cx = (Y, rho, alive, Xb, inp, pos, c0.copy(), np.array([bucket, group], np.int64))
-    ng = (nb + group - 1) // group
+            U[t, j] = F[perm[t], j]
     ba = np.empty((nb, p))
     bf = np.empty((nb, 6))
     bcnt = np.empty(nb, np.int64)
+    ang = np.empty(m)
     for b in range(nb):
-        bcnt[b] = min(m, (b + 1) * bucket) - b * bucket
-        _fit_bucket(b, cx, ba, bf, rel)
-    ga = np.zeros((ng, p))
+        s = b * bucket
+        e = min(m, s + bucket)
+        bcnt[b] = e - s
+        if _axis_of(U, s, e, ba[b]) >= np.pi:
+            ang[s:e] = np.pi
+        else:
+            for t in range(s, e):
+                ang[t] = _angle(U, t, ba[b]) + _ANGLE_MARGIN
+    alive = np.ones(m, np.bool_)
+    cx = (ang, rho, alive, Xb, inp, pos, c0.copy(), np.array([bucket, group], np.int64))
+    for b in range(nb):
+        _fit_bucket(b, cx, bf, rel)
+    ga = np.empty((ng, p))
     gf = np.empty((ng, 6))
     gcnt = np.zeros(ng, np.int64)
+    bang = np.empty(nb)
     for g in range(ng):
         s = g * group * bucket
         e = min(m, (g + 1) * group * bucket)
         gcnt[g] = e - s
-        for t in range(s, e):
-            if rho[t] > 0.0:
-                for j in range(p):
-                    ga[g, j] += Y[t, j] / rho[t]
-        gf[g, _BETA0] = _normalise_and_spread(Y, rho, alive, s, e, ga[g])
-        _fit_group(g, ba, bf, bcnt, ga, gf, group)
-    return cx, ba, bf, bcnt, ga, gf, gcnt
+        gf[g, _BETA0] = _axis_of(U, s, e, ga[g])
+        for b in range(g * group, min(nb, (g + 1) * group)):
+            bang[b] = _angle(ba, b, ga[g]) + _ANGLE_MARGIN
+        _fit_group(g, bf, bcnt, bang, gf, group)
+    return cx, ba, bf, bcnt, ga, gf, gcnt, bang
 
 
 @njit(cache=True)
 def remove(index, i, rel):
     """Take input record ``i`` out of the index; refit its bucket and super-bucket."""
-    cx, ba, bf, bcnt, ga, gf, gcnt = index
+    cx, ba, bf, bcnt, ga, gf, gcnt, bang = index
     bucket, group = cx[7][0], cx[7][1]
     t = cx[5][i]
     cx[2][t] = False
@@ -319,9 +332,9 @@ def remove(index, i, rel):
     bcnt[b] -= 1
     gcnt[g] -= 1
     if bcnt[b] > 0:
-        _fit_bucket(b, cx, ba, bf, rel)
+        _fit_bucket(b, cx, bf, rel)
     if gcnt[g] > 0:
-        _fit_group(g, ba, bf, bcnt, ga, gf, group)
+        _fit_group(g, bf, bcnt, bang, gf, group)
 
 
 # ------------------------------------------------------------------------ the query
@@ -358,7 +371,7 @@ def _bounds(A, F, cnt, s, e, w, wn, sn2, rel, out):
 def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, stats):
     """Search super-bucket ``g``: its buckets by decreasing bound, each one only if its
     bound reaches ``best[0]``; ``best`` = (distance, input index) updated in place."""
-    cx, ba, bf, bcnt, ga, gf, gcnt = index
+    cx, ba, bf, bcnt, ga, gf, gcnt, bang = index
     alive, Xb, inp = cx[2], cx[3], cx[4]
     bucket, group = cx[7][0], cx[7][1]
     p = q.shape[0]
@@ -418,7 +431,7 @@ def farthest(index, q, rel, gub, heap, ub, buf, stats):
     ``gub`` and ``heap`` (one entry per super-bucket), ``ub`` (``GROUP`` entries) and
     ``buf`` (``BUCKET`` entries) are scratch arrays.
     """
-    cx, ba, bf, bcnt, ga, gf, gcnt = index
+    cx, ba, bf, bcnt, ga, gf, gcnt, bang = index
     c0 = cx[6]
     p = q.shape[0]
     w = np.empty(p)
