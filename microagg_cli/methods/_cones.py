@@ -46,16 +46,6 @@ _ANGLE_MARGIN = 1e-6
 _COSB, _SINB, _BETA, _LO, _HI, _BETA0 = 0, 1, 2, 3, 4, 5
 
 
-@njit(cache=True)
-def _dist(A, a, q):
-    """Squared distance of row ``a`` of ``A`` to ``q``, left to right (as the reference)."""
-    s = 0.0
-    for j in range(q.shape[0]):
-        t = A[a, j] - q[j]
-        s += t * t
-    return s
-
-
 # ------------------------------------------------------------------------ the order
 @njit(cache=True)
 def _axis_key(F, perm, s, e, key, axis, sample, steps):

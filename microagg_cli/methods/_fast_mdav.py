@@ -199,39 +199,6 @@ def _fit_inner(nd, nodes, nf, p):
 
 
 @njit(cache=True)
-def _select(X, perm, dim, s, e, kth):
-    """Reorder ``perm[s:e]`` so that position ``kth`` holds the median of coordinate
-    ``dim``, no larger values before it and no smaller after (quickselect,
-    median-of-three pivots; deterministic)."""
-    lo = s
-    hi = e - 1
-    while hi > lo:
-        a = X[perm[lo], dim]
-        b = X[perm[(lo + hi) // 2], dim]
-        c = X[perm[hi], dim]
-        pv = max(min(a, b), min(max(a, b), c))
-        i = lo
-        j = hi
-        while i <= j:
-            while X[perm[i], dim] < pv:
-                i += 1
-            while X[perm[j], dim] > pv:
-                j -= 1
-            if i <= j:
-                t = perm[i]
-                perm[i] = perm[j]
-                perm[j] = t
-                i += 1
-                j -= 1
-        if kth <= j:
-            hi = j
-        elif kth >= i:
-            lo = i
-        else:
-            return
-
-
-@njit(cache=True)
 def _build(X, idx, c0, leaf_size):
     """Tree over the records ``idx`` (sorted input indices), reference point ``c0``.
 
@@ -243,6 +210,7 @@ def _build(X, idx, c0, leaf_size):
     cap = 2 * (m // max(1, (leaf_size + 1) // 2)) + 3
     nodes = np.full((cap, 7), -1, np.int64)
     perm = idx.copy()
+    key = np.empty(m)
     stack = np.empty(_STACK, np.int64)
     stack[0] = 0
     top = 1
@@ -271,7 +239,9 @@ def _build(X, idx, c0, leaf_size):
                 widest = b - a
                 dim = j
         mid = s + (e - s) // 2
-        _select(X, perm, dim, s, e, mid)
+        for t in range(s, e):
+            key[t] = X[perm[t], dim]
+        _cones._select(key, perm, s, e, mid)
         for side in range(2):
             ch = nn + side
             nodes[ch, _START] = s if side == 0 else mid
