@@ -277,3 +277,21 @@ def test_recentred_scan_finds_the_farthest_from_the_centroid():
             got = fm._farthest_from_centroid(tree, c, rel, np.zeros(8, np.int64))
             exact = np.array([fm._dist(X, j, c) if keep[j] else -1.0 for j in range(400)])
             assert got == np.flatnonzero(exact == exact.max()).min()
+
+
+def test_float32_screening_never_hides_a_farther_record():
+    # exact ties between records with different coordinates: in float32 (centred on an
+    # off-grid point and scaled) their screened distances differ by an ulp, and a
+    # screen without its error margin would drop the tied record that comes first
+    rng = np.random.default_rng(13)
+    p = 5
+    X = rng.integers(-3, 4, (3000, p)).astype(float)
+    rel = _rel(p)
+    index = _cones.build(X, np.arange(3000), X.mean(axis=0) + 0.123, rel, 8, 4)
+    assert index[0][9][0] > 0.0  # screening is on
+    gub = np.empty(index[4].shape[0])
+    heap = np.empty(index[4].shape[0], np.int64)
+    for q in X[rng.integers(0, 3000, 40)]:
+        got = _cones.farthest(index, q, rel, gub, heap, np.empty(4), np.empty(8), np.zeros(2, np.int64))
+        d = np.array([fm._dist(X, i, q) for i in range(3000)])
+        assert got == np.flatnonzero(d == d.max()).min()

@@ -20,11 +20,15 @@ their (direction, norm) features, cut into buckets of ``BUCKET`` records, and
 ``GROUP`` consecutive buckets form a super-bucket; both levels carry a cone and a norm
 range over their remaining records. A query bounds every super-bucket, searches the
 most promising one first, then every other one whose bound reaches the best distance
-so far, bucket by bucket. Distances are computed exactly as the reference does (left
-to right in the input coordinates), so the answer -- ties to the first record in the
-input -- is the reference's; the bounds only skip buckets that cannot hold a record at
-least as far as the best, with margins (``rel`` on lengths, ``_ANGLE_MARGIN`` on
-angles) far above every rounding error.
+so far, bucket by bucket. A visited bucket is first screened in float32 (a scaled copy
+of the centred records: half the memory traffic, which is what a query costs at a
+million records); a record goes on to the exact distance only if its screened distance
+plus a proven error margin, ``2 (p + 6) 2^-24 (|y|^2 + |w|^2)`` doubled, reaches the
+best so far. Exact distances are computed as the reference does (left to right in the
+input coordinates), so the answer -- ties to the first record in the input -- is the
+reference's; the bounds only skip buckets that cannot hold a record at least as far as
+the best, with margins (``rel`` on lengths, ``_ANGLE_MARGIN`` on angles) far above
+every rounding error.
 """
 
 from __future__ import annotations
@@ -292,7 +296,16 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
             for t in range(s, e):
                 ang[t] = _angle(U, t, ba[b]) + _ANGLE_MARGIN
     alive = np.ones(m, np.bool_)
-    cx = (ang, rho, alive, Xb, inp, pos, c0.copy(), np.array([bucket, group], np.int64))
+    # float32 copy of the centred records, scaled by the largest norm, for screening
+    sigma = rho.max() if m else 0.0
+    usable = 1e-30 < sigma < 1e30
+    Yb = np.zeros((nb, p, bucket), np.float32)
+    if usable:
+        for t in range(m):
+            for j in range(p):
+                Yb[t // bucket, j, t % bucket] = np.float32((Xb[t // bucket, j, t % bucket] - c0[j]) / sigma)
+    cx = (ang, rho, alive, Xb, inp, pos, c0.copy(), np.array([bucket, group], np.int64), Yb,
+          np.array([sigma if usable else 0.0]))
     for b in range(nb):
         _fit_bucket(b, cx, bf, rel)
     ga = np.empty((ng, p))
@@ -358,11 +371,11 @@ def _bounds(A, F, cnt, s, e, w, wn, sn2, rel, out):
 
 
 @njit(cache=True)
-def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, stats):
+def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, screen, stats):
     """Search super-bucket ``g``: its buckets by decreasing bound, each one only if its
     bound reaches ``best[0]``; ``best`` = (distance, input index) updated in place."""
     cx, ba, bf, bcnt, ga, gf, gcnt, bang = index
-    alive, Xb, inp = cx[2], cx[3], cx[4]
+    alive, Xb, inp, Yb = cx[2], cx[3], cx[4], cx[8]
     bucket, group = cx[7][0], cx[7][1]
     p = q.shape[0]
     nb = ba.shape[0]
@@ -379,6 +392,23 @@ def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, stats):
         ub[top] = -1.0
         b = b0 + top
         stats[1] += 1
+        s = b * bucket
+        e = min(bucket, alive.shape[0] - s)
+        if screen[0] > 0.0:
+            # screen in float32 (half the memory traffic): a record can beat the best
+            # only if its screened distance plus the error margin reaches it
+            for t in range(bucket):
+                buf32[t] = 0.0
+            for j in range(p):
+                wj = w32[j]
+                for t in range(bucket):
+                    u = Yb[b, j, t] - wj
+                    buf32[t] += u * u
+            thr = best[0] * screen[1] - screen[2]
+            for t in range(e):
+                if alive[s + t] and buf32[t] >= thr:
+                    _consider(Xb, b, t, q, inp[s + t], best)
+            continue
         # distances of the bucket's records, each summed left to right over the
         # coordinates exactly as the reference does, vectorised across the records
         buf[:] = 0.0
@@ -387,14 +417,26 @@ def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, stats):
             for t in range(bucket):
                 u = Xb[b, j, t] - qj
                 buf[t] += u * u
-        s = b * bucket
-        for t in range(min(bucket, alive.shape[0] - s)):
+        for t in range(e):
             if alive[s + t]:
                 d = buf[t]
                 i = inp[s + t]
                 if d > best[0] or (d == best[0] and i < best[1]):
                     best[0] = d
                     best[1] = i
+
+
+@njit(cache=True)
+def _consider(Xb, b, t, q, i, best):
+    """Exact distance of record ``t`` of bucket ``b`` (left to right, as the reference);
+    make it the best if it is farther, or as far and earlier in the input."""
+    d = 0.0
+    for j in range(q.shape[0]):
+        u = Xb[b, j, t] - q[j]
+        d += u * u
+    if d > best[0] or (d == best[0] and i < best[1]):
+        best[0] = d
+        best[1] = i
 
 
 @njit(cache=True)
@@ -430,6 +472,20 @@ def farthest(index, q, rel, gub, heap, ub, buf, stats):
         w[j] = q[j] - c0[j]
         sn2 += w[j] * w[j]
     wn = np.sqrt(sn2)
+    # float32 screening: scaled query, 1/sigma^2 and the error margin (scaled units):
+    # |screened - exact| <= (p + 6) u sum_j (|y_j| + |w_j|)^2 <= 2 (p + 6) u (|y|^2 + |w|^2)
+    # with u = 2^-24 and |y| <= sigma; doubled for safety, plus an absolute floor
+    sigma = cx[9][0]
+    screen = np.zeros(3)
+    w32 = np.empty(p, np.float32)
+    buf32 = np.empty(cx[7][0], np.float32)
+    if sigma > 0.0 and wn < 1e6 * sigma:
+        inv = 1.0 / sigma
+        for j in range(p):
+            w32[j] = np.float32(w[j] * inv)
+        screen[0] = 1.0
+        screen[1] = inv * inv
+        screen[2] = 4.0 * (p + 6) * 2.0 ** -24 * (1.0 + sn2 * inv * inv) * (1.0 + rel) + 1e-30
     ng = ga.shape[0]
     _bounds(ga, gf, gcnt, 0, ng, w, wn, sn2, rel, gub)
     # super-buckets by decreasing bound (a binary max-heap of their ids), searched
@@ -450,7 +506,7 @@ def farthest(index, q, rel, gub, heap, ub, buf, stats):
         heap[0] = heap[size]
         _sift_down(heap, gub, 0, size)
         stats[0] += 1
-        _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, stats)
+        _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, screen, stats)
     if best[0] < 0.0:
         return -1
     return int(best[1])
