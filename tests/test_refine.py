@@ -14,8 +14,12 @@ from microagg_cli.methods import METHODS
 from microagg_cli.methods.fixed_size import mdav
 from microagg_cli.methods.refine import (
     _best_step,
+    _kick_search,
     _knn,
     _Partition,
+    _repartition_search,
+    _sse,
+    cycle_delta,
     ils,
     mdav_ls,
     move_delta,
@@ -286,7 +290,60 @@ def test_ils_needs_a_budget():
 def test_registered_params():
     assert [p.name for p in METHODS["mdav-ls"].params] == ["start"]
     assert METHODS["ils"].validate_params(None) == {"start": "mdav", "time_budget": 60.0,
-                                                    "iterations": 0}
+                                                    "iterations": 0, "threads": 2}
+    with pytest.raises(InvalidParameterError):
+        METHODS["ils"].validate_params({"threads": "3"})
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_ils_threads_do_not_change_the_result(k):
+    X = np.random.default_rng(k).normal(size=(240, 3))
+    one = ils(X, k, rng=_rng(5), iterations=3000, threads=1)
+    two = ils(X, k, rng=_rng(5), iterations=3000, threads=2)
+    assert np.array_equal(one, two)
+
+
+def test_ils_side_by_side_searches_each_get_the_whole_budget(monkeypatch):
+    """With two threads both searches are handed the remaining budget (not 2/3, 1/3)."""
+    import microagg_cli.methods.refine as refine
+
+    seen = {}
+
+    def fake(name):
+        def search(part, seed, iterations, seconds, stop=None):
+            seen[name] = seconds
+            return refine._sse(part.X, part.labels), part.labels.copy()
+        return search
+
+    monkeypatch.setattr(refine, "_repartition_search", fake("re-partition"))
+    monkeypatch.setattr(refine, "_kick_search", fake("kick"))
+    monkeypatch.setattr(refine, "_cpus", lambda: 2)
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    ils(X, 3, rng=_rng(), time_budget=30.0, threads=2)
+    assert 25.0 < seen["re-partition"] <= 30.0 and 25.0 < seen["kick"] <= 30.0
+    ils(X, 3, rng=_rng(), time_budget=30.0, threads=1)
+    # one after the other: 2/3 of it, then whatever is left (all of it here: the fake
+    # re-partition search returns at once)
+    assert 15.0 < seen["re-partition"] <= 20.0 and 25.0 < seen["kick"] <= 30.0
+
+
+def test_anneal_stops_when_told():
+    import threading
+
+    import microagg_cli.methods.refine as refine
+
+    X = np.random.default_rng(1).normal(size=(90, 2))
+    part = refine._Partition(X, mdav_ls(X, 3, rng=_rng()), 3)
+    calls = []
+
+    def chunk(todo, cur, best, best_labels, temp0, frac0, dfrac):
+        calls.append(todo)
+        stop.set()
+        return cur, best
+
+    stop = threading.Event()
+    refine._anneal(part, chunk, 0, 1000.0, stop)  # would run 1000 s without the event
+    assert calls == [refine._CHUNK]
 
 
 @pytest.mark.parametrize("method", [mdav_ls, ils])
@@ -300,3 +357,118 @@ def test_constant_and_one_column_data(method):
     runs = [x[labels == g, 0] for g in range(labels.max() + 1)]
     assert all(r.max() - r.min() == r.size - 1 for r in runs)
     assert sse(x, labels) == pytest.approx(5 * 5.0)  # five runs of 4: 5 each
+
+
+# ------------------------------------------------------------------ swap-kick search
+def _equal_size_optimum(X, k):
+    """Brute-force optimum over partitions into groups of exactly k records."""
+    return min(sum(((X[b] - X[b].mean(0)) ** 2).sum() for b in part)
+               for part in _partitions(list(range(X.shape[0])), k)
+               if all(len(b) == k for b in part))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kick_search_reaches_the_equal_size_optimum(seed):
+    """9 records, k=3, start = MDAV (three groups of 3): the kick search keeps the
+    sizes and finds the best partition into three triples."""
+    X = np.random.default_rng(seed).normal(size=(9, 2))
+    part = _Partition(X, mdav(X, 3), 3)
+    part.descend()
+    got, labels = _kick_search(part, 1, 300, 0.0)
+    assert np.bincount(labels).tolist() == [3, 3, 3]
+    assert got == pytest.approx(_sse(X, labels))
+    assert got == pytest.approx(_equal_size_optimum(X, 3), abs=1e-9)
+
+
+#: Nine points, three triples {0,1,6} {2,3,7} {4,5,8}: no exchange of two records
+#: lowers SSE and no single move is allowed (every group has k=3 records), but the
+#: 3-cycle 0 -> group of 7, 7 -> group of 8, 8 -> group of 0 gives the optimum.
+CYCLE_X = np.array([[8.0, 9.0], [3.0, 6.0], [9.0, 6.0], [8.0, 6.0], [7.0, 3.0],
+                    [8.0, 1.0], [5.0, 7.0], [8.0, 5.0], [3.0, 3.0]])
+CYCLE_START = np.array([0, 0, 1, 1, 2, 2, 0, 1, 2])
+
+
+def test_cycle_hand_case_only_a_three_cycle_improves():
+    X, labels = CYCLE_X, CYCLE_START
+    assert sse(X, labels) == pytest.approx(106 / 3)
+    assert min(swap_delta(X, labels, i, j) for i in range(9) for j in range(9)
+               if labels[i] != labels[j]) > 0
+    part = _Partition(X, labels, 3)
+    part.descend()  # the local search cannot leave the start
+    assert part.labels.tolist() == labels.tolist()
+    # the cycle's delta, composed of three one-in-one-out replacements
+    assert cycle_delta(X, labels, [0, 7, 8]) == pytest.approx(80 / 3 - 106 / 3)
+    cycled = labels.copy()
+    cycled[[0, 7, 8]] = labels[[7, 8, 0]]
+    assert sse(X, cycled) == pytest.approx(80 / 3)
+    assert sse(X, cycled) == pytest.approx(_equal_size_optimum(X, 3))
+    # the kick search (exchanges, then descent) finds it
+    got, found = _kick_search(_Partition(X, labels, 3), 0, 50, 0.0)
+    assert got == pytest.approx(80 / 3)
+    assert canonical_labels(found).tolist() == canonical_labels(cycled).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 100_000), st.integers(2, 5), st.integers(1, 4))
+def test_cycle_delta_matches_recomputation(seed, m, p):
+    r = np.random.default_rng(seed)
+    sizes = r.integers(2, 6, size=m + 1)
+    labels = np.repeat(np.arange(m + 1), sizes)
+    X = r.normal(size=(labels.size, p))
+    cycle = [int(r.choice(np.flatnonzero(labels == g))) for g in r.permutation(m + 1)[:m]]
+    after = labels.copy()
+    after[cycle] = labels[np.roll(cycle, -1)]
+    assert cycle_delta(X, labels, cycle) == pytest.approx(sse(X, after) - sse(X, labels), abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(6, 90), p=st.integers(1, 4), k=st.integers(2, 5),
+       seed=st.integers(0, 100_000))
+def test_kick_search_keeps_group_count_reports_true_sse_and_never_worsens(n, p, k, seed):
+    if n < 2 * k:
+        return
+    X = np.random.default_rng(seed).normal(size=(n, p)).round(1)
+    start = mdav(X, k)
+    part = _Partition(X, start, k)
+    part.descend()
+    before = _sse(X, part.labels)
+    groups = np.count_nonzero(part.sizes)
+    got, labels = _kick_search(part, seed, 200, 0.0)
+    sizes = np.bincount(canonical_labels(labels))
+    assert sizes.size == groups and sizes.min() >= k and sizes.max() < 2 * k
+    assert got == pytest.approx(_sse(X, labels), rel=1e-9, abs=1e-9)
+    assert got <= before + 1e-9
+    # the running SSE the kernel kept by deltas matches the state it left behind
+    assert part.resync() == pytest.approx(sse(X, part.labels), rel=1e-9, abs=1e-9)
+    again = _Partition(X, start, k)
+    again.descend()
+    assert _kick_search(again, seed, 200, 0.0)[1].tolist() == labels.tolist()
+
+
+def test_ils_returns_the_better_of_its_two_searches(census_z):
+    """In iterations mode ils = best of (re-partitioning search, kick search), each
+    run for ``iterations`` perturbations; so it is never worse than the
+    re-partitioning search alone (the ils of the previous release)."""
+    X, k, it = census_z[:400], 5, 3000
+    seed = int(_rng(3).integers(0, 2**63 - 1))  # what ils draws after the MDAV start
+    base = mdav(X, k)
+    part = _Partition(X, base, k)
+    part.descend()
+    fixed = _Partition(X, part.labels, k, part.knn)
+    s1, l1 = _repartition_search(part, seed, it, 0.0)
+    s2, l2 = _kick_search(fixed, seed + 1, it, 0.0)
+    got = ils(X, k, rng=_rng(3), iterations=it)
+    assert sse(X, got) == pytest.approx(min(s1, s2))
+    assert sse(X, got) <= s1 + 1e-9
+
+
+def test_kick_search_on_census_k10_keeps_108_groups_of_10(census_z):
+    """MDAV gives 108 groups of exactly 10 records; the kick search keeps them (no
+    group can give a record away) and lowers IL from mdav-ls's 12.3495."""
+    k, it = 10, 20_000
+    part = _Partition(census_z, mdav(census_z, k), k)
+    part.descend()
+    assert information_loss(census_z, part.labels) == pytest.approx(12.3495, abs=1e-4)
+    got, labels = _kick_search(part, 8, it, 0.0)
+    assert np.bincount(canonical_labels(labels)).tolist() == [10] * 108
+    assert information_loss(census_z, labels) < 11.47
