@@ -534,6 +534,49 @@ def _accept(delta, cur, temp0, frac, state):  # pragma: no cover
     return False
 
 
+@njit(cache=True)
+def _scratch(n, p, gmax, max_pool, cap):  # pragma: no cover
+    """Work arrays of the search kernels: the undo log, the descent's worklist, the
+    pool's group marks, groups and records, candidate groups and their distances,
+    and a centroid."""
+    return (np.empty((4 * n + 64, 2), np.int64), np.empty(n, np.int64),
+            np.zeros(n, np.bool_), np.zeros(gmax, np.bool_), np.empty(max_pool, np.int64),
+            np.empty(max_pool * cap, np.int64), np.empty(64, np.int64), np.empty(64),
+            np.empty(p))
+
+
+@njit(cache=True)
+def _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r):  # pragma: no cover
+    """Write the records of the pool's ``ng`` groups into pool_r; return (N, pool SSE)."""
+    N = 0
+    old = 0.0
+    for t in range(ng):
+        g = pool_g[t]
+        old += _group_sse(Z, nrm, g, members, sizes, sums)
+        for u in range(sizes[g]):
+            pool_r[N] = members[g, u]
+            N += 1
+    return N, old
+
+
+@njit(cache=True)
+def _settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, members, pos,
+            sizes, sums, log, nlog):  # pragma: no cover
+    """Keep a perturbation (by :func:`_accept`; note a new best) or undo its logged moves.
+
+    Returns (kept, cur, best).
+    """
+    if _accept(delta, cur, temp0, frac, state):
+        cur += delta
+        if cur < best - 1e-12 * best:
+            best = cur
+            best_labels[:] = labels
+        return True, cur, best
+    for t in range(nlog - 1, -1, -1):
+        _move(Z, log[t, 0], log[t, 1], labels, members, pos, sizes, sums, log[:0], 0)
+    return False, cur, best
+
+
 @njit(cache=True, nogil=True)
 def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfree,
                state, iters, max_pool, best_labels, cur, best, temp0, frac0, dfrac):  # pragma: no cover
@@ -549,30 +592,15 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
     best_labels.
     """
     n, p = Z.shape
-    gmax = sizes.shape[0]
-    log = np.empty((4 * n + 64, 2), np.int64)
-    queue = np.empty(n, np.int64)
-    inq = np.zeros(n, np.bool_)
-    gmark = np.zeros(gmax, np.bool_)
-    pool_g = np.empty(max_pool, np.int64)
-    pool_r = np.empty(max_pool * cap, np.int64)
+    log, queue, inq, gmark, pool_g, pool_r, cand_g, cand_d, c0 = _scratch(
+        n, p, sizes.shape[0], max_pool, cap)
     slots = np.empty(max_pool * cap, np.int64)
-    cand_g = np.empty(64, np.int64)
-    cand_d = np.empty(64)
-    c0 = np.empty(p)
     v = np.empty(p)
     accepted = 0
     for it in range(iters):
         ng = _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark,
                         pool_g, cand_g, cand_d, c0)
-        N = 0
-        old = 0.0
-        for t in range(ng):
-            g = pool_g[t]
-            old += _group_sse(Z, nrm, g, members, sizes, sums)
-            for u in range(sizes[g]):
-                pool_r[N] = members[g, u]
-                N += 1
+        N, old = _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r)
         pr = pool_r[:N].copy()
         Zp = Z[pr]
         # -- re-partition the pool
@@ -624,15 +652,10 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
         d2, nlog, _ = _local_search(Z, nrm, pr, knn, k, cap, labels, members, pos, sizes,
                                     sums, log, nlog, queue, inq)
         delta += d2
-        if _accept(delta, cur, temp0, frac0 + it * dfrac, state):
-            cur += delta
-            accepted += 1
-            if cur < best - 1e-12 * best:
-                best = cur
-                best_labels[:] = labels
-        else:
-            for t in range(nlog - 1, -1, -1):
-                _move(Z, log[t, 0], log[t, 1], labels, members, pos, sizes, sums, log[:0], 0)
+        ok, cur, best = _settle(Z, delta, cur, best, best_labels, temp0, frac0 + it * dfrac,
+                                state, labels, members, pos, sizes, sums, log, nlog)
+        accepted += ok
+        if not ok:
             for t in range(ngn, ng):
                 nfree -= 1
             for t in range(ngn - 1, ng - 1, -1):
@@ -654,28 +677,13 @@ def _kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, i
     partition seen is kept in best_labels.
     """
     n, p = Z.shape
-    gmax = sizes.shape[0]
-    log = np.empty((4 * n + 64, 2), np.int64)
-    queue = np.empty(n, np.int64)
-    inq = np.zeros(n, np.bool_)
-    gmark = np.zeros(gmax, np.bool_)
-    pool_g = np.empty(max_pool, np.int64)
-    pool_r = np.empty(max_pool * cap, np.int64)
-    cand_g = np.empty(64, np.int64)
-    cand_d = np.empty(64)
-    c0 = np.empty(p)
+    log, queue, inq, gmark, pool_g, pool_r, cand_g, cand_d, c0 = _scratch(
+        n, p, sizes.shape[0], max_pool, cap)
     accepted = 0
     for it in range(iters):
         ng = _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark,
                         pool_g, cand_g, cand_d, c0)
-        N = 0
-        old = 0.0
-        for t in range(ng):
-            g = pool_g[t]
-            old += _group_sse(Z, nrm, g, members, sizes, sums)
-            for u in range(sizes[g]):
-                pool_r[N] = members[g, u]
-                N += 1
+        N, old = _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r)
         pr = pool_r[:N].copy()
         nlog = 0
         for t in range(1 + _randint(state, max_swaps)):
@@ -692,15 +700,9 @@ def _kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, i
         d2, nlog, _ = _local_search(Z, nrm, pr, knn, k, cap, labels, members, pos, sizes,
                                     sums, log, nlog, queue, inq)
         delta = new - old + d2
-        if _accept(delta, cur, temp0, frac0 + it * dfrac, state):
-            cur += delta
-            accepted += 1
-            if cur < best - 1e-12 * best:
-                best = cur
-                best_labels[:] = labels
-        else:
-            for t in range(nlog - 1, -1, -1):
-                _move(Z, log[t, 0], log[t, 1], labels, members, pos, sizes, sums, log[:0], 0)
+        ok, cur, best = _settle(Z, delta, cur, best, best_labels, temp0, frac0 + it * dfrac,
+                                state, labels, members, pos, sizes, sums, log, nlog)
+        accepted += ok
     return cur, best, accepted
 
 
