@@ -949,10 +949,10 @@ def ils(
     to 106 (dissolving groups is accepted at high temperature and not undone when
     it is cold). On data whose good partitions need unequal group sizes (a Gaussian
     mixture with unequal spreads; Census at k=3 and 5) only the re-partitioning
-    search can change the number of groups, and it wins; it gets the larger share
-    because the kick search levels off sooner. With ``iterations`` > 0 the first
-    search is exactly the ``ils`` of the previous release, so the result is never
-    worse than it.
+    search can change the number of groups, and it wins (run one after the other,
+    it gets the larger share because the kick search levels off sooner). With
+    ``iterations`` > 0 the first search is exactly the ``ils`` of the previous
+    release, so the result is never worse than it.
 
     With ``iterations`` > 0 the result depends only on the data, k, the start method
     and the seed. With a time budget the number of iterations done, and the cooling
@@ -960,13 +960,16 @@ def ils(
     (use ``iterations`` for reproducible output). An iteration costs O(m k R k p)
     for a neighbourhood of m groups (tens of microseconds on Census); the clock is
     checked every 1,000 iterations, and the first call compiles the kernels (cached
-    on disk afterwards). Measured on Census (13 attributes, one block, a shared
-    2-core machine): 120 s budget, seed 0, IL = 4.6961 (k=3; 4.6808 in another
-    run), 7.2734 (k=5), 11.3415 (k=10; seed 1: 11.3572), where the previous ``ils``
-    gave 4.6857, 7.2746, 11.3643 (seed 1: 11.3784); 200,000 iterations per search
-    (reproducible) IL = 4.6893 (k=3, 8 s), 7.2743 (k=5, 15 s), 11.3810 (k=10, 39 s;
-    previously 11.4075). Issue #8 asked for 11.30 at k=10 in 120 s: not reached;
-    both searches level off near 11.34 (11.343 after 4 million kicks, 4 minutes).
+    on disk afterwards). Measured on Census (13 attributes, one block, seed 0, a
+    2-core machine, two threads): 120 s budget IL = 4.6880 (k=3), 7.2632 (k=5),
+    11.3589 (k=10; seed 1: 11.3438); 60 s (the default) 4.6847, 7.2589, 11.3433;
+    200,000 iterations per search (reproducible) IL = 4.6893 (k=3, 10 s), 7.2743
+    (k=5, 12 s), 11.3810 (k=10, 29 s; 11.4075 with the re-partitioning search
+    alone). Issue #8 asked for 11.30 at k=10 in 120 s: not reached; both searches
+    level off near 11.34 (11.343 after 4 million kicks, 4 minutes), and on their
+    results no move, swap, 3-cycle, move-swap chain, optimal re-split of two
+    neighbouring groups or reassignment to fixed centroids improves
+    (``benchmarks/refine.py --certify``).
     The lower bound LB_NN is 3.4438, 5.0168, 7.3363; the best published heuristics
     report 5.58, 8.89, 13.52.
 
