@@ -65,8 +65,8 @@ _MAX_POOL = 6
 _TAU = 0.2
 #: Largest number of record exchanges in one swap kick.
 _MAX_SWAPS = 4
-#: Share of a time budget given to the re-partitioning search (the kick search, which
-#: levels off sooner, gets the rest).
+#: With ``threads=1``, the share of the time budget given to the re-partitioning
+#: search (the kick search, which levels off sooner, gets the rest).
 _REPARTITION_SHARE = 2.0 / 3.0
 
 
