@@ -650,7 +650,7 @@ def protect_parquet(
         (``pip install 'microagg-cli[dask]'``), an unreachable scheduler.
     DataError, InfeasibleError, PrivacyCheckError : as the in-memory path.
     """
-    from .api import ProtectResult, _check_weights, build_report, check_stat
+    from .api import ProtectResult, _check_weights, _overall, build_report, check_stat
     from .io import write_json
 
     t0 = time.perf_counter()
@@ -705,7 +705,7 @@ def protect_parquet(
             progress(done[0], total)
 
     results = []
-    num = den = 0.0
+    il_parts = []
     with contextlib.ExitStack() as stack:
         if engine == "dask":
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
@@ -715,12 +715,11 @@ def protect_parquet(
 
             runner = LocalRunner()
         for i, block in enumerate(plan.blocks):
-            res, (bn, bd) = _protect_block(src, i, block, seed=seed, stat=stat, w=w, missing=missing,
-                                           small_strata=small_strata, partition_size=partition_size,
-                                           runner=runner, progress=tick)
+            res, parts = _protect_block(src, i, block, seed=seed, stat=stat, w=w, missing=missing,
+                                        small_strata=small_strata, partition_size=partition_size,
+                                        runner=runner, progress=tick)
             results.append(res)
-            num += bn
-            den += bd
+            il_parts.append(parts)
         engine_info = runner.describe()
     engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
     engine_info["pass1_seconds"] = time.perf_counter() - t0
@@ -745,7 +744,7 @@ def protect_parquet(
     _write_pass(src, target, schema, replaced, force=force)
     engine_info["pass2_seconds"] = time.perf_counter() - t1
 
-    overall = {"il_sse": 100.0 * num / den if den > 0 else None, "sse": num, "sst": den}
+    overall = _overall(results, il_parts)
     stand_in = Table(pd.DataFrame(columns=src.columns), "parquet", None)
     result = ProtectResult(pd.DataFrame(columns=list(schema.names)), results, {}, overall)
     rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,

@@ -141,12 +141,13 @@ def _summary(rep: dict) -> None:
     console = stderr_console()
     table = Table(title=f"sdc protect: {rep['input']['name']} -> {rep['output']['name'] or 'stdout'}",
                   title_justify="left")
-    for col in ("block", "method", "k", "columns", "groups", "IL_SSE", "k'", "seconds"):
+    for col in ("block", "method", "k", "columns", "groups", "IL_SSE", "LB_NN", "k'", "seconds"):
         table.add_column(col, justify="right" if col not in ("block", "method") else "left")
     for b in rep["blocks"]:
         groups = b.get("n_groups", "per column")
+        lb = "-" if b.get("lb_nn") is None else f"{b['lb_nn']:.4f}"
         table.add_row(b["name"], b["method"]["name"], str(b["k"]), str(len(b["columns"])), str(groups),
-                      f"{b['il_sse']:.4f}", f"{b['k_prime']:.2f}", f"{b['seconds']:.2f}")
+                      f"{b['il_sse']:.4f}", lb, f"{b['k_prime']:.2f}", f"{b['seconds']:.2f}")
     console.print(table)
     for b in rep["blocks"]:
         st = b.get("strata")
