@@ -631,12 +631,18 @@ def _optimality(X: np.ndarray, k: int, il: float | None) -> dict[str, Any]:
 
 
 def _overall(results: list[BlockResult], parts: list[tuple[float, float]]) -> dict[str, Any]:
-    """The file's IL_SSE over all blocks, with LB_NN and the gap when every block has one."""
+    """The file's IL_SSE over all blocks, with LB_NN and the gap when every block has one.
+
+    The pooled IL z-scores each block over all its records, a block's LB_NN over the
+    records it grouped: the two scales agree (and the pooled bound is valid) only when
+    no stratum was suppressed, so otherwise there is no overall bound.
+    """
     num = sum(bn for bn, _ in parts)
     den = sum(bd for _, bd in parts)
     out: dict[str, Any] = {"il_sse": 100.0 * num / den if den > 0 else None, "sse": num, "sst": den}
     lbs = [r.stats.get("lb_nn") for r in results]
-    if den > 0 and lbs and all(lb is not None for lb in lbs):
+    whole = all(r.stats.get("missing", {}).get("records_suppressed", 0) == 0 for r in results)
+    if den > 0 and lbs and whole and all(lb is not None for lb in lbs):
         out["lb_nn"] = sum(lb * bd for lb, (_, bd) in zip(lbs, parts)) / den
         out["optimality_gap"] = out["il_sse"] - out["lb_nn"]
     return out

@@ -97,6 +97,8 @@ def test_small_strata_suppress_blanks(tmp_path):
     assert out[out.st != "C"].x.notna().all()
     r = json.loads(rep.read_text())
     assert r["blocks"][0]["strata"]["suppressed"] == [{"stratum": {"st": "C"}, "rows": 2}]
+    # the block's bound covers the records it grouped; the pooled IL is on another scale
+    assert r["blocks"][0]["lb_nn"] is not None and "lb_nn" not in r["overall"]
 
 
 def test_merge_rule_recomputes_and_fails_when_all_too_small():
