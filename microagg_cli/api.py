@@ -24,6 +24,7 @@ from .blocking import Block, BlockPlan
 from .errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
 from .io import (
     Table,
+    OutputSet,
     check_output_path,
     detect_format,
     file_fingerprint,
@@ -897,14 +898,17 @@ def protect(
     rep["output_hygiene"] = hygiene
     if evaluation is not None:
         rep["evaluation"] = evaluation
-    write_table(
-        result.frame, out_path, fmt=out_fmt, force=force,
-        delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
-        decimal=decimal,
-    )
-    if report is not None:
-        rep["timing"]["seconds"] = time.perf_counter() - t0
-        write_json(rep, rep_path, force=force)
+    # one transaction: the output and the report appear together or not at all
+    with OutputSet(force=force) as files:
+        write_table(
+            result.frame, out_path, fmt=out_fmt, force=force,
+            delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
+            decimal=decimal, into=files,
+        )
+        if report is not None:
+            rep["timing"]["seconds"] = time.perf_counter() - t0
+            write_json(rep, rep_path, force=force, into=files)
+        files.commit()
     result.report = rep
     return rep
 
@@ -914,7 +918,7 @@ def protect(
 # (Section owned by the evaluate command; helpers are prefixed ``_ev_``.)
 
 from .errors import ThresholdExceeded  # noqa: E402
-from .io import atomic_write_bytes, column_values, numeric_columns  # noqa: E402
+from .io import column_values, numeric_columns  # noqa: E402
 
 #: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
 EVALUATION_SCHEMA_VERSION = "1.0"
@@ -1449,11 +1453,14 @@ def evaluate(
         }
     rep["gates"] = _ev_gates(rep, gates, gate_on)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
-    if report is not None:
-        write_json(rep, rep_path, force=force)
-    if html_path is not None:
-        data = _report.render_html(rep).encode("utf-8")
-        atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
+    # one transaction; a report holding original values (--internal) is private (0600)
+    with OutputSet(force=force) as files:
+        if report is not None:
+            write_json(rep, rep_path, force=force, into=files, private=bool(internal))
+        if html_path is not None:
+            data = _report.render_html(rep).encode("utf-8")
+            files.add_file(html_path, lambda fh: fh.write(data), what="HTML report", private=bool(internal))
+        files.commit()
     if not rep["gates"]["passed"]:
         exc = ThresholdExceeded(_ev_gate_message(rep["gates"], names))
         exc.report = rep  # type: ignore[attr-defined]

@@ -1256,7 +1256,7 @@ def propose_plans(
             text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, source),
                                 block_comments=block_notes(candidates[chosen]))
         data = text.encode("utf-8")
-        atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force)
+        atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force, what="plan file")
         written = str(out_path)
     return {
         "input": file_fingerprint(table.path),

@@ -42,8 +42,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import shutil
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -55,7 +53,7 @@ import pandas as pd
 
 from .blocking import Block, BlockPlan
 from .errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
-from .io import Table, atomic_write_bytes, check_output_path, detect_format, numeric_matrix, resolve_columns
+from .io import OutputSet, Table, check_output_path, file_mode, detect_format, numeric_matrix, resolve_columns
 from .methods import get_method
 from .survey import resolve_small_strata, stratify
 
@@ -319,9 +317,9 @@ def _write_pass(
     schema: Any,
     replaced: dict[str, np.ndarray],
     *,
-    force: bool,
+    files: OutputSet,
 ) -> None:
-    """Pass 2: stream every file batch by batch, replace columns, write atomically.
+    """Pass 2: stream every file batch by batch, replace columns, stage in ``files``.
 
     ``replaced`` maps an output column to its n new values (protected columns: float64,
     NaN written as null like the in-memory path; a regenerated id column).
@@ -349,12 +347,10 @@ def _write_pass(
                 row0 = 0
                 for i in range(len(src.files)):
                     row0 = write_file(writer, i, row0)
-        atomic_write_bytes(target.path, writer_fn, force=force)
+        files.add_file(target.path, writer_fn, what="output")
         return
-    out = target.path
-    parent = out.parent if str(out.parent) else Path(".")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
-    try:
+
+    def build(tmp: Path) -> None:
         row0 = 0
         for i, name in enumerate(src.relative_names()):
             dest = tmp / name
@@ -364,19 +360,9 @@ def _write_pass(
                     row0 = write_file(writer, i, row0)
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, 0o755)
-        if out.exists() or out.is_symlink():
-            if not force:
-                raise OutputExistsError(f"output {str(out)!r} appeared while writing; use --force to replace it")
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
-            os.replace(out, old / "x")
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            os.chmod(dest, file_mode())
+
+    files.add_folder(target.path, build, what="output")
 
 
 # --------------------------------------------------------------------------- runners
@@ -741,7 +727,12 @@ def protect_parquet(
         id_type = pa.string() if as_text else pa.int64()
     schema = _output_schema(src, set(plan.drop), protected, id_type, id_column)
     t1 = time.perf_counter()
-    _write_pass(src, target, schema, replaced, force=force)
+    files = OutputSet(force=force)
+    try:
+        _write_pass(src, target, schema, replaced, files=files)
+    except BaseException:
+        files.discard()
+        raise
     engine_info["pass2_seconds"] = time.perf_counter() - t1
 
     overall = _overall(results, il_parts)
@@ -760,8 +751,13 @@ def protect_parquet(
     rep["output_hygiene"] = hygiene
     rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
     rep["timing"]["seconds"] = time.perf_counter() - t0
-    if rep_path is not None or str(report) == "-":
-        write_json(rep, rep_path, force=force)
+    # one transaction: the output and the report appear together or not at all
+    with files:
+        if rep_path is not None:
+            write_json(rep, rep_path, force=force, into=files)
+        files.commit()
+    if rep_path is None and str(report) == "-":
+        write_json(rep, None, force=force)
     return rep
 
 

@@ -8,12 +8,18 @@ parsed strictly: a value that is not a finite number is a :class:`DataError`.
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io as _io
 import json
+import logging
 import os
+import re
+import secrets
+import shutil
+import socket
 import sys
-import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -33,8 +39,14 @@ __all__ = [
     "file_fingerprint",
     "check_output_path",
     "atomic_write_bytes",
+    "OutputSet",
+    "clean_stale_temps",
+    "discard_live_temps",
+    "committed_files",
+    "file_mode",
     "write_table",
     "write_json",
+    "json_text",
 ]
 
 _FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -316,28 +328,279 @@ def check_output_path(
     return out
 
 
-def atomic_write_bytes(path: Path, writer: Callable[[Any], None], *, force: bool, binary: bool = True) -> None:
-    """Write via a temporary file in the target folder, then rename over ``path``.
+# ------------------------------------------------------------------ atomic output sets
+#
+# Every file a run writes is first written to a hidden temporary file (or folder) in
+# its target folder, named ``.<name>.sdc-<host>-<pid>-<random>.tmp``, and renamed into
+# place only when every file of the run is complete (:class:`OutputSet`). The live
+# temporary paths are kept in a registry so that the interrupt handler can remove them
+# (:func:`discard_live_temps`); the pid in the name lets a later run remove those of a
+# process that was killed outright (SIGKILL, power cut): :func:`clean_stale_temps`.
+
+_TEMP_RE = re.compile(r"^\..+\.sdc-(?P<host>[A-Za-z0-9-]+)-(?P<pid>\d+)-[A-Za-z0-9_]+\.tmp$")
+_LIVE: dict[str, bool] = {}  # temp path -> is a folder
+_LIVE_LOCK = threading.RLock()
+_CLEANED: set[str] = set()
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0])[:40] or "host"
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _LIVE_LOCK:  # pragma: no cover - not Linux
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
+def file_mode(*, private: bool = False, folder: bool = False) -> int:
+    """Mode of a new output: what the umask allows, and never more than 0600 (0700) when private."""
+    base = 0o777 if folder else 0o666
+    mode = base & ~_umask()
+    return mode & (0o700 if folder else 0o600) if private else mode
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_temps(folder: Path) -> list[str]:
+    """Remove temporary files that dead ``sdc`` processes of this host left in ``folder``.
+
+    Returns the removed names (each is also logged as a warning).
+    """
+    key = str(folder.resolve()) if folder.exists() else str(folder)
+    if key in _CLEANED:
+        return []
+    _CLEANED.add(key)
+    removed = []
+    host = _host()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _TEMP_RE.match(entry.name)
+        if not m or m["host"] != host or int(m["pid"]) == os.getpid() or _pid_alive(int(m["pid"])):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(entry.name)
+        logging.getLogger("microagg_cli").warning(
+            "removed %s: a temporary file left by sdc process %s, which is no longer running",
+            os.path.join(str(folder), entry.name), m["pid"])
+    return removed
+
+
+def _temp_name(path: Path) -> Path:
+    parent = path.parent if str(path.parent) else Path(".")
+    return parent / f".{path.name}.sdc-{_host()}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
+def _register(tmp: Path, folder: bool) -> None:
+    with _LIVE_LOCK:
+        _LIVE[str(tmp)] = folder
+
+
+def _unregister(tmp: Path) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(str(tmp), None)
+
+
+def _remove(tmp: Path, folder: bool) -> None:
+    try:
+        if folder:
+            shutil.rmtree(tmp)
+        else:
+            os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        pass
+
+
+def discard_live_temps() -> None:
+    """Remove every temporary output of this process (the interrupt handler calls this)."""
+    with _LIVE_LOCK:
+        items = list(_LIVE.items())
+        _LIVE.clear()
+    for tmp, folder in items:
+        _remove(Path(tmp), folder)
+
+
+def write_error(what: str, path: Path, exc: OSError) -> DataError:
+    """A one-line :class:`DataError` for an OS error while writing ``path``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    elif exc.errno in (errno.EROFS,):
+        reason = "read-only file system"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        reason = "permission denied"
+    return DataError(f"cannot write {what} {str(path)!r}: {reason}; nothing was written")
+
+
+#: The commit lock: the interrupt handler takes it, so a signal never lands between two
+#: renames of one output set.
+COMMIT_LOCK = threading.RLock()
+_COMMITTED: list[str] = []
+
+
+def committed_files() -> list[str]:
+    """Paths this process has renamed into place so far (for the interrupt message)."""
+    return list(_COMMITTED)
+
+
+class OutputSet:
+    """The files of one run, written to temporary files and renamed into place together.
+
+    ``add_file`` / ``add_folder`` write the content at once into a temporary file or
+    folder beside the target (created with the umask's mode, 0600 when ``private``);
+    :meth:`commit` renames them all into place; if anything fails first, or the set is
+    left without a commit, every temporary file is removed and no target is touched.
+    An OS error (read-only folder, disk full, ...) becomes a :class:`DataError` (exit
+    code 3) naming the path.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with OutputSet(force=False) as out:
+    ...     out.add_file(d / "a.txt", lambda fh: fh.write(b"a"))
+    ...     out.add_file(d / "b.txt", lambda fh: fh.write(b"b"))
+    ...     out.commit()
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt', 'b.txt']
+    """
+
+    def __init__(self, *, force: bool):
+        self.force = force
+        self._staged: list[tuple[Path, Path, bool, str]] = []  # (target, temp, is folder, what)
+        self.committed = False
+
+    def __enter__(self) -> "OutputSet":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.committed:
+            self.discard()
+
+    def _new_temp(self, path: Path, what: str, *, folder: bool) -> Path:
+        parent = path.parent if str(path.parent) else Path(".")
+        clean_stale_temps(parent)
+        tmp = _temp_name(path)
+        _register(tmp, folder)
+        return tmp
+
+    def add_file(self, path: Path, writer: Callable[[Any], None], *, what: str = "output",
+                 private: bool = False) -> None:
+        """Write ``writer(fh)`` (binary) into a temporary file beside ``path``."""
+        tmp = self._new_temp(path, what, folder=False)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                writer(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, file_mode(private=private))
+        except OSError as exc:
+            _remove(tmp, False)
+            _unregister(tmp)
+            raise write_error(what, path, exc) from None
+        except BaseException:
+            _remove(tmp, False)
+            _unregister(tmp)
+            raise
+        self._staged.append((path, tmp, False, what))
+
+    def add_folder(self, path: Path, builder: Callable[[Path], None], *, what: str = "output",
+                   private: bool = False) -> None:
+        """``builder(folder)`` fills a temporary folder beside ``path`` (a dataset directory)."""
+        tmp = self._new_temp(path, what, folder=True)
+        try:
+            os.mkdir(tmp, 0o700)
+            builder(tmp)
+            os.chmod(tmp, file_mode(private=private, folder=True))
+        except OSError as exc:
+            _remove(tmp, True)
+            _unregister(tmp)
+            raise write_error(what, path, exc) from None
+        except BaseException:
+            _remove(tmp, True)
+            _unregister(tmp)
+            raise
+        self._staged.append((path, tmp, True, what))
+
+    def commit(self) -> list[Path]:
+        """Rename every staged file into place; returns the targets."""
+        with COMMIT_LOCK:
+            for path, _tmp, folder, what in self._staged:
+                if (path.exists() or path.is_symlink()) and not self.force:
+                    raise OutputExistsError(f"{what} {str(path)!r} appeared while writing; use --force to replace it")
+            old_dirs = []
+            try:
+                for path, tmp, folder, what in self._staged:
+                    if folder and (path.exists() or path.is_symlink()):
+                        old = _temp_name(path)
+                        _register(old, True)
+                        os.mkdir(old, 0o700)
+                        os.replace(path, old / "x")
+                        old_dirs.append(old)
+                    os.replace(tmp, path)
+                    _unregister(tmp)
+                    _COMMITTED.append(str(path))
+            except OSError as exc:
+                raise write_error(what, path, exc) from None
+            finally:
+                for old in old_dirs:
+                    _remove(old, True)
+                    _unregister(old)
+            self.committed = True
+            return [p for p, *_ in self._staged]
+
+    def discard(self) -> None:
+        """Remove every staged temporary file (no target is touched)."""
+        for _path, tmp, folder, _what in self._staged:
+            _remove(tmp, folder)
+            _unregister(tmp)
+        self._staged.clear()
+
+
+def atomic_write_bytes(path: Path, writer: Callable[[Any], None], *, force: bool, binary: bool = True,
+                       what: str = "output", private: bool = False) -> None:
+    """Write one file via a temporary file in the target folder, then rename it over ``path``.
 
     ``writer(fh)`` writes the content. Nothing is left behind when it fails.
     """
-    parent = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""})) as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists() and not force:
-            raise OutputExistsError(f"output {str(path)!r} appeared while writing; use --force to replace it")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with OutputSet(force=force) as out:
+        if binary:
+            out.add_file(path, writer, what=what, private=private)
+        else:
+            def text_writer(fh: Any) -> None:
+                wrapper = _io.TextIOWrapper(fh, encoding="utf-8", newline="")
+                writer(wrapper)
+                wrapper.flush()
+                wrapper.detach()
+            out.add_file(path, text_writer, what=what, private=private)
+        out.commit()
 
 
 def _csv_text(frame: pd.DataFrame, delimiter: str, decimal: str) -> str:
@@ -352,8 +615,13 @@ def write_table(
     force: bool,
     delimiter: str = ",",
     decimal: str = ".",
+    into: OutputSet | None = None,
 ) -> None:
-    """Write ``frame`` as CSV or Parquet atomically (``path=None``: CSV to stdout)."""
+    """Write ``frame`` as CSV or Parquet atomically (``path=None``: CSV to stdout).
+
+    With ``into``, the file is staged in that :class:`OutputSet` (renamed into place by
+    its commit) instead of being committed at once.
+    """
     if path is None:
         if fmt != "csv":
             raise InvalidParameterError("only CSV can be written to stdout (-o -)")
@@ -362,20 +630,36 @@ def write_table(
         return
     if fmt == "csv":
         data = _csv_text(frame, delimiter, decimal).encode("utf-8")
-        atomic_write_bytes(path, lambda fh: fh.write(data), force=force)
+        writer: Callable[[Any], None] = lambda fh: fh.write(data)  # noqa: E731
     else:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        atomic_write_bytes(path, lambda fh: pq.write_table(table, fh), force=force)
+        writer = lambda fh: pq.write_table(table, fh)  # noqa: E731
+    _stage_or_write(path, writer, force=force, into=into, what="output")
 
 
-def write_json(obj: Any, path: Path | None, *, force: bool) -> None:
-    """Write JSON (sorted keys are not used: key order is the schema's) atomically."""
-    text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def _stage_or_write(path: Path, writer: Callable[[Any], None], *, force: bool, into: OutputSet | None,
+                    what: str, private: bool = False) -> None:
+    if into is not None:
+        into.add_file(path, writer, what=what, private=private)
+    else:
+        atomic_write_bytes(path, writer, force=force, what=what, private=private)
+
+
+def json_text(obj: Any) -> str:
+    """The JSON text of a report (key order is the schema's; no NaN)."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(obj: Any, path: Path | None, *, force: bool, into: OutputSet | None = None,
+               private: bool = False, what: str = "report") -> None:
+    """Write JSON atomically (``path=None``: stdout). ``private``: mode 0600 (internal reports)."""
+    text = json_text(obj)
     if path is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    atomic_write_bytes(path, lambda fh: fh.write(text.encode("utf-8")), force=force)
+    data = text.encode("utf-8")
+    _stage_or_write(path, lambda fh: fh.write(data), force=force, into=into, what=what, private=private)

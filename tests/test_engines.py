@@ -186,7 +186,7 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
         yield  # pragma: no cover
 
     monkeypatch.setattr(engines, "_batches", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(DataError, match="cannot write output .*disk full; nothing was written"):
         protect_parquet(src, out, PLAN, partition_size=100, force=True)
     assert [p.name for p in out.iterdir()] == ["old.parquet"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
