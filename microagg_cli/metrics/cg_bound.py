@@ -1,0 +1,797 @@
+"""A certified lower bound on the optimal SSE of a k-partition, by column generation.
+
+The microaggregation problem on a z-scored block Z (n records) is the set-partitioning
+model
+
+    minimise  sum_S SSE(S) x_S   s.t.  sum_{S containing i} x_S = 1 for every record i,
+    x_S in {0, 1},  over all subsets S with k <= |S| <= 2k - 1
+
+(groups of 2k or more records can be split without raising the SSE, so the size cap
+loses no optimum). Its LP relaxation is solved by column generation (Aloise, Hansen,
+Rocha & Santi 2014): a restricted master LP over the columns met so far (HiGHS via
+:func:`scipy.optimize.linprog`, duals ``u`` from the equality marginals), heuristic
+pricing to grow the column set fast, and an *exact* pricing by branch and bound that
+proves what the most negative reduced cost rc(S) = SSE(S) - sum_{i in S} u_i is.
+
+The bound reported is never the LP value of the restricted master itself (that is an
+upper bound on the LP optimum): it is a Lagrangian (Farley-type) bound, valid for ANY
+vector ``u``, computed from the exact pricing (see :func:`lagrangian_bound`). Every
+group S has one *seed*, its member of smallest index; the exact pricing gives, for each
+record i, a proven lower bound l_i <= min {rc(S) : seed(S) = i} (clipped at 0). A
+k-partition has at most floor(n/k) groups with distinct seeds, so
+
+    OPT >= sum_i u_i + (sum of the floor(n/k) most negative l_i),
+
+which is the classical bound LP + (n/k) x (min reduced cost), sharpened by using one
+value per seed. Because it holds for every ``u``, inaccurate duals or an unfinished
+column generation only weaken it; a time limit still returns a valid bound.
+
+Floating point. The duals are just numbers; nothing assumes they are optimal or
+feasible. The bound is evaluated from them with an explicit rounding allowance:
+sum u is a correctly rounded :func:`math.fsum`, and each per-seed l_i is lowered by a
+margin that dominates the rounding error of the float64 expressions the branch and
+bound evaluates (sums of at most (2k-1)^2 non-negative squared distances and 2k-1
+duals; relative error <= (2k)^2 * 2^-52, taken x 64 for safety, times the
+magnitudes involved). The squared distances are computed coordinate-wise (no
+|a|^2 + |b|^2 - 2ab cancellation). What remains is the rounding of the z-scored data
+itself, which the IL figure being bounded shares.
+
+References
+----------
+Aloise, D., Hansen, P., Rocha, C. & Santi, E. (2014). Column generation bounds for
+numerical microaggregation. Journal of Global Optimization 60(2), 165-182.
+Castro, J., Gentile, C. & Spagnolo-Arrizabalaga, E. (2022). An optimization-based
+decomposition heuristic for the microaggregation problem. PSD 2022, LNCS 13463.
+Farley, A. A. (1990). A note on bounding a class of linear programming problems,
+including cutting stock problems. Operations Research 38(5), 922-923.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from numba import njit
+from scipy import sparse
+from scipy.optimize import LinearConstraint, linprog, milp
+
+from ..errors import InvalidParameterError
+from ..partition import canonical_labels
+
+__all__ = [
+    "CGResult",
+    "cg_lower_bound",
+    "cg_bound_blocks",
+    "lagrangian_bound",
+    "exact_pricing",
+    "squared_distances",
+    "MAX_ROWS",
+]
+
+#: Largest block (records) the bound is computed for: the pricing keeps the n x n
+#: matrix of squared distances (8 n^2 bytes, 128 MB at 4,000).
+MAX_ROWS = 4000
+
+_EPS = 2.0 ** -52
+
+
+# ----------------------------------------------------------------- numeric kernels
+@njit(cache=True, nogil=True)
+def _sqdist(Z):  # pragma: no cover - compiled
+    n, p = Z.shape
+    D = np.empty((n, n))
+    for i in range(n):
+        D[i, i] = 0.0
+        for j in range(i + 1, n):
+            s = 0.0
+            for a in range(p):
+                d = Z[i, a] - Z[j, a]
+                s += d * d
+            D[i, j] = s
+            D[j, i] = s
+    return D
+
+
+def squared_distances(Z: np.ndarray) -> np.ndarray:
+    """(n, n) squared Euclidean distances, coordinate-wise (non-negative, no cancellation)."""
+    return _sqdist(np.ascontiguousarray(Z, dtype=np.float64))
+
+
+@njit(cache=True, nogil=True)
+def _nn_prefix(D, r_max):  # pragma: no cover - compiled
+    """nnp[j, q] = sum of the q smallest D[j, l] over l != j (q = 0..r_max)."""
+    n = D.shape[0]
+    out = np.zeros((n, r_max + 1))
+    for j in range(n):
+        row = D[j].copy()
+        row[j] = np.inf
+        srt = np.sort(row)
+        s = 0.0
+        for q in range(1, r_max + 1):
+            if q - 1 < n - 1:
+                s += srt[q - 1]
+                out[j, q] = s
+            else:
+                out[j, q] = np.inf
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _bound_filter(t, ps, ut, pool, acc, plen, u, nnp, k, kmax, best, wbuf, sel):  # pragma: no cover
+    """Lower bound on rc over every completion of a node; filters the node's pool in place.
+
+    The node holds t records with pairwise squared-distance sum ``ps`` and dual sum
+    ``ut``; ``acc[c]`` is the sum of squared distances from pool record ``pool[c]`` to
+    the node's records. A completion S of size m adds a set A (|A| = r = m - t) from
+    the pool and m SSE(S) = ps + sum_{j in A} acc_j + pairs(A), with
+    pairs(A) >= (1/2) sum_{j in A} nnp[j, r-1] (each j's r-1 partners in A are at
+    least as far as its r-1 nearest records). So rc(S) >= ps/m - ut + sum_{j in A}
+    v_j(m), v_j(m) = (acc_j + nnp[j, r-1]/2)/m - u_j, minimised by the r smallest
+    v_j(m). A pool record j is dropped when even the bound with j forced in is
+    >= ``best`` for every m.
+
+    Returns ``(bound, new_plen)``.
+    """
+    bound = np.inf
+    m_lo = k if k > t + 1 else t + 1
+    any_m = False
+    for m in range(m_lo, kmax + 1):
+        r = m - t
+        wbuf[m] = np.inf
+        if plen < r:
+            break
+        any_m = True
+        # r smallest v_j(m), kept sorted in sel[0..r)
+        cnt = 0
+        for c in range(plen):
+            j = pool[c]
+            v = (acc[c] + 0.5 * nnp[j, r - 1]) / m - u[j]
+            if cnt < r:
+                pos = cnt
+                cnt += 1
+            elif v < sel[r - 1]:
+                pos = r - 1
+            else:
+                continue
+            while pos > 0 and sel[pos - 1] > v:
+                sel[pos] = sel[pos - 1]
+                pos -= 1
+            sel[pos] = v
+        base = ps / m - ut
+        s = 0.0
+        for q in range(r - 1):
+            s += sel[q]
+        wbuf[m] = base + s
+        lb = base + s + sel[r - 1]
+        if lb < bound:
+            bound = lb
+    if not any_m or bound >= best:
+        return bound, plen
+    # filter: keep j when some m gives (bound with j forced) < best
+    keep = 0
+    for c in range(plen):
+        j = pool[c]
+        ok = False
+        for m in range(m_lo, kmax + 1):
+            r = m - t
+            if plen < r:
+                break
+            v = (acc[c] + 0.5 * nnp[j, r - 1]) / m - u[j]
+            if wbuf[m] + v < best:
+                ok = True
+                break
+        if ok:
+            pool[keep] = j
+            acc[keep] = acc[c]
+            keep += 1
+    return bound, keep
+
+
+@njit(cache=True, nogil=True)
+def _exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_rc):  # pragma: no cover
+    """Branch and bound: min rc(S) over groups S with seed ``seed`` and other members from ``cand``.
+
+    ``cand`` lists the admissible partners (records after the seed), nearest first.
+    The search keeps an incumbent starting at ``thr0`` (< 0): only groups with rc
+    below it matter (the bound clips at ``thr0``). Returns ``(lower, nodes, found, limited)``:
+    ``lower`` <= every rc(S) of the seed's groups, or ``thr0`` when none is below it;
+    up to ``out_sets.shape[0]`` of the last improving groups are written to
+    ``out_sets`` / ``out_rc`` (``found`` of them, -1 padded, best last); ``limited``
+    tells that the node budget ran out: the subtrees not searched then contribute
+    their bounds (``node_limit`` <= 1: the root bound alone).
+    """
+    nc = cand.shape[0]
+    pool = np.empty((kmax, nc), dtype=np.int64)
+    acc = np.empty((kmax, nc))
+    plen = np.zeros(kmax, dtype=np.int64)
+    cur = np.zeros(kmax, dtype=np.int64)
+    members = np.empty(kmax, dtype=np.int64)
+    ps = np.zeros(kmax)
+    ut = np.zeros(kmax)
+    wbuf = np.empty(kmax + 1)
+    sel = np.empty(kmax)
+    nbuf = out_sets.shape[0]
+    found = 0
+    best = thr0
+    cut = np.inf
+    members[0] = seed
+    ut[0] = u[seed]
+    for c in range(nc):
+        pool[0, c] = cand[c]
+        acc[0, c] = D[seed, cand[c]]
+    b, pl = _bound_filter(1, 0.0, ut[0], pool[0], acc[0], nc, u, nnp, k, kmax, best, wbuf, sel)
+    nodes = 1
+    if b >= best:
+        return best, nodes, found, False
+    if node_limit <= 1:
+        return b, nodes, found, True
+    plen[0] = pl
+    cur[0] = 0
+    d = 0
+    limited = False
+    while d >= 0:
+        if cur[d] >= plen[d]:
+            d -= 1
+            continue
+        q = cur[d]
+        cur[d] += 1
+        j = pool[d, q]
+        t = d + 2
+        ps_c = ps[d] + acc[d, q]
+        ut_c = ut[d] + u[j]
+        members[d + 1] = j
+        if t >= k:
+            rc = ps_c / t - ut_c
+            if rc < best:
+                best = rc
+                slot = found % nbuf
+                for a in range(kmax):
+                    out_sets[slot, a] = members[a] if a < t else -1
+                out_rc[slot] = rc
+                found += 1
+        if t >= kmax:
+            continue
+        # child pool: the parent's pool after q
+        e = d + 1
+        m = 0
+        for c in range(q + 1, plen[d]):
+            jj = pool[d, c]
+            pool[e, m] = jj
+            acc[e, m] = acc[d, c] + D[j, jj]
+            m += 1
+        nodes += 1
+        b, pl = _bound_filter(t, ps_c, ut_c, pool[e], acc[e], m, u, nnp, k, kmax, best, wbuf, sel)
+        if b >= best:
+            continue
+        if limited:
+            # budget spent: account for this subtree by its bound, do not descend
+            if b < cut:
+                cut = b
+            continue
+        if nodes >= node_limit:
+            limited = True
+            if b < cut:
+                cut = b
+            continue
+        plen[e] = pl
+        ps[e] = ps_c
+        ut[e] = ut_c
+        cur[e] = 0
+        d = e
+    lower = best if best < cut else cut
+    return lower, nodes, found, limited
+
+
+@njit(cache=True, nogil=True)
+def _heuristic_seed(D, u, near, seed, k, kmax, out_set):  # pragma: no cover
+    """Greedy group around ``seed`` over its near records, then best-improvement swaps.
+
+    Returns the best reduced cost met (size k..kmax) and writes its members to
+    ``out_set`` (-1 padded). Any group found is a valid column; optimality is not
+    claimed (the exact pricing does that).
+    """
+    L = near.shape[0]
+    inset = np.zeros(L, dtype=np.bool_)
+    accv = np.zeros(L)  # sum of D to current members, per near record
+    memb = np.empty(kmax, dtype=np.int64)  # positions in near (seed = -1)
+    t = 1
+    ps = 0.0
+    ut = u[seed]
+    for c in range(L):
+        accv[c] = D[seed, near[c]]
+    best = np.inf
+    best_t = 0
+    best_m = np.empty(kmax, dtype=np.int64)
+    while t < kmax:
+        bc = -1
+        bv = np.inf
+        for c in range(L):
+            if inset[c]:
+                continue
+            v = (ps + accv[c]) / (t + 1) - ut - u[near[c]]
+            if v < bv:
+                bv = v
+                bc = c
+        if bc < 0:
+            break
+        inset[bc] = True
+        memb[t - 1] = bc
+        ps += accv[bc]
+        ut += u[near[bc]]
+        jj = near[bc]
+        for c in range(L):
+            accv[c] += D[jj, near[c]]
+        t += 1
+        if t >= k and bv < best:
+            best = bv
+            best_t = t
+            for a in range(t - 1):
+                best_m[a] = memb[a]
+    if best_t == 0:
+        return np.inf
+    # rebuild the best set and improve it by swaps (seed fixed), first improvement
+    t = best_t
+    inset[:] = False
+    for a in range(t - 1):
+        inset[best_m[a]] = True
+    for c in range(L):
+        s = D[seed, near[c]]
+        for a in range(t - 1):
+            s += D[near[best_m[a]], near[c]]
+        accv[c] = s
+    ut = u[seed]
+    for a in range(t - 1):
+        ut += u[near[best_m[a]]]
+    ps = 0.0
+    for a in range(t - 1):
+        ps += D[seed, near[best_m[a]]]
+        for b2 in range(a + 1, t - 1):
+            ps += D[near[best_m[a]], near[best_m[b2]]]
+    cur = ps / t - ut
+    for _ in range(4 * kmax):
+        bd = 0.0
+        ba = -1
+        bc = -1
+        for a in range(t - 1):
+            oa = best_m[a]
+            jo = near[oa]
+            for c in range(L):
+                if inset[c]:
+                    continue
+                jn = near[c]
+                # swap jo out, jn in
+                nps = ps - accv[oa] + accv[c] - D[jo, jn]
+                nut = ut - u[jo] + u[jn]
+                dv = nps / t - nut - cur
+                if dv < bd - 1e-12:
+                    bd = dv
+                    ba = a
+                    bc = c
+        if ba < 0:
+            break
+        oa = best_m[ba]
+        jo = near[oa]
+        jn = near[bc]
+        ps = ps - accv[oa] + accv[bc] - D[jo, jn]
+        ut = ut - u[jo] + u[jn]
+        cur = ps / t - ut
+        inset[oa] = False
+        inset[bc] = True
+        best_m[ba] = bc
+        for c in range(L):
+            accv[c] += D[jn, near[c]] - D[jo, near[c]]
+    out_set[0] = seed
+    for a in range(kmax - 1):
+        out_set[a + 1] = near[best_m[a]] if a < t - 1 else -1
+    return cur
+
+
+@njit(cache=True, nogil=True)
+def _heuristic_all(D, u, near, k, kmax, tol, out_sets, out_rc):  # pragma: no cover
+    n = near.shape[0]
+    buf = np.empty(kmax, dtype=np.int64)
+    cnt = 0
+    for i in range(n):
+        rc = _heuristic_seed(D, u, near[i], i, k, kmax, buf)
+        if rc < -tol:
+            out_sets[cnt, :] = buf
+            out_rc[cnt] = rc
+            cnt += 1
+    return cnt
+
+
+# ----------------------------------------------------------------- python layer
+def _group_sse(D: np.ndarray, members: np.ndarray) -> float:
+    m = members.size
+    sub = D[np.ix_(members, members)]
+    return float(sub.sum()) / (2.0 * m)
+
+
+def _start_partition(Z: np.ndarray, k: int, labels: np.ndarray | None) -> list[np.ndarray]:
+    """Groups of a feasible start (sizes k..2k-1): the given labels, large groups split."""
+    n = Z.shape[0]
+    groups: list[np.ndarray] = []
+    if labels is not None:
+        lab = canonical_labels(np.asarray(labels))
+        sizes = np.bincount(lab)
+        if lab.shape == (n,) and sizes.min() >= k:
+            for g in range(sizes.size):
+                groups.extend(_split(Z, np.flatnonzero(lab == g), k))
+            return groups
+    return _split(Z, np.arange(n), k)
+
+
+def _split(Z: np.ndarray, idx: np.ndarray, k: int) -> list[np.ndarray]:
+    """Cut a set of >= k records into runs of k..2k-1 along its first principal axis."""
+    s = idx.size
+    if s <= 2 * k - 1:
+        return [idx]
+    Y = Z[idx] - Z[idx].mean(axis=0)
+    _, _, vt = np.linalg.svd(Y, full_matrices=False)
+    order = idx[np.argsort(Y @ vt[0], kind="stable")]
+    parts = s // k
+    cuts = [k * a for a in range(parts)] + [s]
+    return [order[cuts[a]: cuts[a + 1]] for a in range(parts)]
+
+
+def lagrangian_bound(u: np.ndarray, seed_lower: np.ndarray, n: int, k: int,
+                     margin: np.ndarray | float = 0.0) -> float:
+    """OPT >= fsum(u) + sum of the floor(n/k) most negative min(0, seed_lower_i - margin_i).
+
+    Valid for any ``u`` when ``seed_lower[i]`` is a lower bound on the reduced cost
+    SSE(S) - u(S) of every group S (k..2k-1 records) whose smallest index is i: a
+    partition has at most floor(n/k) groups, with distinct seeds. See the module
+    docstring for the rounding allowance ``margin``.
+    """
+    v = np.minimum(0.0, np.asarray(seed_lower, dtype=np.float64) - margin)
+    g = n // k
+    worst = np.sort(v)[:g]
+    # the sum of non-positive terms, rounded, is within g * eps * sum|v| of the exact
+    # sum; subtract that allowance too
+    s = math.fsum(worst.tolist())
+    s -= 4.0 * g * _EPS * float(np.abs(worst).sum())
+    su = math.fsum(np.asarray(u, dtype=np.float64).tolist())
+    su -= 4.0 * n * _EPS * float(np.abs(u).sum())
+    return su + s
+
+
+def _margin(u: np.ndarray, D: np.ndarray, kmax: int) -> np.ndarray:
+    """Per-seed rounding allowance for the branch and bound's reduced costs."""
+    ops = float(kmax * kmax + 4 * kmax)
+    umax = float(np.abs(u).max()) if u.size else 0.0
+    dmax = float(D.max()) if D.size else 0.0
+    scale = kmax * umax + kmax * dmax + 1.0
+    return np.full(u.shape[0], 64.0 * ops * _EPS * scale)
+
+
+def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
+                  node_limit: int = 10**9, deadline: float | None = None,
+                  nnp: np.ndarray | None = None, keep: int = 3,
+                  ) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any]]:
+    """Per-seed lower bounds on the reduced costs, and the negative columns met.
+
+    Returns ``(seed_lower, columns, info)``: ``seed_lower[i]`` <= min(-tol, rc(S)) over
+    every group S of k..2k-1 records whose smallest index is i; ``columns`` lists groups
+    with rc < -tol found on the way; ``info`` counts nodes and seeds whose search was
+    cut (by ``node_limit``, or to a root-only bound once ``deadline`` has passed).
+    """
+    n = D.shape[0]
+    kmax = 2 * k - 1
+    if nnp is None:
+        nnp = _nn_prefix(D, kmax)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    seed_lower = np.zeros(n)
+    cols: list[np.ndarray] = []
+    out_sets = np.empty((keep, kmax), dtype=np.int64)
+    out_rc = np.empty(keep)
+    nodes = 0
+    cut_seeds = 0
+    for i in range(n):
+        if n - i < k:
+            seed_lower[i] = -tol  # no group has this seed
+            continue
+        rest = np.arange(i + 1, n)
+        cand = rest[np.argsort(D[i, i + 1:], kind="stable")]
+        lim = node_limit
+        if deadline is not None and time.perf_counter() > deadline:
+            lim = 1
+        low, nd, found, limited = _exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
+        nodes += nd
+        cut_seeds += bool(limited)
+        seed_lower[i] = low
+        for a in range(min(found, keep)):
+            s = out_sets[a]
+            cols.append(np.sort(s[s >= 0]))
+    return seed_lower, cols, {"nodes": nodes, "cut_seeds": cut_seeds}
+
+
+@dataclass
+class CGResult:
+    """Outcome of :func:`cg_lower_bound` (SSE in z-units; IL = 100 * SSE / SST)."""
+
+    lower: float  #: certified lower bound on the optimal SSE
+    lp_value: float  #: value of the last restricted master LP (not a bound)
+    status: str  #: "optimal" (LP solved: no negative reduced cost) or "time_limit"
+    sst: float
+    seconds: float
+    iterations: int
+    columns: int
+    upper: float | None = None  #: SSE of the best partition found (start or MIP)
+    labels: np.ndarray | None = None  #: that partition
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def lb_il(self) -> float:
+        """The bound as IL_SSE (percent)."""
+        return 100.0 * self.lower / self.sst if self.sst > 0 else 0.0
+
+    @property
+    def ub_il(self) -> float | None:
+        return None if self.upper is None else (100.0 * self.upper / self.sst if self.sst > 0 else 0.0)
+
+
+class _Columns:
+    """The restricted master's columns (deduplicated)."""
+
+    def __init__(self, D: np.ndarray):
+        self.D = D
+        self.keys: set[bytes] = set()
+        self.sets: list[np.ndarray] = []
+        self.cost: list[float] = []
+
+    def add(self, members: np.ndarray) -> bool:
+        members = np.sort(np.asarray(members, dtype=np.int64))
+        key = members.tobytes()
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        self.sets.append(members)
+        self.cost.append(_group_sse(self.D, members))
+        return True
+
+    def matrix(self, n: int) -> sparse.csc_matrix:
+        lens = np.fromiter((s.size for s in self.sets), dtype=np.int64, count=len(self.sets))
+        indptr = np.concatenate([[0], np.cumsum(lens)])
+        indices = np.concatenate(self.sets) if self.sets else np.zeros(0, dtype=np.int64)
+        return sparse.csc_matrix((np.ones(indices.size), indices, indptr), shape=(n, len(self.sets)))
+
+
+def _solve_lp(cols: _Columns, n: int) -> tuple[float, np.ndarray, np.ndarray]:
+    A = cols.matrix(n)
+    c = np.asarray(cols.cost)
+    res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=(0, None), method="highs")
+    if res.status != 0:  # pragma: no cover - the start partition keeps it feasible
+        raise RuntimeError(f"restricted master LP failed: {res.message}")
+    return float(res.fun), np.asarray(res.eqlin.marginals, dtype=np.float64), np.asarray(res.x)
+
+
+def _solve_mip(cols: _Columns, n: int, seconds: float) -> np.ndarray | None:
+    A = cols.matrix(n)
+    c = np.asarray(cols.cost)
+    res = milp(c, constraints=LinearConstraint(A, 1, 1), integrality=np.ones(c.size),
+               bounds=(0, 1), options={"time_limit": max(1.0, seconds), "disp": False})
+    if res.x is None:
+        return None
+    chosen = np.flatnonzero(res.x > 0.5)
+    labels = np.full(n, -1, dtype=np.int64)
+    for g, j in enumerate(chosen):
+        labels[cols.sets[j]] = g
+    if (labels < 0).any():  # pragma: no cover - milp returned an infeasible point
+        return None
+    return canonical_labels(labels)
+
+
+def _labels_sse(D: np.ndarray, labels: np.ndarray) -> float:
+    return float(sum(_group_sse(D, np.flatnonzero(labels == g)) for g in range(int(labels.max()) + 1)))
+
+
+def cg_lower_bound(
+    Z: np.ndarray,
+    k: int,
+    *,
+    time_limit: float | None = 600.0,
+    start_labels: np.ndarray | None = None,
+    mip_seconds: float = 0.0,
+    tol: float = 1e-7,
+    near: int | None = None,
+    max_new: int | None = None,
+    verbose: bool = False,
+) -> CGResult:
+    """Certified lower bound on min SSE over k-partitions of ``Z``, by column generation.
+
+    Parameters
+    ----------
+    Z : (n, p) float array, already z-scored (the bound is on SSE in these units).
+    k : minimum group size, 2 <= k <= n.
+    time_limit : seconds (None: until the LP is solved). The bound returned is valid
+        whenever the run stops; a final exact pricing pass is always made (cut to
+        root bounds for seeds reached after the limit).
+    start_labels : a k-partition to start from (its groups, large ones split, are the
+        first columns and the first upper bound); default: runs along the first
+        principal axis.
+    mip_seconds : > 0 solves the set-partitioning MIP over the generated columns
+        (:func:`scipy.optimize.milp`) for up to this long, as a primal side.
+    tol : reduced costs above -tol count as non-negative (the bound accounts for it).
+    near : records scanned by the heuristic pricing around each seed (default
+        clip(6k, 20, 80)).
+    max_new : columns added per iteration (default n).
+
+    Returns
+    -------
+    :class:`CGResult`; ``lower`` <= the SSE of every partition of ``Z`` into groups
+    of at least k records.
+
+    Notes
+    -----
+    Each iteration solves the restricted master LP, prices heuristically from every
+    seed (greedy growth among the seed's near records, then swaps); when that finds
+    no column of negative reduced cost, the exact pricing runs (branch and bound per
+    seed over later records, nearest first, with the bound of :func:`_bound_filter`)
+    and yields a certified bound. The status is "optimal" when the exact pricing
+    finds no column with rc < -tol with no search cut; then the LP optimum is within
+    n * tol of the bound. Memory O(n^2) (the distance matrix); time grows steeply
+    with k (groups up to 2k-1 records).
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0], [1.0], [10.0], [11.0]])
+    >>> round(cg_lower_bound(Z, 2).lower, 6)
+    1.0
+    """
+    t0 = time.perf_counter()
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    n = Z.shape[0]
+    if isinstance(k, bool) or int(k) != k or k < 2:
+        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+    k = int(k)
+    if n < k:
+        raise InvalidParameterError(f"{n} records, fewer than k={k}")
+    if n > MAX_ROWS:
+        raise InvalidParameterError(f"the column-generation bound is limited to {MAX_ROWS:,} records per block")
+    kmax = 2 * k - 1
+    deadline = None if time_limit is None else t0 + float(time_limit)
+    sst = float(((Z - Z.mean(axis=0)) ** 2).sum())
+    D = squared_distances(Z)
+    nnp = _nn_prefix(D, kmax)
+    L = min(n - 1, near if near is not None else int(np.clip(6 * k, 20, 80)))
+    near_idx = np.argsort(D, axis=1, kind="stable")[:, 1: L + 1].astype(np.int64) if L > 0 else \
+        np.zeros((n, 0), dtype=np.int64)
+    max_new = n if max_new is None else int(max_new)
+
+    cols = _Columns(D)
+    start = _start_partition(Z, k, start_labels)
+    for g in start:
+        cols.add(g)
+    labels = np.empty(n, dtype=np.int64)
+    for g, idx in enumerate(start):
+        labels[idx] = g
+    best_labels = canonical_labels(labels)
+    upper = _labels_sse(D, best_labels)
+
+    best_lb = -np.inf
+    status = "time_limit"
+    history: list[dict[str, Any]] = []
+    it = 0
+    hs = np.empty((n, kmax), dtype=np.int64)
+    hrc = np.empty(n)
+    lp = np.nan
+    u = np.zeros(n)
+    while True:
+        it += 1
+        lp, u, _x = _solve_lp(cols, n)
+        out_of_time = deadline is not None and time.perf_counter() > deadline
+        added = 0
+        if not out_of_time and L > 0:
+            cnt = _heuristic_all(D, u, near_idx, k, kmax, tol, hs, hrc)
+            order = np.argsort(hrc[:cnt], kind="stable")[:max_new]
+            for a in order:
+                s = hs[a]
+                added += cols.add(s[s >= 0])
+        if added and not out_of_time:
+            if verbose:
+                print(f"it {it}: LP {lp:.4f} cols {len(cols.sets)} heur +{added} "
+                      f"{time.perf_counter() - t0:.1f}s", flush=True)
+            continue
+        # exact pricing: a certified bound at these duals
+        seed_lower, new, info = exact_pricing(D, u, k, tol=tol, deadline=deadline, nnp=nnp)
+        lb = lagrangian_bound(u, seed_lower, n, k, _margin(u, D, kmax))
+        best_lb = max(best_lb, lb)
+        exact_added = sum(cols.add(s) for s in new)
+        history.append({"iteration": it, "lp": lp, "bound": lb, "columns": len(cols.sets),
+                        "exact_new": exact_added, "cut_seeds": info["cut_seeds"],
+                        "seconds": time.perf_counter() - t0})
+        if verbose:
+            print(f"it {it}: LP {lp:.4f} bound {lb:.4f} (best {best_lb:.4f}) cols {len(cols.sets)} "
+                  f"exact +{exact_added} cut {info['cut_seeds']} nodes {info['nodes']} "
+                  f"{time.perf_counter() - t0:.1f}s", flush=True)
+        if exact_added == 0 and info["cut_seeds"] == 0:
+            status = "optimal"
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        if exact_added == 0:  # cut searches but no column: nothing more to learn
+            break
+    if mip_seconds > 0:
+        lab = _solve_mip(cols, n, mip_seconds)
+        if lab is not None:
+            val = _labels_sse(D, lab)
+            if val < upper:
+                upper, best_labels = val, lab
+    # the bound can never exceed a feasible value; if rounding made it do so, cap it
+    lower = min(best_lb, upper)
+    return CGResult(lower=float(lower), lp_value=float(lp), status=status, sst=sst,
+                    seconds=time.perf_counter() - t0, iterations=it, columns=len(cols.sets),
+                    upper=upper, labels=best_labels, history=history)
+
+
+def cg_bound_blocks(
+    X: np.ndarray,
+    k: int,
+    blocks: Sequence[Sequence[int]] | None = None,
+    *,
+    labels: Sequence[np.ndarray | None] | None = None,
+    time_limit: float | None = 600.0,
+) -> dict[str, Any]:
+    """lb_cg per block and overall, on the spec's z-scale (original means, population sds).
+
+    Parameters
+    ----------
+    X : (n, p) original matrix (not z-scored).
+    blocks : column positions per block (default: one block of all columns).
+    labels : per block, a k-partition to start from (e.g. the protected file's classes).
+    time_limit : seconds for all blocks together (shared out over the blocks left).
+
+    Returns
+    -------
+    ``{"lb_cg": {"overall", "per_block"}, "cg_status": {...}, "cg_seconds": {...},
+    "lp_value": {...}, "upper": {...}}``; lb_cg in IL_SSE percent; overall lb_cg is
+    100 * (sum of the blocks' SSE bounds) / (total SST); overall status is "optimal"
+    only when every block is. A block with more than :data:`MAX_ROWS` records or
+    fewer than k gets None (status "skipped").
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    blist = [list(range(p))] if blocks is None else [list(b) for b in blocks]
+    mean = X.mean(axis=0)
+    sd = X.std(axis=0)
+    Z = (X - mean) / np.where(sd > 0, sd, 1.0)
+    sst_col = ((Z - Z.mean(axis=0)) ** 2).sum(axis=0)
+    t0 = time.perf_counter()
+    lbs: list[float | None] = []
+    status: list[str] = []
+    secs: list[float] = []
+    lps: list[float | None] = []
+    ups: list[float | None] = []
+    total = 0.0
+    complete = True
+    for b, cols in enumerate(blist):
+        den = float(sst_col[cols].sum())
+        if n < k or n > MAX_ROWS:
+            lbs.append(None), status.append("skipped"), secs.append(0.0), lps.append(None), ups.append(None)
+            complete = False
+            continue
+        left = None
+        if time_limit is not None:
+            left = max(1.0, (float(time_limit) - (time.perf_counter() - t0)) / (len(blist) - b))
+        start = None if labels is None else labels[b]
+        res = cg_lower_bound(Z[:, cols], k, time_limit=left, start_labels=start)
+        total += res.lower
+        scale = 100.0 / den if den > 0 else 0.0
+        lbs.append(res.lower * scale)
+        status.append(res.status)
+        secs.append(res.seconds)
+        lps.append(res.lp_value * scale)
+        ups.append(None if res.upper is None else res.upper * scale)
+    den = float(sst_col.sum())
+    overall = (100.0 * total / den if den > 0 else 0.0) if complete else None
+    return {
+        "lb_cg": {"overall": overall, "per_block": lbs},
+        "cg_status": {"overall": ("optimal" if all(s == "optimal" for s in status) else
+                                  "skipped" if not complete else "time_limit"), "per_block": status},
+        "cg_seconds": {"overall": time.perf_counter() - t0, "per_block": secs},
+        "lp_value": {"per_block": lps},
+        "upper": {"per_block": ups},
+    }
