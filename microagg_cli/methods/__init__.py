@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import InvalidParameterError
 from . import (
+    density,
     fixed_size,
     genetic,
     hierarchical,
@@ -24,6 +25,7 @@ __all__ = ["METHODS", "MethodSpec", "ParamSpec", "get_method"]
 
 _FAMILIES = (
     fixed_size,
+    density,
     robust,
     variable_size,
     hierarchical,

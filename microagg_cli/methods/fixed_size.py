@@ -15,6 +15,7 @@ import numpy as np
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
 from ._spec import MethodSpec, ParamSpec
+from .merge_split import merge_split
 
 __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
 
@@ -61,7 +62,9 @@ def _take_group_ltr(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> 
     return smallest_m(d, k)
 
 
-def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
+def mdav(
+    X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
+) -> np.ndarray:
     """MDAV-generic: maximum distance to average vector.
 
     While at least 3k records remain: r = the record farthest from the centroid of
@@ -70,15 +73,23 @@ def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     rest. With 2k..3k-1 left, one more group around the record farthest from the
     centroid; the last k..2k-1 records form the last group.
 
+    With ``refine`` (MDAV-2 of Lin et al. 2010), the merge-and-split post-step of
+    :func:`.merge_split.merge_split` follows: groups are visited in the reverse of
+    their creation order, a group is dissolved when sending its records one by one to
+    the nearest other centroid lowers SSE, and groups grown beyond 2k-1 records are
+    re-partitioned with MDAV.
+
     Parameters
     ----------
     X : (n, p) float array, z-scored; not mutated.
     k : minimum group size, 2 <= k <= n.
     rng : unused (deterministic method); accepted for the common contract.
+    refine : run the merge-and-split post-step (MDAV-2; default False).
 
     Returns
     -------
-    labels : (n,) int64, canonical; all groups of size k except the last (k..2k-1).
+    labels : (n,) int64, canonical; all groups of size k except the last (k..2k-1);
+        with ``refine`` groups of k..2k-1 and an SSE never above MDAV's.
 
     Notes
     -----
@@ -88,7 +99,12 @@ def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     ``FAST_MDAV_MIN_N`` records on, the work is done by
     :func:`._fast_mdav.mdav_fast` (branch-and-bound queries in a k-d tree and a cone
     index, compiled with numba), which returns the identical partition; :func:`mdav_reference` is the
-    straightforward O(n^2 p / k) definition.
+    straightforward O(n^2 p / k) definition. ``refine`` needs the creation order of
+    the groups, which the compiled version does not return, so MDAV-2 always runs the
+    straightforward loop (the same partition) and then the post-step, O(n^2 p / k) in
+    all; on Census (1080 x 13) it takes about 0.1 s. Measured Census IL of MDAV-2:
+    5.6554 / 7.4110 / 9.0114 / 13.9486 at k = 3 / 4 / 5 / 10 (published 5.6560 /
+    7.4096 / 9.0124 / 13.9441).
 
     References
     ----------
@@ -96,15 +112,23 @@ def mdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     k-anonymity through microaggregation. Data Mining and Knowledge Discovery 11(2).
     Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
     microaggregation for statistical disclosure control. IEEE TKDE 14(1).
+    Lin, J.-L., Wen, T.-H., Hsieh, J.-C. & Chang, P.-C. (2010). Density-based
+    microaggregation for statistical disclosure control. Expert Systems with
+    Applications 37(4), 3256-3263 (MDAV-2).
 
     Examples
     --------
     >>> X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [12.0]])
     >>> mdav(X, 3).tolist()
     [0, 0, 0, 1, 1, 1]
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0], [6.0], [20.0], [21.0]])
+    >>> mdav(X, 2, refine=True).tolist()
+    [0, 0, 1, 1, 2, 2, 2, 3, 3]
     """
     X = np.asarray(X, dtype=np.float64)
     n = check_k(X, k)
+    if refine:
+        return merge_split(X, _mdav_creation_labels(X, k), k, split=mdav)
     if n >= FAST_MDAV_MIN_N:
         from ._fast_mdav import mdav_fast  # numba: loaded only when it pays
 
@@ -120,7 +144,13 @@ def mdav_reference(
     Not registered; the fast version is tested against it.
     """
     X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
+    check_k(X, k)
+    return canonical_labels(_mdav_creation_labels(X, k))
+
+
+def _mdav_creation_labels(X: np.ndarray, k: int) -> np.ndarray:
+    """The partition of :func:`mdav_reference`, groups numbered in creation order."""
+    n = X.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
     rem = np.arange(n)
     g = 0
@@ -146,7 +176,7 @@ def mdav_reference(
         g += 1
         rem = np.delete(rem, grp)
     labels[rem] = g
-    return canonical_labels(labels)
+    return labels
 
 
 # ---------------------------------------------------------------------------
@@ -742,6 +772,14 @@ SPECS: tuple[MethodSpec, ...] = (
         reference=(
             "Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous "
             "k-anonymity through microaggregation, DMKD 11(2)"
+        ),
+        params=(
+            ParamSpec(
+                name="refine",
+                type="bool",
+                default=False,
+                help="merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1",
+            ),
         ),
     ),
     MethodSpec(
