@@ -490,8 +490,8 @@ def md(
     partner distances. Cost: O(n^2 p) for the lists plus the scans and rare rebuilds,
     O(n L) memory, and exactly the partition of the straightforward definition
     (distances are summed in one fixed order, so equal distances compare equal).
-    4,000 x 11 at k=3 takes about 3 s. ``grow="group"`` adds O(k^2 p) per record
-    grouped (O(n k p) over the remaining records per group). Census IL with
+    4,000 x 11 at k=3 takes about 3 s. ``grow="group"`` costs O(n k p) per group
+    (k-1 scans of the remaining records), O(n^2 p) in all. Census IL with
     ``grow="group"``: 5.4203 / 7.2171 / 8.8069 / 14.5459 at k = 3 / 4 / 5 / 10 (seed:
     5.7210 / 7.6374 / 9.0065 / 14.3965); the study reports its MFS_MD on Tarragona
     only (15.60 / 19.27 / 22.67 at k = 3 / 4 / 5, against 16.98 / 19.54 / 22.94 for
