@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import InvalidParameterError
 from . import (
+    approx,
     density,
     fixed_size,
     genetic,
@@ -35,6 +36,7 @@ _FAMILIES = (
     projection,
     mhm,
     mst,
+    approx,
     one_dimension,
     genetic,
     refine,
