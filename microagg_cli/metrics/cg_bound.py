@@ -562,7 +562,9 @@ class _Columns:
 def _solve_lp(cols: _Columns, n: int) -> tuple[float, np.ndarray, np.ndarray]:
     A = cols.matrix(n)
     c = np.asarray(cols.cost)
-    res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=(0, None), method="highs")
+    # interior point (with crossover): 3-4x faster than simplex from scratch on these
+    # degenerate set-partitioning masters (Census k=5, 8,659 columns: 1.5 s vs 4.9 s)
+    res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=(0, None), method="highs-ipm")
     if res.status != 0:  # pragma: no cover - the start partition keeps it feasible
         raise RuntimeError(f"restricted master LP failed: {res.message}")
     return float(res.fun), np.asarray(res.eqlin.marginals, dtype=np.float64), np.asarray(res.x)
@@ -595,7 +597,7 @@ def cg_lower_bound(
     time_limit: float | None = 600.0,
     start_labels: np.ndarray | None = None,
     mip_seconds: float = 0.0,
-    tol: float = 1e-7,
+    tol: float = 1e-6,
     near: int | None = None,
     max_new: int | None = None,
     verbose: bool = False,
@@ -652,7 +654,10 @@ def cg_lower_bound(
     if n > MAX_ROWS:
         raise InvalidParameterError(f"the column-generation bound is limited to {MAX_ROWS:,} records per block")
     kmax = 2 * k - 1
-    deadline = None if time_limit is None else t0 + float(time_limit)
+    # column generation stops at 75 % of the limit; the exact pricing of the last
+    # duals may use the rest (seeds it cannot reach get their root bound)
+    deadline = None if time_limit is None else t0 + 0.75 * float(time_limit)
+    final = None if time_limit is None else t0 + float(time_limit)
     sst = float(((Z - Z.mean(axis=0)) ** 2).sum())
     D = squared_distances(Z)
     nnp = _nn_prefix(D, kmax)
@@ -671,7 +676,12 @@ def cg_lower_bound(
     best_labels = canonical_labels(labels)
     upper = _labels_sse(D, best_labels)
 
-    best_lb = -np.inf
+    # LB_NN (spec) in SSE units is also a valid bound; the result is the larger one
+    lbnn = float(nnp[:, k - 1].sum()) / (2.0 * k) * (1.0 - 1e-12) if n >= k else 0.0
+    best_lb = max(0.0, lbnn)
+    # when the heuristic finds only a few columns (tailing off), price exactly: that
+    # certifies a bound and finds several columns per seed
+    few = max(5, n // 50)
     status = "time_limit"
     history: list[dict[str, Any]] = []
     it = 0
@@ -690,13 +700,13 @@ def cg_lower_bound(
             for a in order:
                 s = hs[a]
                 added += cols.add(s[s >= 0])
-        if added and not out_of_time:
+        if added > few and not out_of_time:
             if verbose:
                 print(f"it {it}: LP {lp:.4f} cols {len(cols.sets)} heur +{added} "
                       f"{time.perf_counter() - t0:.1f}s", flush=True)
             continue
         # exact pricing: a certified bound at these duals
-        seed_lower, new, info = exact_pricing(D, u, k, tol=tol, deadline=deadline, nnp=nnp)
+        seed_lower, new, info = exact_pricing(D, u, k, tol=tol, deadline=final, nnp=nnp)
         lb = lagrangian_bound(u, seed_lower, n, k, _margin(u, D, kmax))
         best_lb = max(best_lb, lb)
         exact_added = sum(cols.add(s) for s in new)
@@ -707,12 +717,16 @@ def cg_lower_bound(
             print(f"it {it}: LP {lp:.4f} bound {lb:.4f} (best {best_lb:.4f}) cols {len(cols.sets)} "
                   f"exact +{exact_added} cut {info['cut_seeds']} nodes {info['nodes']} "
                   f"{time.perf_counter() - t0:.1f}s", flush=True)
-        if exact_added == 0 and info["cut_seeds"] == 0:
+        if not new and not added and info["cut_seeds"] == 0:  # no rc < -tol anywhere
             status = "optimal"
             break
         if deadline is not None and time.perf_counter() > deadline:
             break
-        if exact_added == 0:  # cut searches but no column: nothing more to learn
+        if exact_added == 0 and added == 0:
+            # every column with rc < -tol is in the master already: the LP is solved
+            # up to HiGHS's tolerances (the bound does not depend on that)
+            if info["cut_seeds"] == 0:
+                status = "optimal"
             break
     if mip_seconds > 0:
         lab = _solve_mip(cols, n, mip_seconds)
@@ -721,7 +735,7 @@ def cg_lower_bound(
             if val < upper:
                 upper, best_labels = val, lab
     # the bound can never exceed a feasible value; if rounding made it do so, cap it
-    lower = min(best_lb, upper)
+    lower = min(best_lb, upper)  # (LB_NN and the Lagrangian bounds, the best one)
     return CGResult(lower=float(lower), lp_value=float(lp), status=status, sst=sst,
                     seconds=time.perf_counter() - t0, iterations=it, columns=len(cols.sets),
                     upper=upper, labels=best_labels, history=history)

@@ -1,0 +1,180 @@
+"""The column-generation lower bound (metrics/cg_bound.py): validity on small instances.
+
+Every instance is small enough (n <= 14) to enumerate every group of k..2k-1 records:
+the exact optimum comes from a dynamic program over subsets (exhaustive), the LP
+optimum from an LP over all enumerated columns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from scipy import sparse
+from scipy.optimize import linprog
+
+from microagg_cli.metrics.cg_bound import (
+    cg_bound_blocks,
+    cg_lower_bound,
+    exact_pricing,
+    lagrangian_bound,
+    squared_distances,
+)
+from microagg_cli.metrics.utility import lb_nn
+from microagg_cli.partition import sst, zscore
+
+
+def _all_columns(Z: np.ndarray, k: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    n = Z.shape[0]
+    D = squared_distances(Z)
+    sets, cost = [], []
+    for m in range(k, min(2 * k - 1, n) + 1):
+        for c in itertools.combinations(range(n), m):
+            idx = list(c)
+            sets.append(c)
+            cost.append(D[np.ix_(idx, idx)].sum() / (2 * m))
+    return sets, np.asarray(cost)
+
+
+def _lp_all(Z: np.ndarray, k: int) -> float:
+    n = Z.shape[0]
+    sets, cost = _all_columns(Z, k)
+    rows = np.concatenate([np.asarray(s) for s in sets])
+    cols = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
+    A = sparse.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(n, len(sets)))
+    res = linprog(cost, A_eq=A, b_eq=np.ones(n), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return float(res.fun)
+
+
+def _optimum(Z: np.ndarray, k: int) -> float:
+    """Exhaustive: min SSE over partitions into groups of k..2k-1 (DP over subsets)."""
+    n = Z.shape[0]
+    sets, cost = _all_columns(Z, k)
+    masks = np.array([sum(1 << i for i in s) for s in sets], dtype=np.int64)
+    by_low: dict[int, list[int]] = {}
+    for j, mk in enumerate(masks):
+        by_low.setdefault(int(mk & -mk), []).append(j)
+    full = (1 << n) - 1
+    f = np.full(full + 1, np.inf)
+    f[0] = 0.0
+    for mask in range(1, full + 1):
+        low = mask & -mask
+        js = by_low.get(low)
+        if not js:
+            continue
+        mk = masks[js]
+        ok = (mk & mask) == mk
+        if ok.any():
+            sel = np.asarray(js)[ok]
+            f[mask] = float((cost[sel] + f[mask ^ masks[sel]]).min())
+    return float(f[full])
+
+
+def _instances(count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
+        n = int(rng.integers(5, 13))
+        k = int(rng.integers(2, 5))
+        if n < k:
+            continue
+        kind = trial % 3
+        if kind == 0:
+            Z = rng.normal(size=(n, int(rng.integers(1, 4))))
+        elif kind == 1:  # tie-heavy: a few integer levels, duplicated rows
+            Z = rng.integers(0, 3, size=(n, 2)).astype(float)
+        else:  # clusters of identical points
+            Z = np.repeat(rng.normal(size=(n // 2 + 1, 2)), 2, axis=0)[:n]
+        yield n, k, zscore(Z)[0]  # the spec's scale: LB_NN z-scores its input
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_bound_valid_and_lp_matches_enumeration(seed):
+    for n, k, Z in _instances(24, seed):
+        res = cg_lower_bound(Z, k, time_limit=None)
+        opt = _optimum(Z, k)
+        lp = _lp_all(Z, k)
+        assert res.status == "optimal"
+        assert res.lower <= opt + 1e-12 * max(1.0, opt), (n, k, res.lower, opt)
+        assert res.lower <= lp + 1e-9
+        assert res.lp_value == pytest.approx(lp, rel=1e-7, abs=1e-7)
+        assert res.lower >= lp - 1e-5 * max(1.0, lp)  # solved: the bound is the LP optimum
+        nn = lb_nn(Z, k)
+        s = sst(Z)
+        if s > 0:
+            assert res.lb_il >= nn - 1e-9
+        assert res.upper is not None and res.upper >= opt - 1e-9
+
+
+def test_n14_against_exhaustive():
+    rng = np.random.default_rng(7)
+    for k in (2, 3, 4):
+        Z = rng.normal(size=(14, 2))
+        res = cg_lower_bound(Z, k, time_limit=None, mip_seconds=5)
+        opt = _optimum(Z, k)
+        assert res.lower <= opt + 1e-9
+        assert res.upper == pytest.approx(opt, rel=1e-9) or res.upper >= opt
+
+
+def test_lagrangian_bound_any_duals_is_valid():
+    """The bound is valid for arbitrary (non-optimal) duals: random u, exact pricing."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n, k = int(rng.integers(6, 11)), int(rng.integers(2, 4))
+        Z = rng.normal(size=(n, 2))
+        D = squared_distances(Z)
+        u = rng.normal(scale=2.0, size=n)
+        low, _, info = exact_pricing(D, u, k)
+        assert info["cut_seeds"] == 0
+        assert lagrangian_bound(u, low, n, k) <= _optimum(Z, k) + 1e-9
+        # node budget of 1: root bounds only, weaker but still valid
+        low1, _, info1 = exact_pricing(D, u, k, node_limit=1)
+        assert (low1 <= low + 1e-12).all()
+        assert lagrangian_bound(u, low1, n, k) <= _optimum(Z, k) + 1e-9
+
+
+def test_check_catches_a_bound_above_the_optimum(monkeypatch):
+    """The validity check is not vacuous: a pricing that misses columns is caught."""
+    import microagg_cli.metrics.cg_bound as cg
+
+    rng = np.random.default_rng(5)
+    Z = rng.normal(size=(9, 2))
+    opt = _optimum(Z, 2)
+
+    def blind(D, u, k, **kw):  # claims no seed has a negative reduced cost
+        return np.zeros(D.shape[0]), [], {"nodes": 0, "cut_seeds": 0}
+
+    monkeypatch.setattr(cg, "exact_pricing", blind)
+    monkeypatch.setattr(cg, "_heuristic_all", lambda *a: 0)
+    res = cg.cg_lower_bound(Z, 2, time_limit=None, start_labels=np.repeat(np.arange(3), 3))
+    assert res.lower > opt + 1e-6  # the start partition's LP value: not a bound
+
+
+def test_time_limit_returns_valid_bound():
+    rng = np.random.default_rng(11)
+    Z = rng.normal(size=(12, 2))
+    res = cg_lower_bound(Z, 3, time_limit=0.0)
+    assert res.status in ("time_limit", "optimal")
+    assert res.lower <= _optimum(Z, 3) + 1e-9
+
+
+def test_blocks_scale_and_overall():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 3)) * [1.0, 10.0, 100.0] + 5
+    out = cg_bound_blocks(X, 3, [[0], [1, 2]], time_limit=None)
+    assert out["cg_status"]["overall"] == "optimal"
+    a, b = out["lb_cg"]["per_block"]
+    # overall = SSE-weighted: between the two blocks' percentages
+    assert min(a, b) - 1e-9 <= out["lb_cg"]["overall"] <= max(a, b) + 1e-9
+    json.dumps(out)
+
+
+def test_invalid_k():
+    from microagg_cli.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError):
+        cg_lower_bound(np.zeros((4, 1)), 1)
+    with pytest.raises(InvalidParameterError):
+        cg_lower_bound(np.zeros((2, 1)), 3)
