@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from . import __version__, audit
 from .blocking import Block, BlockPlan
 from .errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
 from .io import (
@@ -755,6 +755,8 @@ def build_report(
             "method": _method_entry(r.block.method),
             "k": r.block.k,
             "params": dict(r.block.params),
+            "reproducibility": (audit.NOT_REPRODUCIBLE + " (time_budget)" if audit.time_bounded(r.block.params)
+                                else "same data, parameters and seed: same output"),
         }
         entry.update(r.stats)
         blocks.append(entry)
@@ -905,6 +907,8 @@ def protect(
             delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
             decimal=decimal, into=files,
         )
+        rep["audit"] = audit.trail(t0, files=[audit.file_entry(None if out_path is None else output, "output", since=t0)],
+                                   reproduce=audit.reproduce_entry(seed, [b.params for b in plan.blocks]))
         if report is not None:
             rep["timing"]["seconds"] = time.perf_counter() - t0
             write_json(rep, rep_path, force=force, into=files)
@@ -1453,6 +1457,7 @@ def evaluate(
         }
     rep["gates"] = _ev_gates(rep, gates, gate_on)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
+    rep["audit"] = audit.trail(t0, files=[audit.read_entry(protected, "protected (read)", rep["protected"])])
     # one transaction; a report holding original values (--internal) is private (0600)
     with OutputSet(force=force) as files:
         if report is not None:

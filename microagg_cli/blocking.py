@@ -56,8 +56,9 @@ block keep their input order and blocks are ordered by their first column):
 
 - ``correlated`` -- blocks of ``size`` strongly correlated attributes: greedy seeding
   on |Pearson correlation| then pairwise swaps between blocks until no swap raises the
-  sum of within-block |r|; the last block takes the remainder (smaller than ``size``
-  when ``size`` does not divide the number of columns).
+  sum of within-block |r|; when ``size`` does not divide the number of columns, one
+  block takes the remainder (smaller than ``size``; not necessarily the last one, since
+  blocks are ordered by their first column).
 - ``cross`` -- blocks correlated with each other: the columns are first grouped into
   strongly correlated groups of ``m = ceil(p / size)`` (the number of blocks), then
   the members of each group are dealt out one per block, so that the j-th attributes
@@ -66,7 +67,8 @@ block keep their input order and blocks are ordered by their first column):
   every block comes from group j (the block keeps that order); block sizes differ by
   at most one.
 - ``individual`` -- one block per column; ``single`` -- one block of every column;
-  ``random`` -- a seeded random permutation cut into blocks of ``size``.
+  ``random`` -- a seeded random permutation cut into blocks of ``size`` (one block,
+  wherever its first column puts it, takes the remainder).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ import json
 import logging
 import math
 import re
+import time
 import tomllib
 from dataclasses import dataclass, field, replace
 from itertools import combinations
@@ -84,6 +87,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from . import audit
 from .errors import DataError, InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,9 +115,14 @@ __all__ = [
     "propose_plans",
     "plan_comment",
     "block_notes",
+    "kprime_warnings",
+    "BLOCKS_SCHEMA_VERSION",
 ]
 
 log = logging.getLogger("microagg_cli")
+
+#: Version of the ``sdc blocks --format json`` layout (``microagg_cli/schemas/blocks.json``).
+BLOCKS_SCHEMA_VERSION = "1.0"
 
 #: The plan-file layout version written by :func:`plan_to_toml`.
 PLAN_VERSION = 1
@@ -904,7 +913,7 @@ def _random(A: np.ndarray, size: int, seed: int) -> list[list[int]]:
 #: name -> (function(|corr| matrix, size, seed) -> blocks of column positions,
 #: whether it needs a block size, one-line description).
 STRATEGIES: dict[str, tuple[Callable[[np.ndarray, int, int], list[list[int]]], bool, str]] = {
-    "correlated": (_correlated, True, "blocks of SIZE strongly correlated columns (last block: the remainder)"),
+    "correlated": (_correlated, True, "blocks of SIZE strongly correlated columns (one block: the remainder)"),
     "cross": (_cross, True, "the j-th columns of all blocks strongly correlated; weak correlation inside a block"),
     "individual": (_individual, False, "one block per column"),
     "single": (_single, False, "one block of every column"),
@@ -1177,6 +1186,7 @@ def propose_plans(
     )
     from .methods import get_method
 
+    t0 = time.perf_counter()
     recommend = recommend or max_il is not None
     evaluate = evaluate or recommend
     _check_k_option(k)
@@ -1258,6 +1268,13 @@ def propose_plans(
         data = text.encode("utf-8")
         atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force, what="plan file")
         written = str(out_path)
+    # the plan a user would apply: the recommended one, the checked one, the one proposed
+    warned = recommended if recommend else (next(iter(candidates)) if check is not None else chosen)
+    warnings = []
+    if warned is not None and candidates[warned]["evaluation"] is not None:
+        warnings = kprime_warnings(warned, candidates[warned]["evaluation"])
+    for line in warnings:
+        log.warning("%s", line)
     return {
         "input": file_fingerprint(table.path),
         "columns": cols,
@@ -1265,7 +1282,30 @@ def propose_plans(
         "recommended": recommended,
         "chosen": chosen,
         "written": written,
+        "warnings": warnings,
+        "audit": audit.trail(t0, files=[audit.file_entry(output, "plan", since=t0)] if written else []),
     }
+
+
+def kprime_warnings(name: str, evaluation: Mapping[str, Any]) -> list[str]:
+    """One line per scenario label (1G, 2G, ...) of plan ``name`` where an intruder
+    scenario has k' < k, naming the worst such scenario.
+
+    k is the smallest k of the plan's blocks (as in :func:`evaluate_plan`).
+
+    >>> ev = {"k": 5, "risk": {"labels": {
+    ...     "1G": {"scenarios": 3, "k_prime_worst": 5.0, "worst_known": ["a"]},
+    ...     "2G": {"scenarios": 4, "k_prime_worst": 1.04, "worst_known": ["a", "c"]}}}}
+    >>> kprime_warnings("cross", ev)
+    ["plan cross: k' < k = 5 for 2G intruders (worst of 4 scenarios: k' = 1.04 knowing a, c)"]
+    """
+    k = evaluation["k"]
+    out = []
+    for label, s in evaluation["risk"]["labels"].items():
+        if s["k_prime_worst"] < k:
+            out.append(f"plan {name}: k' < k = {k} for {label} intruders (worst of {s['scenarios']} "
+                       f"scenarios: k' = {s['k_prime_worst']:.2f} knowing {', '.join(s['worst_known'])})")
+    return out
 
 
 def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:

@@ -13,7 +13,7 @@ import traceback
 
 import click
 
-from . import __version__
+from . import __version__, audit
 from .commands import COMMANDS
 from .errors import SdcError
 
@@ -22,6 +22,11 @@ __all__ = ["cli", "main"]
 
 class SdcGroup(click.Group):
     """Click group converting :class:`SdcError` to one stderr line and its exit code."""
+
+    def main(self, args=None, *a, **kw):  # the reports' audit trail records the command line
+        argv = sys.argv[1:] if args is None else list(args)
+        with audit.command_line(["sdc", *argv]):
+            return super().main(args, *a, **kw)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -53,6 +53,7 @@ import pandas as pd
 
 from .blocking import Block, BlockPlan
 from .errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
+from .audit import digesting, digesting_folder, file_entry, reproduce_entry, trail
 from .io import OutputSet, Table, check_output_path, file_mode, detect_format, numeric_matrix, resolve_columns
 from .methods import get_method
 from .survey import resolve_small_strata, stratify
@@ -347,7 +348,7 @@ def _write_pass(
                 row0 = 0
                 for i in range(len(src.files)):
                     row0 = write_file(writer, i, row0)
-        files.add_file(target.path, writer_fn, what="output")
+        files.add_file(target.path, digesting(target.path, writer_fn), what="output")
         return
 
     def build(tmp: Path) -> None:
@@ -362,7 +363,7 @@ def _write_pass(
                 os.fsync(fh.fileno())
             os.chmod(dest, file_mode())
 
-    files.add_folder(target.path, build, what="output")
+    files.add_folder(target.path, digesting_folder(target.path, build), what="output")
 
 
 # --------------------------------------------------------------------------- runners
@@ -751,6 +752,8 @@ def protect_parquet(
     rep["output_hygiene"] = hygiene
     rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
     rep["timing"]["seconds"] = time.perf_counter() - t0
+    rep["audit"] = trail(t0, files=[file_entry(output, "output", since=t0)],
+                         reproduce=reproduce_entry(seed, [b.params for b in plan.blocks]))
     # one transaction: the output and the report appear together or not at all
     with files:
         if rep_path is not None:

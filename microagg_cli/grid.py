@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import __version__
+from . import __version__, audit
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
 from .errors import DataError, InfeasibleError, InvalidParameterError
 from .io import (
@@ -1135,6 +1135,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
     for w in warn:
         parts.append(f"<li>warning: {escape(w)}</li>")
     parts.append("</ul>")
+    parts.append(audit.audit_html(doc.get("audit")))
     parts.append(f"<footer>sdc {escape(__version__)} (microagg-cli); input {escape(name)} "
                  f"sha256 {escape(str(doc['input'].get('sha256')))}.</footer></body></html>")
     return "\n".join(parts) + "\n"
@@ -1277,8 +1278,11 @@ def compare_file(
     written_once = False
 
     def document(final_rows: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
-        return build_document(table=table, cells=cells, rows=final_rows, options=options, preset=pre,
-                              seconds=time.perf_counter() - t0, jobs=jobs)
+        doc = build_document(table=table, cells=cells, rows=final_rows, options=options, preset=pre,
+                             seconds=time.perf_counter() - t0, jobs=jobs)
+        doc["audit"] = audit.trail(t0, files=[audit.file_entry(save_dir / r["saved"], "protected (saved)")
+                                              for r in final_rows if r is not None and r.get("saved") and save_dir])
+        return doc
 
     def write_output(doc: Mapping[str, Any]) -> None:
         nonlocal written_once

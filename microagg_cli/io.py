@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .audit import digesting
 from .errors import DataError, InvalidParameterError, OutputExistsError
 
 __all__ = [
@@ -642,6 +643,7 @@ def write_table(
 
 def _stage_or_write(path: Path, writer: Callable[[Any], None], *, force: bool, into: OutputSet | None,
                     what: str, private: bool = False) -> None:
+    writer = digesting(path, writer)  # the audit trail hashes the bytes as written
     if into is not None:
         into.add_file(path, writer, what=what, private=private)
     else:

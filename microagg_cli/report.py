@@ -20,6 +20,8 @@ import math
 from html import escape
 from typing import Any, Iterable, Sequence
 
+from .audit import audit_html
+
 __all__ = ["to_json", "print_summary", "print_risk_summary", "render_html", "fmt", "scenario_text"]
 
 #: Colours of the three linkage measures in the charts (colour-blind safe, Okabe-Ito).
@@ -755,6 +757,7 @@ def render_html(rep: dict[str, Any]) -> str:
     _utility_section(h, rep)
     _internal_section(h, rep)
     _parameters_section(h, rep)
+    h.add(audit_html(rep.get("audit")))
     privacy = ("INTERNAL: contains original values." if rep.get("internal") else
                "This report holds no original value of a protected attribute: only counts, shares and "
                "losses.")

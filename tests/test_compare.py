@@ -33,6 +33,7 @@ def run(*args):
 def strip_timing(doc: dict) -> dict:
     doc = json.loads(json.dumps(doc))
     doc.pop("timing")
+    doc.pop("audit", None)
     for r in doc["rows"]:
         r.pop("seconds")
     return doc

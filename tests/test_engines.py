@@ -65,7 +65,8 @@ def _read(path) -> pa.Table:
 
 
 def _same_stats(rep_block: dict, stats: dict) -> None:
-    got = {key: v for key, v in rep_block.items() if key not in ("name", "columns", "method", "k", "params")}
+    got = {key: v for key, v in rep_block.items() if key not in ("name", "columns", "method", "k", "params",
+                                                                    "reproducibility")}
     assert set(got) == set(stats)
     for key in stats:
         if key != "seconds":

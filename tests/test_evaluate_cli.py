@@ -334,7 +334,7 @@ def test_outputs_atomic_force_and_summary(pair, tmp_path):
     assert rep_path.read_text() == first
     assert run("evaluate", orig_path, prot_path, "-k", 2, "--report", rep_path, "-q", "-f").exit_code == 0
     a, b = json.loads(first), json.loads(rep_path.read_text())
-    a["timing"] = b["timing"] = None
+    a["timing"] = b["timing"] = a["audit"] = b["audit"] = None
     assert a == b  # deterministic
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     res = run("evaluate", orig_path, prot_path, "--report", orig_path, "-q", "-f")

@@ -24,7 +24,10 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
                    "column per block; single = one block; random = seeded; all = every strategy "
                    "(with --evaluate).")
 @click.option("--size", type=int, default=None, metavar="S",
-              help="Columns per block (correlated, cross, random); the last block may be smaller.")
+              help="Columns per block (correlated, cross, random). When S does not divide the number of "
+                   "columns, some blocks are smaller: one block holds the remainder (correlated, random) or "
+                   "sizes differ by at most one (cross); blocks are listed in the order of their first column, "
+                   "so the smaller one need not be the last.")
 @click.option("--check", "check", default=None, metavar="PLAN",
               help="Validate the plan file PLAN (.toml/.json) against INPUT and print its blocks "
                    "instead of proposing one.")
@@ -193,6 +196,7 @@ def _json(res: dict, *, max_il: float | None, seed: int) -> dict:
             item.update(il_sse=ev["il_sse"], k=ev["k"], blocks=ev["blocks"], risk=ev["risk"])
         cands.append(item)
     return {
+        "schema_version": blocking.BLOCKS_SCHEMA_VERSION,
         "command": "blocks",
         "input": res["input"],
         "columns": res["columns"],
@@ -201,4 +205,6 @@ def _json(res: dict, *, max_il: float | None, seed: int) -> dict:
         "candidates": cands,
         "recommended": res["recommended"],
         "written": res["written"],
+        "warnings": res["warnings"],
+        "audit": res["audit"],
     }
