@@ -47,9 +47,11 @@ __all__ = [
     "command_line",
     "current_argv",
     "digesting",
+    "audit_html",
     "digesting_folder",
     "file_entry",
     "hash_file",
+    "read_entry",
     "reproduce_command",
     "reproduce_entry",
     "time_bounded",
@@ -271,8 +273,7 @@ def file_entry(path: str | Path | None, role: str, *, since: float | None = None
     place; otherwise the file on disk is hashed (``None`` values when it does not exist).
     """
     if path is None or str(path) == "-":
-        return {"role": role, "path": "-", "name": "<stdout>" if role != "protected" else "<stdin>",
-                "size_bytes": None, "sha256": None}
+        return {"role": role, "path": "-", "name": "<stdout>", "size_bytes": None, "sha256": None}
     p = Path(path)
     entry: dict[str, Any] = {"role": role, "path": str(path), "name": p.name}
     with _LOCK:
@@ -286,6 +287,13 @@ def file_entry(path: str | Path | None, role: str, *, since: float | None = None
     else:
         entry.update(size_bytes=None, sha256=None)
     return entry
+
+
+def read_entry(path: str | Path | None, role: str, fingerprint: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`file_entry` of a file the run read, from its fingerprint (no second hash)."""
+    given = "-" if path is None or str(path) == "-" else str(path)
+    return {"role": role, "path": given, "name": fingerprint.get("name"),
+            "size_bytes": fingerprint.get("size_bytes"), "sha256": fingerprint.get("sha256")}
 
 
 # -------------------------------------------------------------------------- trail
@@ -332,3 +340,38 @@ def reproduce_entry(seed: int, block_params: Sequence[Mapping[str, Any] | None])
         note = None
     return {"command": command, "seed": int(seed), "reproducible": not bounded, "note": note}
 
+
+
+def audit_html(section: Mapping[str, Any] | None) -> str:
+    """The ``audit`` section as an HTML fragment (a heading, a definition list, a file
+    table) for the HTML reports; empty when there is none."""
+    from html import escape
+
+    if not section:
+        return ""
+    vers = section.get("versions") or {}
+    rows = [
+        ("command line", shlex.join(section.get("argv") or []) + f" ({section.get('entry')})"),
+        ("working directory", section.get("cwd_name")),
+        ("started (UTC)", section.get("started_utc")),
+        ("duration", f"{float(section.get('duration_seconds') or 0.0):.2f} s"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in vers.items() if v)),
+        ("platform", section.get("platform")),
+    ]
+    rep = section.get("reproduce")
+    if rep:
+        rows.append(("reproduce", (rep.get("command") or "-")
+                     + ("" if rep.get("reproducible") else f" ({rep.get('note')})")))
+    out = ["<h2>Audit trail</h2>", '<dl class="formulas">']
+    out += [f"<dt>{escape(k)}</dt><dd><code>{escape(str(v))}</code></dd>" for k, v in rows]
+    out.append("</dl>")
+    files = section.get("files") or []
+    if files:
+        out.append('<table><thead><tr><th class="l">file</th><th class="l">path</th><th>bytes</th>'
+                   '<th class="l">SHA-256</th></tr></thead><tbody>')
+        for f in files:
+            out.append(f'<tr><td class="l">{escape(str(f.get("role")))}</td><td class="l">{escape(str(f.get("path")))}'
+                       f'</td><td>{escape(str(f.get("size_bytes")))}</td>'
+                       f'<td class="l"><code>{escape(str(f.get("sha256") or "-"))}</code></td></tr>')
+        out.append("</tbody></table>")
+    return "\n".join(out)
