@@ -13,10 +13,11 @@ from microagg_cli.errors import InvalidParameterError
 from microagg_cli.methods import METHODS
 from microagg_cli.methods.fixed_size import mdav
 from microagg_cli.methods.genetic import (
-    _decode_sse,
+    _decode,
     _macrogroups,
     _seed_keys,
     genetic,
+    macrogroups,
     stream_state,
 )
 from microagg_cli.partition import canonical_labels, information_loss, sse
@@ -46,10 +47,11 @@ def test_two_clusters_hand_case():
 def test_registered_with_declared_params():
     spec = METHODS["genetic"]
     names = [p.name for p in spec.params]
-    assert names == ["macro_k", "one_step", "chromosomes", "mutation", "crossover", "iterations"]
+    assert names == ["macro_k", "one_step", "chromosomes", "mutation", "crossover", "iterations",
+                     "rounds"]
     defaults = spec.validate_params(None)
     assert defaults == {"macro_k": 0, "one_step": False, "chromosomes": 10,
-                        "mutation": 0.1, "crossover": 0.5, "iterations": 10_000}
+                        "mutation": 0.1, "crossover": 0.5, "iterations": 10_000, "rounds": 2}
     with pytest.raises(InvalidParameterError):
         spec.validate_params({"mutation": 1.5})
     with pytest.raises(InvalidParameterError):
@@ -63,18 +65,82 @@ def test_macro_k_must_be_a_multiple_of_k_at_least_2k(macro_k):
         genetic(X, 3, rng=_rng(), macro_k=macro_k, iterations=1)
 
 
-def test_seed_keys_encode_the_mdav_partition_exactly():
-    """Chromosome 0 decodes to the macrogroup's MDAV partition (larger group last)."""
+def test_seed_keys_decode_to_at_most_the_seed_partition():
+    """Chromosome 0 decodes to the macrogroup's MDAV partition or a better re-cut of it."""
     X = _rng(3).normal(size=(23, 3))
     labels = mdav(X, 4)  # 4,4,4,4,7 -> one larger group
     keys = _seed_keys(labels, 4)
-    order = np.empty(23, dtype=np.int64)
-    got = _decode_sse(X, keys, 4, order)
-    assert got == pytest.approx(sse(X, labels), rel=1e-12)
-    decoded = np.minimum(np.arange(23) // 4, 23 // 4 - 1)
-    out = np.empty(23, dtype=np.int64)
-    out[order] = decoded
-    assert canonical_labels(out).tolist() == canonical_labels(labels).tolist()
+    got, cost = _decode(X, keys, 4)
+    assert cost == pytest.approx(sse(X, got), rel=1e-10)
+    assert sse(X, got) <= sse(X, labels) + 1e-12
+    sizes = np.bincount(got)
+    assert sizes.min() >= 4 and sizes.max() <= 7
+
+
+def test_decoder_cuts_optimally_into_variable_sizes():
+    """Sequence 0, .1, .2, .3 | 9, 9.1, 9.2: the optimal cut is 4 + 3, not 3 + 4."""
+    X = np.array([[0.0], [0.1], [0.2], [0.3], [9.0], [9.1], [9.2]])
+    keys = np.arange(7) / 7.0
+    labels, cost = _decode(X, keys, 3)
+    assert labels.tolist() == [0, 0, 0, 0, 1, 1, 1]
+    assert cost == pytest.approx(sse(X, labels))
+    # the same records in another encoded order: the decoder follows the order
+    labels, _ = _decode(X, keys[::-1].copy(), 3)
+    assert labels.tolist() == [0, 0, 0, 0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_decoder_matches_brute_force_over_cuts(seed):
+    """Every cut of the encoded sequence into consecutive groups of k..2k-1."""
+    rng = _rng(seed)
+    X = rng.normal(size=(13, 2))
+    keys = rng.random(13)
+    order = np.argsort(keys, kind="stable")
+    k = 3
+
+    def best(start):
+        if start == 13:
+            return 0.0
+        out = np.inf
+        for size in range(k, 2 * k):
+            if start + size <= 13:
+                g = X[order[start:start + size]]
+                out = min(out, ((g - g.mean(0)) ** 2).sum() + best(start + size))
+        return out
+
+    labels, cost = _decode(X, keys, k)
+    assert cost == pytest.approx(best(0), rel=1e-10)
+    assert sse(X, labels) == pytest.approx(best(0), rel=1e-10)
+
+
+def test_variable_sizes_beat_fixed_sizes_when_the_data_ask_for_it():
+    """Two clusters of 4 records at k = 3: MDAV and cuts into k, k, ..., remainder give
+    3 + 5; only variable sizes give 4 + 4."""
+    X = np.array([[0.0], [0.1], [0.2], [0.3], [9.0], [9.1], [9.2], [9.3]])
+    assert sorted(np.bincount(mdav(X, 3)).tolist()) == [3, 5]
+    labels = genetic(X, 3, rng=_rng(), iterations=50)
+    assert labels.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert sse(X, labels) == pytest.approx(0.1)
+    assert sse(X, mdav(X, 3)) > 10.0
+
+
+def test_macrogroups_count_and_logging(caplog):
+    X = _rng(5).normal(size=(120, 2))
+    m = macrogroups(X, 3, macro_k=12)
+    assert m.tolist() == canonical_labels(m).tolist()
+    assert int(m.max()) + 1 == 10  # 40 MDAV groups, 4 per macrogroup
+    with caplog.at_level("INFO", logger="microagg_cli"):
+        genetic(X, 3, rng=_rng(), macro_k=12, iterations=5, rounds=2)
+    text = caplog.text
+    assert "10 macrogroups (K = 12) in round 1" in text
+    assert "in round 2" in text
+
+
+def test_rounds_never_worsen():
+    X = _rng(9).normal(size=(150, 3))
+    one = sse(X, genetic(X, 3, rng=_rng(2), macro_k=12, iterations=200, rounds=1))
+    three = sse(X, genetic(X, 3, rng=_rng(2), macro_k=12, iterations=200, rounds=3))
+    assert three <= one + 1e-9
 
 
 def test_macrogroups_two_step_are_unions_of_mdav_groups():
@@ -115,13 +181,14 @@ def test_reaches_brute_force_optimum_on_a_small_macrogroup(seed):
     k=st.integers(2, 5),
     seed=st.integers(0, 10_000),
     one_step=st.booleans(),
+    rounds=st.integers(1, 2),
 )
-def test_never_worse_than_mdav_and_valid(n, p, k, seed, one_step):
+def test_never_worse_than_mdav_and_valid(n, p, k, seed, one_step, rounds):
     X = np.random.default_rng(seed).normal(size=(n, p)).round(1)  # rounding makes ties
     if n < k:
         return
     X0 = X.copy()
-    labels = genetic(X, k, rng=_rng(seed), one_step=one_step, iterations=30)
+    labels = genetic(X, k, rng=_rng(seed), one_step=one_step, iterations=30, rounds=rounds)
     assert np.array_equal(X, X0)
     assert labels.tolist() == canonical_labels(labels).tolist()
     sizes = np.bincount(labels)
@@ -132,8 +199,9 @@ def test_never_worse_than_mdav_and_valid(n, p, k, seed, one_step):
         assert sse(X, labels) <= sse(X, seeds) + 1e-9
     else:
         assert sse(X, labels) <= sse(X, mdav(X, k)) + 1e-9
+    if rounds == 1:
         # groups never straddle two macrogroups
-        macro, _ = _macrogroups(X, mdav(X, k), k, 7 * k, one_step=False)
+        macro, _ = _macrogroups(X, mdav(X, k), k, 7 * k, one_step=one_step)
         for g in range(labels.max() + 1):
             assert np.unique(macro[labels == g]).size == 1
 
