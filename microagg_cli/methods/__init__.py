@@ -20,6 +20,7 @@ from . import (
     projection,
     refine,
     robust,
+    rsorts,
     univariate,
     variable_size,
 )
@@ -31,6 +32,7 @@ _FAMILIES = (
     fixed_size,
     density,
     robust,
+    rsorts,
     variable_size,
     hierarchical,
     univariate,
