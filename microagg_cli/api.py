@@ -56,7 +56,7 @@ log = logging.getLogger("microagg_cli")
 #: Version of the JSON report layout; bumped on any incompatible change.
 REPORT_SCHEMA_VERSION = "1.0"
 
-_STATS = ("mean", "median")
+_STATS = ("mean", "median", "onestep")
 
 
 @dataclass
@@ -80,7 +80,7 @@ class ProtectResult:
 
 
 def check_stat(stat: str) -> str:
-    """Validate an aggregation statistic: ``mean``, ``median`` or ``trimmed:P``."""
+    """Validate an aggregation statistic: ``mean``, ``median``, ``onestep`` or ``trimmed:P``."""
     if stat in _STATS:
         return stat
     if stat.startswith("trimmed:"):
@@ -90,7 +90,8 @@ def check_stat(stat: str) -> str:
             prop = -1.0
         if 0 <= prop < 0.5:
             return stat
-    raise InvalidParameterError(f"unknown statistic {stat!r} (use mean, median or trimmed:P with 0 <= P < 0.5)")
+    raise InvalidParameterError(
+        f"unknown statistic {stat!r} (use mean, median, onestep or trimmed:P with 0 <= P < 0.5)")
 
 
 def _resolve_params(spec: MethodSpec, params: Mapping[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:

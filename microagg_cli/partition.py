@@ -17,6 +17,8 @@ __all__ = [
     "check_min_group_size",
     "zscore",
     "aggregate",
+    "onestep",
+    "ONESTEP_C",
     "group_centroids",
     "sse",
     "sst",
@@ -101,6 +103,34 @@ def _trimmed_mean(values: np.ndarray, proportion: float) -> float:
     return float(v[cut: v.size - cut].mean()) if v.size - 2 * cut > 0 else float(np.median(v))
 
 
+#: Huber's tuning constant of :func:`onestep` (sdcMicro's ``3 / 1.486``).
+ONESTEP_C = 3.0 / 1.486
+
+
+def onestep(values: np.ndarray) -> float:
+    """One-step Huber M-estimate of location, as sdcMicro's ``measure="onestep"``.
+
+    T = m + s * mean(psi_c((x - m) / s)) with m the median, s = 1.4826 * MAD (R's
+    ``mad``), Huber's psi_c(r) = max(-c, min(c, r)) and c = 3 / 1.486 (about 2.02):
+    one step from the median with the scale held fixed, i.e. the mean of the values
+    winsorized to [m - c s, m + c s]. When s = 0 every value is pulled to m and T is
+    the median.
+
+    Examples
+    --------
+    >>> onestep(np.array([1.0, 2.0, 3.0]))
+    2.0
+    >>> round(onestep(np.array([1.0, 2.0, 3.0, 4.0, 100.0])), 4)  # 100 -> 3 + 2.019 * 1.4826
+    3.1986
+    >>> onestep(np.array([5.0, 5.0, 5.0, 9.0]))
+    5.0
+    """
+    v = np.asarray(values, dtype=np.float64)
+    m = float(np.median(v))
+    s = 1.4826 * float(np.median(np.abs(v - m)))
+    return float(np.clip(v, m - ONESTEP_C * s, m + ONESTEP_C * s).mean())
+
+
 def aggregate(
     X: np.ndarray,
     labels: np.ndarray,
@@ -115,8 +145,9 @@ def aggregate(
     X : (n, p) float array, original units; NaN marks a missing cell, which stays
         missing (the statistic of a group uses its non-missing values of each column).
     labels : (n,) partition.
-    stat : ``"mean"`` (weighted when ``weights`` is given), ``"median"`` or
-        ``"trimmed:P"`` (trimmed mean cutting a share P from each end).
+    stat : ``"mean"`` (weighted when ``weights`` is given), ``"median"``,
+        ``"trimmed:P"`` (trimmed mean cutting a share P from each end) or
+        ``"onestep"`` (one-step Huber M-estimate, see :func:`onestep`).
     weights : optional (n,) positive sampling weights (mean only). Weighted means
         preserve the weighted total of every column exactly (up to rounding).
 
@@ -155,6 +186,8 @@ def aggregate(
                 value = np.nan
             elif stat == "median":
                 value = float(np.median(col))
+            elif stat == "onestep":
+                value = onestep(col)
             elif stat.startswith("trimmed:"):
                 value = _trimmed_mean(col, float(stat.split(":", 1)[1]))
             else:  # validated by the caller; guard for library users
