@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_k, nearest_centroid_join, smallest_m, sq_dist_to
+from ..partition import canonical_labels
+from ._common import check_k, nearest_centroid_join, sq_dist_to
 from ._spec import MethodSpec, ParamSpec
 from .fixed_size import mdav
 from .merge_split import merge_split
-from ..partition import canonical_labels
 
 __all__ = ["dba", "neighbourhood_density", "SPECS"]
 

@@ -86,7 +86,6 @@ def _fcm_split(X: np.ndarray, k: int, c: int, m: float, rng: np.random.Generator
                c_shrink: float, m_step: float, m_max: float) -> np.ndarray | None:
     """One level: labels of X into >= 2 clusters of >= k records, or None when the
     schedule reaches a single cluster."""
-    n = X.shape[0]
     while c >= 2:
         _, U = fuzzy_c_means(X, c, m, rng)
         labels = np.argmax(U, axis=1)  # highest membership; first cluster on ties
