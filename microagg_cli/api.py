@@ -54,7 +54,7 @@ __all__ = ["BlockResult", "ProtectResult", "protect_table", "protect", "protect_
 log = logging.getLogger("microagg_cli")
 
 #: Version of the JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
 
 _STATS = ("mean", "median", "onestep")
 
@@ -926,7 +926,7 @@ from .errors import ThresholdExceeded  # noqa: E402
 from .io import column_values, numeric_columns  # noqa: E402
 
 #: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
-EVALUATION_SCHEMA_VERSION = "1.0"
+EVALUATION_SCHEMA_VERSION = "1.1"
 
 
 @dataclass(frozen=True)

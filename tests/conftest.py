@@ -39,12 +39,57 @@ def census_z(census_matrix) -> np.ndarray:
 
 
 def run_cli(*args, input=None):
-    """Run ``sdc ARGS...`` in-process (CliRunner); arguments may be paths or numbers."""
+    """Run ``sdc ARGS...`` in-process (CliRunner); arguments may be paths or numbers.
+
+    A report printed on stdout is validated against its published schema."""
     from click.testing import CliRunner
 
     from microagg_cli.cli import cli
 
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
+    result = CliRunner().invoke(cli, [str(a) for a in args], input=input)
+    validate_report_text(result.stdout)
+    return result
+
+
+# ------------------------------------------------------- every report matches its schema
+def validate_report_text(text: str, where: str = "stdout") -> bool:
+    """Validate ``text`` against its schema when it is a report (JSON with schema_version
+    and a known command); True when it was one."""
+    import json
+
+    from microagg_cli import schemas
+
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return False
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(doc, dict) or "schema_version" not in doc or doc.get("command") not in schemas.KINDS:
+        return False
+    try:
+        schemas.validate(doc)
+    except Exception as exc:  # jsonschema.ValidationError: say which file
+        raise AssertionError(f"{where} does not match the {doc.get('command')} schema: {exc}") from None
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _reports_match_their_schemas(request):
+    """After each test that used ``tmp_path``, every report JSON it left there must
+    validate against the published schema of its kind (``microagg_cli/schemas``)."""
+    yield
+    root = getattr(request.node, "funcargs", {}).get("tmp_path")
+    if root is None or not root.is_dir():
+        return
+    for path in sorted(root.rglob("*.json")):
+        if path.is_file() and path.stat().st_size < 50_000_000:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            validate_report_text(text, str(path.relative_to(root)))
 
 
 def only_error_line(result) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .. import blocking
+from .. import __version__, blocking
 from ..errors import ThresholdExceeded
 from ._options import parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
@@ -197,6 +197,7 @@ def _json(res: dict, *, max_il: float | None, seed: int) -> dict:
         cands.append(item)
     return {
         "schema_version": blocking.BLOCKS_SCHEMA_VERSION,
+        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
         "command": "blocks",
         "input": res["input"],
         "columns": res["columns"],
