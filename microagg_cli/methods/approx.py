@@ -144,9 +144,14 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     here) 6.2200 / 8.5510 / 10.3684 / 17.4337; joining one small tree at a time
     6.2200 / 8.6733 / 10.4563 / 17.3683; the most balanced cut 6.6278 / 8.9233 /
     10.6456 / 16.8715; cutting down to 2k-1 instead of max(2k-1, 3k-5) 6.2200 /
-    8.5510 / 10.3760 / 17.3303. None is within 2 % at k = 5 (the paper's 10.78 is
-    above every reading with cuts down to k..2k-1 groups; keeping groups of up to
-    max(2k-1, 3k-5) gives 10.8444 at k = 5 but 19.3598 at k = 10).
+    8.5510 / 10.3760 / 17.3303; the decomposition of Aggarwal et al. (PODS 2006:
+    cut above the deepest vertex whose subtree has >= k records, or gather its
+    child subtrees into clusters of >= k) rooted at each tree's first record 6.2665
+    / 8.5965 / 10.4642 / 17.3661, at the record nearest its centroid 6.2951 /
+    8.6937 / 10.5617 / 16.7694. None is within 2 % at every k (the rule here misses
+    k = 5 by 3.8 % and k = 10 by 2.5 %); keeping groups of up to max(2k-1, 3k-5)
+    instead of splitting them in step 3 gives 10.8444 at k = 5 but 19.3598 at
+    k = 10.
 
     **Ties.** Nearest records and equally short join edges go to the record first in
     the input; equally long edges are visited in the order they were added.
