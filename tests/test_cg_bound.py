@@ -178,3 +178,37 @@ def test_invalid_k():
         cg_lower_bound(np.zeros((4, 1)), 1)
     with pytest.raises(InvalidParameterError):
         cg_lower_bound(np.zeros((2, 1)), 3)
+
+
+def test_cli_evaluate_bound_cg(tmp_path):
+    """``sdc evaluate --bound cg`` on a small file: lb_cg, the gap, status and time in the JSON."""
+    from conftest import run_cli
+
+    rng = np.random.default_rng(4)
+    X = np.round(rng.normal(size=(12, 2)) * 10, 1)
+    order = np.argsort(X[:, 0], kind="stable")
+    labels = np.empty(12, dtype=int)
+    labels[order] = np.repeat(np.arange(4), 3)  # 4 groups of 3 along column a
+    Xp = np.vstack([X[labels == g].mean(axis=0) for g in range(4)])[labels]
+    orig, prot = tmp_path / "orig.csv", tmp_path / "prot.csv"
+    np.savetxt(orig, X, delimiter=",", header="a,b", comments="", fmt="%.6f")
+    np.savetxt(prot, Xp, delimiter=",", header="a,b", comments="", fmt="%.17g")
+    res = run_cli("evaluate", orig, prot, "-k", 3, "--bound", "cg", "--time-limit", 60,
+                  "--format", "json", "-q")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    s = rep["summary"]
+    assert s["cg_status"] == "optimal"
+    assert s["lb_nn"] - 1e-9 <= s["lb_cg"] <= s["il_sse"] + 1e-9
+    assert s["cg_gap"] == pytest.approx((s["il_sse"] - s["lb_cg"]) / s["il_sse"])
+    assert s["cg_seconds"] >= 0
+    cg = rep["measures"]["utility"]["cg_bound"]
+    assert len(cg["lb_cg"]["per_block"]) == 1 and cg["cg_status"]["per_block"] == ["optimal"]
+    # against the exhaustive optimum on the spec's z-scale
+    Z = zscore(X)[0]
+    assert s["lb_cg"] <= 100 * _optimum(Z, 3) / sst(Z) + 1e-9
+    # the default stays LB_NN only
+    res = run_cli("evaluate", orig, prot, "-k", 3, "--format", "json", "-q")
+    assert "lb_cg" not in json.loads(res.stdout)["summary"]
+    res = run_cli("evaluate", orig, prot, "--bound", "xx")
+    assert res.exit_code == 2

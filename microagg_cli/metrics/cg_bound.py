@@ -66,6 +66,7 @@ __all__ = [
     "CGResult",
     "cg_lower_bound",
     "cg_bound_blocks",
+    "cg_report",
     "lagrangian_bound",
     "exact_pricing",
     "squared_distances",
@@ -818,4 +819,57 @@ def cg_bound_blocks(
         "cg_seconds": {"overall": time.perf_counter() - t0, "per_block": secs},
         "lp_value": {"per_block": lps},
         "upper": {"per_block": ups},
+    }
+
+
+def cg_report(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    k: int,
+    blocks: Sequence[Sequence[int]],
+    *,
+    il_sse: dict[str, Any],
+    partition_based: bool,
+    time_limit: float | None = 600.0,
+) -> dict[str, Any]:
+    """The ``sdc evaluate --bound cg`` section: lb_cg, the certified gap, status and time.
+
+    Parameters
+    ----------
+    X, Xp : (n, p) original and protected matrices (same rows).
+    blocks : column positions per block.
+    il_sse : ``{"overall", "per_block"}`` IL_SSE of the protected file (percent).
+    partition_based : the protected file is a k-partition in every block; then its
+        classes of identical rows start the column generation, and the gap is given.
+    time_limit : seconds for all blocks together (None: until every LP is solved).
+
+    Returns
+    -------
+    ``{"k", "time_limit", "lb_cg", "cg_gap", "cg_status", "cg_seconds", "lp_value"}``,
+    each except k / time_limit ``{"overall", "per_block"}``; cg_gap =
+    (IL_SSE - lb_cg) / IL_SSE (a share; None when IL_SSE is 0 or the protected file
+    is not a k-partition, whose IL the bound does not bound).
+    """
+    labels = None
+    if partition_based:
+        labels = [np.unique(Xp[:, list(cols)], axis=0, return_inverse=True)[1].reshape(-1)
+                  for cols in blocks]
+    out = cg_bound_blocks(X, k, blocks, labels=labels, time_limit=time_limit)
+
+    def gap(il: float | None, lb: float | None) -> float | None:
+        if not partition_based or il is None or lb is None or il <= 0:
+            return None
+        return (il - lb) / il
+
+    return {
+        "k": int(k),
+        "time_limit": time_limit,
+        "lb_cg": out["lb_cg"],
+        "cg_gap": {
+            "overall": gap(il_sse.get("overall"), out["lb_cg"]["overall"]),
+            "per_block": [gap(a, b) for a, b in zip(il_sse.get("per_block", []), out["lb_cg"]["per_block"])],
+        },
+        "cg_status": out["cg_status"],
+        "cg_seconds": out["cg_seconds"],
+        "lp_value": out["lp_value"],
     }
