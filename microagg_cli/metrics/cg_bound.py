@@ -479,6 +479,11 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
     every group S of k..2k-1 records whose smallest index is i; ``columns`` lists groups
     with rc < -tol found on the way; ``info`` counts nodes and seeds whose search was
     cut (by ``node_limit``, or to a root-only bound once ``deadline`` has passed).
+
+    A larger ``tol`` is a *certified tolerance*: the search only has to prove
+    rc >= -tol, which prunes far more (the Lagrangian bound then loses at most
+    floor(n/k) * tol); column generation uses it to get a good bound early and
+    tightens it pass by pass.
     """
     n = D.shape[0]
     kmax = 2 * k - 1
@@ -611,6 +616,7 @@ def cg_lower_bound(
     tol: float = 1e-6,
     near: int | None = None,
     max_new: int | None = None,
+    theta_share: float = 0.01,
     verbose: bool = False,
 ) -> CGResult:
     """Certified lower bound on min SSE over k-partitions of ``Z``, by column generation.
@@ -631,6 +637,9 @@ def cg_lower_bound(
     near : records scanned by the heuristic pricing around each seed (default
         clip(6k, 20, 80)).
     max_new : columns added per iteration (default n).
+    theta_share : the first exact pricing pass proves only rc >= -theta with
+        floor(n/k) * theta = theta_share x (LP value); later passes shrink theta to
+        ``tol``. Larger: a usable bound sooner at large k.
 
     Returns
     -------
@@ -693,6 +702,12 @@ def cg_lower_bound(
     # when the heuristic finds only a few columns (tailing off), price exactly: that
     # certifies a bound and finds several columns per seed
     few = max(5, n // 50)
+    # certified pricing tolerance: the first exact pass proves rc >= -theta only
+    # (bound loss <= floor(n/k) * theta = theta_share of the LP value); theta shrinks
+    # by 4 each time a pass finds nothing below it, down to tol
+    theta = None
+    # node budget per seed and pass (a cut search still yields a valid, weaker bound)
+    node_limit = 200_000
     status = "time_limit"
     history: list[dict[str, Any]] = []
     it = 0
@@ -717,27 +732,34 @@ def cg_lower_bound(
                       f"{time.perf_counter() - t0:.1f}s", flush=True)
             continue
         # exact pricing: a certified bound at these duals
-        seed_lower, new, info = exact_pricing(D, u, k, tol=tol, deadline=final, nnp=nnp)
+        if theta is None:
+            theta = max(tol, theta_share * lp / max(1, n // k))
+        seed_lower, new, info = exact_pricing(D, u, k, tol=theta, deadline=final, nnp=nnp,
+                                              node_limit=node_limit)
         lb = lagrangian_bound(u, seed_lower, n, k, _margin(u, D, kmax))
         best_lb = max(best_lb, lb)
         exact_added = sum(cols.add(s) for s in new)
-        history.append({"iteration": it, "lp": lp, "bound": lb, "columns": len(cols.sets),
+        history.append({"iteration": it, "lp": lp, "bound": lb, "theta": theta, "columns": len(cols.sets),
                         "exact_new": exact_added, "cut_seeds": info["cut_seeds"],
                         "seconds": time.perf_counter() - t0})
         if verbose:
-            print(f"it {it}: LP {lp:.4f} bound {lb:.4f} (best {best_lb:.4f}) cols {len(cols.sets)} "
+            print(f"it {it}: LP {lp:.4f} bound {lb:.4f} (best {best_lb:.4f}) theta {theta:.2g} cols {len(cols.sets)} "
                   f"exact +{exact_added} cut {info['cut_seeds']} nodes {info['nodes']} "
                   f"{time.perf_counter() - t0:.1f}s", flush=True)
-        if not new and not added and info["cut_seeds"] == 0:  # no rc < -tol anywhere
-            status = "optimal"
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            break
         if exact_added == 0 and added == 0:
-            # every column with rc < -tol is in the master already: the LP is solved
-            # up to HiGHS's tolerances (the bound does not depend on that)
-            if info["cut_seeds"] == 0:
+            # no new column with rc < -theta (any met is in the master already: HiGHS's
+            # tolerances; the bound does not depend on them)
+            if info["cut_seeds"]:
+                if deadline is not None and time.perf_counter() > deadline:
+                    break  # stopped at the time limit
+                node_limit *= 4  # searches were cut by their node budget: widen it
+                continue
+            if theta <= tol:
                 status = "optimal"
+                break
+            theta = max(tol, theta / 4.0)
+            continue
+        if deadline is not None and time.perf_counter() > deadline:
             break
     if mip_seconds > 0:
         lab = _solve_mip(cols, n, mip_seconds)
