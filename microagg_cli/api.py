@@ -1128,6 +1128,9 @@ def _ev_summary(measures: dict[str, Any]) -> dict[str, Any]:
         "il_sse": g("utility", "il_sse", "overall"),
         "il_score": g("utility", "il_score", "value"),
         "il1s": g("utility", "il1s", "value"),
+        "il_sse_raw": g("utility", "il_sse_raw", "overall"),
+        "eigen": g("utility", "eigen", "value"),
+        "robeigen": g("utility", "robeigen", "value"),
         "lb_nn": g("utility", "optimality", "lb_nn", "overall"),
         "optimality_gap": g("utility", "optimality", "gap", "overall"),
         "dld": g("risk", "mean", "dld"),
@@ -1158,6 +1161,7 @@ def evaluate_matrices(
     dr_weights: Mapping[str, float] | None = None,
     score_weights: Mapping[str, float] | None = None,
     progress: Any = None,
+    scale: str = "z",
 ) -> dict[str, Any]:
     """The measurement part shared by ``sdc evaluate`` and ``sdc protect --evaluate``.
 
@@ -1170,8 +1174,11 @@ def evaluate_matrices(
     known : intruder scenarios as lists of column names (default: every subset, or a
         seeded sample).
     max_scenarios : evaluate every subset when there are at most this many, else a
-        seeded stratified sample of this size (default: every subset up to 10
-        columns, else 512).
+        seeded stratified sample of this size; 0 = every subset, whatever the number
+        of columns (default: every subset up to 10 columns, else 512).
+    scale : ``"z"`` (default) or ``"raw"``: the headline IL is z-scored; with
+        ``"raw"`` the summary also shows IL_SSE on the unstandardised values
+        (``measures.utility.il_sse_raw`` is always in the report).
 
     Returns
     -------
@@ -1202,12 +1209,14 @@ def evaluate_matrices(
             if len(set(subset)) != len(subset):
                 raise InvalidParameterError(f"--known {','.join(subset)}: a column is named twice")
             scenarios.append([pos[c] for c in subset])
+    if scale not in ("z", "raw"):
+        raise InvalidParameterError(f"--scale must be z or raw, got {scale!r}")
     max_all, sample = 10, 512
     if max_scenarios is not None:
-        if isinstance(max_scenarios, bool) or int(max_scenarios) < 1:
-            raise InvalidParameterError(f"--max-scenarios must be >= 1, got {max_scenarios!r}")
-        sample = int(max_scenarios)
-        max_all = p if 2**p - 1 <= sample else 0
+        if isinstance(max_scenarios, bool) or int(max_scenarios) < 0:
+            raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = all), got {max_scenarios!r}")
+        sample = max(1, int(max_scenarios))
+        max_all = p if (int(max_scenarios) == 0 or 2**p - 1 <= sample) else 0
     partition = _ev_partition_based(Xp, block_pos, k)
     measures = evaluate_arrays(
         X, Xp, blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights,
@@ -1226,6 +1235,7 @@ def evaluate_matrices(
             "seed": int(seed),
             "known": [list(s) for s in known] if known is not None else None,
             "max_scenarios": max_scenarios,
+            "scale": scale,
             "scenario_mode": measures["risk"]["scenarios"]["mode"],
             "scenario_count": measures["risk"]["scenarios"]["count"],
             "dr_weights": measures["risk"]["dr"]["weights"],
@@ -1238,7 +1248,8 @@ def evaluate_matrices(
                               "protected rows in every block holds at least k records",
         },
         "formulas": formulas,
-        "summary": _ev_summary(measures),
+        "summary": {**_ev_summary(measures),
+                    **({} if scale == "raw" else {"il_sse_raw": None})},
         "measures": measures,
     }
 
@@ -1333,6 +1344,7 @@ def evaluate(
     delimiter: str | None = None,
     decimal: str = ".",
     progress: Any = None,
+    scale: str = "z",
 ) -> dict[str, Any]:
     """Risk and utility of a protected file against its original (``sdc evaluate``).
 
@@ -1354,6 +1366,8 @@ def evaluate(
     k : for the share of records in classes smaller than k and LB_NN (default: the
         plan's smallest k, else 3).
     known, max_scenarios, seed : intruder scenarios (see :func:`evaluate_matrices`).
+    scale : ``"raw"`` adds IL_SSE on unstandardised values to the summary (see
+        :func:`evaluate_matrices`).
     dr_weights, score_weights : weights of DR (``dld``, ``pld``, ``id``) and of the
         score (``il``, ``dr``).
     gates : ``{"max_dld": 5.0, "min_kprime": 3, ...}`` (keys of :data:`GATES`).
@@ -1415,7 +1429,7 @@ def evaluate(
     X, Xp = X[rows], Xp[rows]
     section = evaluate_matrices(
         X, Xp, names, blist, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
-        dr_weights=dr_weights, score_weights=score_weights, progress=progress,
+        dr_weights=dr_weights, score_weights=score_weights, progress=progress, scale=scale,
     )
 
     def file_entry(table: Table) -> dict[str, Any]:

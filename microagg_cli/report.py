@@ -172,6 +172,12 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
         ("k'", fmt(s["k_prime"], 2), f"records per distinct row, all {p} columns known "
                                     f"(k_min {fmt(s['k_min'], 0)})"),
     ]
+    if s.get("il_sse_raw") is not None:
+        rows.insert(1, ("IL_SSE raw", fmt(s["il_sse_raw"]), "% 100 * SSE / SST on the unstandardised values"))
+    if s.get("eigen") is not None:
+        rows.insert(3, ("eigen", fmt(s["eigen"], 3),
+                        "sum |e - e'| / e, eigenvalues of the correlation matrix (robust: "
+                        f"{fmt(s.get('robeigen'), 3)})"))
     for r in rows:
         head.add_row(*r)
     console.print(head)

@@ -226,7 +226,7 @@ def test_plan_gives_blocks_and_k(pair, tmp_path):
     (["--columns", "t"], 3, "not numeric"),
     (["--columns", "a,b", "--blocks", "a;c"], 2, "different columns"),
     (["--blocks", "a,b;"], 2, "empty block"),
-    (["--max-scenarios", "0"], 2, "--max-scenarios"),
+    (["--max-scenarios", "-1"], 2, "--max-scenarios"),
     (["-k", "1"], 2, "k must be"),
     (["--dr-weights", "dld=1,xx=2"], 2, "unknown DR weight"),
     (["--format", "json", "--report", "-"], 2, "stdout"),

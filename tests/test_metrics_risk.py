@@ -338,7 +338,7 @@ def test_dr_and_score_formulas():
 
 TOP_KEYS = {"schema", "n", "p", "blocks", "k", "utility", "risk", "score"}
 UTILITY_KEYS = {"il_sse", "il1", "il2", "il3", "il4", "il5", "il_score", "il1s",
-                "data_quality", "optimality"}
+                "il_sse_raw", "eigen", "robeigen", "data_quality", "optimality"}
 RISK_KEYS = {"parameters", "scenarios", "anonymity", "mean", "worst", "by_label",
              "per_scenario", "pld_skipped_reason", "dr"}
 SCENARIO_KEYS = {"attributes", "label", "size", "k_prime", "k_min", "classes",

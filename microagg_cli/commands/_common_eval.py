@@ -60,7 +60,7 @@ def scenario_options(func: Callable) -> Callable:
     func = click.option(
         "--max-scenarios", type=int, default=None, metavar="N",
         help="Evaluate every subset of the columns when there are at most N, else a seeded sample of N "
-             "stratified by size (default: every subset up to 10 columns, else 512).",
+             "stratified by size; 0 = every subset (default: every subset up to 10 columns, else 512).",
     )(func)
     func = click.option(
         "--known", multiple=True, metavar="A,B,C",

@@ -42,6 +42,10 @@ __all__ = ["evaluate_command"]
               help="Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5).")
 @click.option("--score-weights", default=None, metavar="il=W,dr=W",
               help="Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5).")
+@click.option("--scale", type=click.Choice(["z", "raw"]), default="z", show_default=True,
+              help="Scale of the headline information loss: z = IL_SSE on z-scores (the literature's IL); "
+                   "raw = also IL_SSE on the unstandardised values, as some papers print it (the JSON "
+                   "report always holds both).")
 @click.option("--missing", type=click.Choice(["error", "complete"]), default="error", show_default=True,
               help="Missing values in an evaluated column: refuse, or evaluate the records complete in both "
                    "files (the number left out is reported).")
@@ -59,14 +63,16 @@ __all__ = ["evaluate_command"]
 @input_options
 @verbosity_options
 def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
-                     dr_weights, score_weights, missing, fmt, report, html, internal, max_dld, max_id,
+                     dr_weights, score_weights, scale, missing, fmt, report, html, internal, max_dld, max_id,
                      max_score, min_kprime, max_il, gate_on, force, input_format, delimiter, decimal,
                      quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
     Both files hold the same records (same order, or matched with --key). For the
     evaluated columns it computes the information loss (IL_SSE per block and
-    overall, IL1-IL5, IL_score, IL1s, data-quality figures and, for a k-partition,
+    overall, on z-scores and, with --scale raw, on the unstandardised values too;
+    IL1-IL5, IL_score, IL1s, sdcMicro's eigenvalue figures eigen and robeigen,
+    data-quality figures and, for a k-partition,
     the lower bound LB_NN and the optimality gap) and the disclosure risk of an
     intruder who knows the original values of some columns: real anonymity k',
     k_min and the share of records in classes smaller than k, distance-based (DLD)
@@ -106,7 +112,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         score_weights=parse_weights(score_weights, "--score-weights"),
         gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
                                  max_il=max_il)),
-        gate_on=gate_on, missing=missing, report=report, html=html, internal=internal, force=force,
+        gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal,
     )
     failure: ThresholdExceeded | None = None

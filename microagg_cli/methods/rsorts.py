@@ -20,7 +20,7 @@ import numpy as np
 from ..partition import canonical_labels
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
-from .robust import det_mcd
+from ..mcd import det_mcd
 
 __all__ = [
     "mcdpca",

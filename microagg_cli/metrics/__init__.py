@@ -16,6 +16,10 @@ or removing one is a breaking change)::
       il1 .. il5               {"value", "cells", "skipped"}              ratios
       il_score                 {"value", "terms_used", "formula"}         percent
       il1s                     {"value", "cells", "skipped"}
+      il_sse_raw               {"overall", "per_block"} percent, IL_SSE on the
+                               unstandardised values (sdc evaluate --scale raw shows it)
+      eigen, robeigen          {"value", "attributes", "skipped", "eigenvalues_skipped"}
+                               sum |e - e'| / e of the (MCD) correlation eigenvalues
       data_quality             {"mean_sd_z": {"value", "skipped"},
                                 "correlation_discrepancy": {"mean", "sd", "pairs", "skipped"},
                                 "pc1": {"share_before", "share_after", "share_change",
@@ -76,6 +80,8 @@ from .risk import (
 from .scenarios import all_subsets, default_scenarios, sample_subsets, scenario_label
 from .utility import (
     data_quality,
+    eigen,
+    robeigen,
     il1s,
     il_score,
     il_sse,
@@ -94,6 +100,8 @@ __all__ = [
     "il_sse_blocks",
     "il_score",
     "il1s",
+    "eigen",
+    "robeigen",
     "data_quality",
     "lb_nn",
     "lb_nn_blocks",
@@ -226,6 +234,9 @@ def evaluate_arrays(
     for name in ("il1", "il2", "il3", "il4", "il5", "il_score"):
         util[name] = scores[name]
     util["il1s"] = il1s(X, Xp)
+    util["il_sse_raw"] = il_sse_blocks(X, Xp, blist, scale="raw")
+    util["eigen"] = eigen(X, Xp)
+    util["robeigen"] = robeigen(X, Xp)
     util["data_quality"] = data_quality(X, Xp)
     util["optimality"] = (
         optimality_gap(X, Xp, k, blist) if (k is not None and partition_based) else None
@@ -354,6 +365,8 @@ _DF_MS = ("Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggr
           "for statistical disclosure control, IEEE TKDE 14(1)")
 _DF_T = ("Domingo-Ferrer & Torra (2001), A quantitative comparison of disclosure control "
          "methods for microdata, in Confidentiality, Disclosure and Data Access, North-Holland")
+_TM = ("Templ & Meindl (2008), Robust statistics meets SDC: new disclosure risk measures for "
+       "continuous microdata masking, PSD 2008, LNCS 5262")
 _MS_DF = ("Mateo-Sanz & Domingo-Ferrer (1998), A comparative study of microaggregation "
           "methods, Questiio 22(3)")
 
@@ -376,6 +389,16 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("il1s", "utility", "mean |x - x'| / (sqrt(2) s) over cells", "ratio", "lower",
                "utility.il1s.value", _DF_T,
                func=lambda X, Xp: il1s(X, Xp)["value"], identity=0.0),
+    MetricSpec("il_sse_raw", "utility",
+               "100 * SSE / SST on unstandardised values (sdc evaluate --scale raw)",
+               "percent", "lower", "utility.il_sse_raw.overall", _DF_MS,
+               func=lambda X, Xp: il_sse_blocks(X, Xp, scale="raw")["overall"], identity=0.0),
+    MetricSpec("eigen", "utility", "sum |e - e'| / e of the correlation matrix's eigenvalues",
+               "ratio", "lower", "utility.eigen.value", _TM,
+               func=lambda X, Xp: eigen(X, Xp)["value"], identity=0.0),
+    MetricSpec("robeigen", "utility", "sum |e - e'| / e of the MCD correlation's eigenvalues",
+               "ratio", "lower", "utility.robeigen.value", _TM,
+               func=lambda X, Xp: robeigen(X, Xp)["value"], identity=0.0),
     MetricSpec("mean_sd_z", "utility",
                "mean sd of the z-scored protected attributes (1 = none lost)",
                "ratio", "higher", "utility.data_quality.mean_sd_z.value", _MS_DF,
