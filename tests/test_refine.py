@@ -257,10 +257,15 @@ def test_ils_monotone_valid_deterministic(n, p, k, seed):
     assert ils(X, k, rng=_rng(seed), iterations=150).tolist() == labels.tolist()
 
 
-def test_ils_iterations_mode_ignores_the_clock_and_seed_matters():
+def test_ils_iterations_mode_ignores_the_clock_and_seed_matters(monkeypatch):
+    import microagg_cli.methods.refine as refine
+
     X = _rng(9).normal(size=(300, 4))
-    a = ils(X, 3, rng=_rng(1), iterations=2500, time_budget=1e-9)
-    b = ils(X, 3, rng=_rng(1), iterations=2500, time_budget=1000.0)
+    a = ils(X, 3, rng=_rng(1), iterations=2500)
+    clock = iter(range(0, 10**9, 1000))  # a clock running absurdly fast changes nothing
+    monkeypatch.setattr(refine.time, "perf_counter", lambda: float(next(clock)))
+    b = ils(X, 3, rng=_rng(1), iterations=2500)
+    monkeypatch.undo()
     assert a.tolist() == b.tolist()
     c = ils(X, 3, rng=_rng(2), iterations=2500)
     assert c.tolist() != a.tolist()
@@ -289,8 +294,11 @@ def test_ils_needs_a_budget():
 
 def test_registered_params():
     assert [p.name for p in METHODS["mdav-ls"].params] == ["start"]
-    assert METHODS["ils"].validate_params(None) == {"start": "mdav", "time_budget": 60.0,
-                                                    "iterations": 0, "threads": 2}
+    # reproducible by default: a fixed amount of work, no clock
+    assert METHODS["ils"].validate_params(None) == {"start": "mdav", "time_budget": 0.0,
+                                                    "iterations": 1_000_000, "threads": 2}
+    with pytest.raises(InvalidParameterError):
+        METHODS["ils"].validate_params({"iterations": "0"})
     with pytest.raises(InvalidParameterError):
         METHODS["ils"].validate_params({"threads": "3"})
 
@@ -472,3 +480,24 @@ def test_kick_search_on_census_k10_keeps_108_groups_of_10(census_z):
     got, labels = _kick_search(part, 8, it, 0.0)
     assert np.bincount(canonical_labels(labels)).tolist() == [10] * 108
     assert information_loss(census_z, labels) < 11.47
+
+
+def test_ils_time_budget_replaces_the_iterations(monkeypatch):
+    """time_budget > 0 is the clock mode whatever iterations says (not reproducible)."""
+    import microagg_cli.methods.refine as refine
+
+    seen = {}
+
+    def fake(name):
+        def search(part, seed, iterations, seconds, stop=None):
+            seen[name] = (iterations, seconds)
+            return refine._sse(part.X, part.labels), part.labels.copy()
+        return search
+
+    monkeypatch.setattr(refine, "_repartition_search", fake("re-partition"))
+    monkeypatch.setattr(refine, "_kick_search", fake("kick"))
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    ils(X, 3, rng=_rng(), time_budget=5.0, iterations=777)
+    assert seen["re-partition"][0] == 0 and 0 < seen["re-partition"][1] <= 5.0
+    ils(X, 3, rng=_rng())
+    assert seen["re-partition"][0] == refine.ILS_ITERATIONS == seen["kick"][0]
