@@ -396,10 +396,11 @@ def genetic(
     round 1's two-step macrogroups at K = 12 (90 macrogroups of 12 records, found
     by enumeration) is IL 5.4696, 3.91 % below MDAV's 5.6922 -- no encoding of
     the single pass can reach the paper's 4 %. Measured two-step gains over MDAV
-    with the defaults (see benchmarks/genetic_census.py), K = 12 / 18 / 27
+    with the defaults and seed 0 (benchmarks/genetic_census.py), K = 12 / 18 / 27
     (90 / 60 / 40 macrogroups): rounds=2 5.08 / 5.33 / 4.75 % (IL 5.4028 / 5.3887 /
-    5.4220, 13-17 s each); rounds=1
-    3.23 / 4.79 / 2.92 % (the paper: 4 / 4 / 1 %). Groups larger than k are rare
+    5.4220, 8-12 s each); rounds=1 3.18 / 4.13 / 3.39 % (IL 5.5114 / 5.4572 /
+    5.4992, 4-5 s); seeds 1 and 2 with rounds=2: 5.83 / 5.90 / 4.30 % and
+    5.54 / 5.75 / 4.50 % (the paper: 4 / 4 / 1 %). Groups larger than k are rare
     on Census at k = 3. Unchanged children (no crossover, no mutation) keep their
     parent's SSE instead of being decoded again.
 
