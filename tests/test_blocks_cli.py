@@ -190,8 +190,8 @@ def test_blocks_check_prints_blocks(census_path):
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].split() == ["plan", "block", "method", "k", "mean", "|corr|", "columns"]
-    assert lines[2].split()[:4] == ["census-noncorrelated.toml", "a1-a4-a7", "mdav", "5"]
-    assert lines[2].endswith("AGI, EMCONTRB, ERNVAL")
+    assert lines[2].split()[:4] == ["census-noncorrelated.toml", "a1-a8-a9", "mdav", "5"]
+    assert lines[2].endswith("AGI, PEARNVAL, POTHVAL")
     assert "drop: AFNLWGT, FEDTAX, PTOTVAL, STATETAX" in res.stdout
 
 

@@ -166,7 +166,7 @@ def test_plan_files_label_scenarios_by_blocks():
         assert r["by_label"]["3G"]["k_prime"] < r["by_label"]["1G"]["k_prime"]
         assert r["by_label"]["3G"]["dld"] > r["by_label"]["1G"]["dld"]
     assert [p["name"] for p in doc["plans"]] == ["census-correlated", "census-noncorrelated"]
-    assert doc["plans"][0]["blocks"][0]["columns"] == ["AGI", "FICA", "INTVAL"]
+    assert doc["plans"][0]["blocks"][0]["columns"] == ["AGI", "FICA", "TAXINC"]
 
 
 def test_strategies_give_the_blocking_module_plans():
@@ -217,25 +217,82 @@ def test_preset_comparative_13_reproduces_the_mdav_figures():
     assert doc["preset"]["name"] == "comparative-13"
     mdav = {r["k"]: r["il_sse"] for r in doc["rows"] if r["method"] == "mdav"}
     assert {k: round(v, 4) for k, v in mdav.items()} == {k: CENSUS_MDAV_IL[k] for k in (3, 4, 5)}
+    assert len(grid.PRESETS["comparative-13"].columns) == 13
+
+
+def test_preset_comparative_13_runs_the_papers_methods():
     p = grid.PRESETS["comparative-13"]
-    assert [m.label for m in p.methods] == ["UFS", "UDO", "MFS", "MDO"]
-    assert [m.name for m in p.methods] == ["ufs", "individual-ranking", "mdav", "kward"]
-    assert len(p.columns) == 13
+    assert [(m.label, m.name, dict(m.params)) for m in p.methods] == [
+        ("UFS-PV", "ufs", {"order": "pv:0"}), ("UFS-SZ", "ufs", {"order": "sz"}),
+        ("UFS-FPC", "ufs", {"order": "fpc"}),
+        ("UDO-PV", "kward-1d", {"order": "pv:0"}), ("UDO-SZ", "kward-1d", {"order": "sz"}),
+        ("UDO-FPC", "kward-1d", {"order": "fpc"}),
+        ("MFS-MD", "md", {"grow": "group"}),
+        ("MDO-PV", "kward", {"order": "pv:0"}), ("MDO-SZ", "kward", {"order": "sz"}),
+        ("MDO-FPC", "kward", {"order": "fpc"}), ("MDO-MD", "kward", {"order": "md"}),
+    ]
+    for m in p.methods:
+        grid.get_method(m.name).validate_params(dict(m.params))
+    assert p.ks == (3, 4, 5)
+
+
+def test_preset_comparative_13_udo_is_data_oriented_not_individual_ranking():
+    """UDO used to be individual ranking (IL about 0.1); k-Ward on an axis loses tens of %."""
+    doc = api.compare(CENSUS, preset="comparative-13", k=[3], known=[["AGI"]],
+                      methods=["kward-1d:order=fpc", "md:grow=group"])
+    il = {r["label"]: r["il_sse"] for r in doc["rows"]}
+    assert il["kward-1d:order=fpc"] > 10
+    assert 5 < il["md:grow=group"] < 8
+
+
+def _mean_block_r(plan_blocks):
+    import itertools
+
+    import pandas as pd
+
+    df = pd.read_csv(CENSUS)
+    r = df.corr().abs()
+    return np.mean([r.loc[a, b] for cols in plan_blocks for a, b in itertools.combinations(cols, 2)])
+
+
+def test_nin_plans_are_named_by_measurement():
+    corr = load_plan(SAMPLE / "plans" / "census-correlated.toml")
+    non = load_plan(SAMPLE / "plans" / "census-noncorrelated.toml")
+    rc = _mean_block_r([b.columns for b in corr.blocks])
+    rn = _mean_block_r([b.columns for b in non.blocks])
+    assert rc == pytest.approx(0.658, abs=1e-3) and rn == pytest.approx(0.418, abs=1e-3)
+    p = {pl.name: pl for pl in grid.PRESETS["nin-census"].plans}
+    assert [list(c) for _n, c in p["correlated"].blocks] == [list(b.columns) for b in corr.blocks]
+    assert [list(c) for _n, c in p["non-correlated"].blocks] == [list(b.columns) for b in non.blocks]
+
+
+def test_preset_nin_census_runs_mic1d_once_over_all_nine():
+    p = grid.PRESETS["nin-census"]
+    assert p.mic1d_ks == (3000, 4000, 5000) and p.ks == (5, 25, 50)
+    cells = grid.build_cells(p.methods, p.ks, p.plans, mic1d_ks=p.mic1d_ks)
+    mic = [(c.plan.name, c.k) for c in cells if c.method.name == "mic1d"]
+    assert mic == [("all-nine", 3000), ("all-nine", 4000), ("all-nine", 5000)]
+    assert {c.plan.name for c in cells if c.method.name != "mic1d"} == {"correlated", "non-correlated"}
+    assert len(cells) == 2 * 3 * 3 + 3
 
 
 def test_preset_nin_census_overrides_and_blocks():
-    doc = api.compare(CENSUS, preset="nin-census", k=[5], mic1d_k=[1050], known=[["AGI", "EMCONTRB"]])
+    doc = api.compare(CENSUS, preset="nin-census", k=[5], mic1d_k=[3000], known=[["AGI", "FICA"]])
     rows = doc["rows"]
     assert [(r["plan"], r["method"], r["k"]) for r in rows] == [
-        (p, m, 1050 if m == "mic1d" else 5) for p in ("correlated", "non-correlated")
-        for m in ("mdav", "pcp", "zscores", "mic1d")]
-    corr = load_plan(SAMPLE / "plans" / "census-correlated.toml")
-    assert [b["columns"] for b in doc["plans"][0]["blocks"]] == [list(b.columns) for b in corr.blocks]
+        (p, m, 5) for p in ("correlated", "non-correlated") for m in ("mdav", "pcp", "zscores")
+    ] + [("all-nine", "mic1d", 3000)]
     # the known pair lies in one block of "correlated" and in two of "non-correlated"
-    assert set(rows[0]["by_label"]) == {"2G"} and set(rows[4]["by_label"]) == {"1G"}
-    # Mic1D's k was chosen for an IL_SSE comparable with MDAV's at k = 5
-    mdav, mic = rows[0]["il_sse"], rows[3]["il_sse"]
-    assert abs(mic - mdav) < 0.5
+    assert set(rows[0]["by_label"]) == {"1G"} and set(rows[3]["by_label"]) == {"2G"}
+    assert rows[-1]["k_counts"] == "values"
+
+
+def test_compare_max_scenarios_zero_means_all():
+    doc = api.compare(CENSUS, methods=["mdav"], k=[3], columns=["AGI", "FICA", "INTVAL", "EMCONTRB"],
+                      max_scenarios=0)
+    assert doc["rows"][0]["scenarios"] == {"mode": "all", "count": 15}
+    with pytest.raises(InvalidParameterError):
+        api.compare(CENSUS, methods=["mdav"], k=[3], max_scenarios=-1)
 
 
 # --------------------------------------------------------------------- outputs
