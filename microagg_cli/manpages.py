@@ -59,13 +59,34 @@ def _options(ctx: click.Context, command: click.Command) -> list[str]:
 def _exit_codes() -> str:
     rows = [".SH EXIT STATUS"]
     for code, cls, meaning in EXIT_CODES:
-        label = f" ({cls})" if cls else ""
+        label = "" if not cls else f" {cls}" if cls.startswith("(") else f" ({cls})"
         rows.append(f".TP\n\\fB{code}\\fR\n{_esc(meaning + label)}")
     return "\n".join(rows)
 
 
-def _page(name: str, command: click.Command, ctx: click.Context, extra: list[str]) -> str:
+#: How to turn on shell completion (sdc.1 and README.md); click generates the scripts.
+COMPLETION = {
+    "bash": 'eval "$(_SDC_COMPLETE=bash_source sdc)"',
+    "zsh": 'eval "$(_SDC_COMPLETE=zsh_source sdc)"',
+    "fish": "_SDC_COMPLETE=fish_source sdc | source",
+}
+
+
+def _completion_section() -> str:
+    lines = [".SH SHELL COMPLETION",
+             _esc("Commands, options, method names (--method, --methods, after a comma too), preset names, "
+                  "report kinds and file names complete on TAB. Add the line for your shell to its start-up "
+                  "file (bash: ~/.bashrc, zsh: ~/.zshrc, fish: ~/.config/fish/completions/sdc.fish):")]
+    for shell, line in COMPLETION.items():
+        lines.append(f".TP\n\\fB{shell}\\fR\n.nf\n{_esc(line)}\n.fi")
+    return "\n".join(lines)
+
+
+def _page(name: str, command: click.Command, ctx: click.Context, extra: list[str],
+          see_also: str | None = None) -> str:
     short = (command.short_help or command.get_short_help_str(limit=200) or "").strip()
+    # NAME reads "sdc \- what it does": no repeated "sdc:" and no full stop
+    short = short.removeprefix(f"{name}: ").removeprefix("sdc: ").rstrip(".")
     usage = " ".join(command.collect_usage_pieces(ctx))
     parts = [
         f'.TH "{name.upper()}" "1" "" "sdc {__version__}" "sdc manual"',
@@ -79,6 +100,7 @@ def _page(name: str, command: click.Command, ctx: click.Context, extra: list[str
         "\n".join(_options(ctx, command)),
         *extra,
         _exit_codes(),
+        *([see_also] if see_also else []),  # SEE ALSO comes last (man-pages(7))
     ]
     return "\n".join(parts) + "\n"
 
@@ -96,15 +118,14 @@ def render_pages() -> dict[str, str]:
         f".TP\n\\fBsdc {_esc(s)}\\fR\n{_esc(cli.get_command(root, s).get_short_help_str(limit=200))}"
         for s in subs
     )
-    pages["sdc.1"] = _page("sdc", cli, root, [commands, see_also])
+    pages["sdc.1"] = _page("sdc", cli, root, [commands, _completion_section()], see_also)
     for s in subs:
         cmd = cli.get_command(root, s)
         ctx = click.Context(cmd, info_name=s, parent=root, **cmd.context_settings)
         extra = []
         if s == "protect":
             extra.append(".SH METHODS\n.nf\n" + _esc(methods_text()) + "\n.fi")
-        extra.append(".SH SEE ALSO\n\\fBsdc\\fR(1)")
-        pages[f"sdc-{s}.1"] = _page(f"sdc-{s}", cmd, ctx, extra)
+        pages[f"sdc-{s}.1"] = _page(f"sdc-{s}", cmd, ctx, extra, ".SH SEE ALSO\n\\fBsdc\\fR(1)")
     return pages
 
 

@@ -10,7 +10,8 @@ import click
 
 from ..errors import InvalidParameterError
 
-__all__ = ["listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "stderr_console"]
+__all__ = ["listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names",
+           "stderr_console", "complete_method", "complete_method_list"]
 
 
 def listing_option(flag: str, text: Callable[[], str], help: str) -> Callable:
@@ -90,3 +91,21 @@ def split_names(value: str | None) -> list[str] | None:
     if any(not v for v in names):
         raise InvalidParameterError(f"empty column name in {value!r}")
     return names
+
+
+def complete_method(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of a method name (``--method``), with each method's summary."""
+    from click.shell_completion import CompletionItem
+
+    from ..methods import METHODS
+
+    return [CompletionItem(name, help=spec.summary) for name, spec in METHODS.items() if name.startswith(incomplete)]
+
+
+def complete_method_list(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of the last name of a comma-separated method list (``--methods a,b``)."""
+    from click.shell_completion import CompletionItem
+
+    head, sep, last = incomplete.rpartition(",")
+    return [CompletionItem(head + sep + item.value, help=item.help)
+            for item in complete_method(ctx, param, last)]

@@ -9,7 +9,7 @@ import click
 
 from .. import __version__, blocking
 from ..errors import ThresholdExceeded
-from ._options import parse_params, setup_logging, split_names, stderr_console, verbosity_options
+from ._options import complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["blocks_command", "evaluation_text"]
 
@@ -35,7 +35,7 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
               help="Columns to split into blocks (default: every numeric column not dropped).")
 @click.option("-d", "--drop", default=None, metavar="ID,NAME",
               help="Identifier columns: written to the plan's drop list.")
-@click.option("-m", "--method", default="mdav", show_default=True, metavar="NAME",
+@click.option("-m", "--method", default="mdav", show_default=True, metavar="NAME", shell_complete=complete_method,
               help="Method written into the plan and used by --evaluate (see sdc protect --list-methods).")
 @click.option("-k", "k", type=int, default=None, metavar="K",
               help="k written into the plan (default: none, sdc protect -k decides); needed by --evaluate.")

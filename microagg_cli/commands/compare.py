@@ -10,7 +10,8 @@ from .. import api
 from .. import grid
 from ..errors import InvalidParameterError
 from ._common_eval import parse_known, parse_weights
-from ._options import listing_option, setup_logging, split_names, stderr_console, verbosity_options
+from ._options import (complete_method_list, listing_option, setup_logging, split_names, stderr_console,
+                       verbosity_options)
 
 __all__ = ["compare_command"]
 
@@ -40,7 +41,7 @@ def _presets_text() -> str:
 
 @click.command("compare", context_settings={"max_content_width": 100})
 @click.argument("input", metavar="INPUT", type=click.Path(dir_okay=True, allow_dash=True))
-@click.option("-m", "--methods", default=None, metavar="M1,M2",
+@click.option("-m", "--methods", default=None, metavar="M1,M2", shell_complete=complete_method_list,
               help="Methods to compare, comma-separated (default: mdav). Parameters follow the name after "
                    "colons: vmdav:gamma=0.3, individual-ranking:optimal=true, ufs:order=pv:AGI.")
 @click.option("-k", "--k", "k", default=None, metavar="K1,K2",

@@ -9,6 +9,7 @@ from ..blocking import load_plan
 from ..errors import InvalidParameterError
 from ..methods import METHODS
 from ._options import (
+    complete_method,
     format_options,
     listing_option,
     parse_params,
@@ -38,7 +39,7 @@ def methods_text() -> str:
               help="Protected file to write (.csv or .parquet; '-' = CSV on stdout).")
 @click.option("-k", "k", type=int, default=None, metavar="K",
               help="Minimum group size (>= 2): every protected record shares its values with >= K-1 others.")
-@click.option("-m", "--method", default="mdav", show_default=True, metavar="NAME",
+@click.option("-m", "--method", default="mdav", show_default=True, metavar="NAME", shell_complete=complete_method,
               help="Microaggregation method; see --list-methods.")
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
               help="Method parameter (repeatable), e.g. --param gamma=0.3.")
