@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import __version__, audit
+from . import __version__, audit, threads
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
 from .errors import DataError, InfeasibleError, InvalidParameterError
 from .io import (
@@ -649,6 +649,7 @@ class _WorkerState:
     options: EvalOptions
     save_dir: Path | None
     force: bool
+    threads: int = 0  # threads per worker (0: no limit)
 
 
 _STATE: _WorkerState | None = None
@@ -659,6 +660,9 @@ def _worker_init(state: _WorkerState) -> None:
     global _STATE
     _STATE = state
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if state.threads:  # workers x threads <= CPUs: no oversubscription (ils, LB_NN, OpenBLAS)
+        threads.set_limit(state.threads)
+        threads.limit_native_pools(state.threads)
 
 
 def _worker_run(index: int) -> dict[str, Any]:
@@ -692,12 +696,13 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def resolve_jobs(jobs: int | None, cells: int) -> int:
-    """``jobs`` (0 or None: one per CPU), at most one per cell."""
+    """``jobs`` (0 or None: one per CPU), at most one per cell and one per CPU (more
+    processes than CPUs only slow a CPU-bound grid down)."""
     if jobs is None or jobs == 0:
-        jobs = os.cpu_count() or 1
+        jobs = threads.available_cpus()
     if isinstance(jobs, bool) or int(jobs) < 0:
         raise InvalidParameterError(f"--jobs must be >= 0, got {jobs!r}")
-    return max(1, min(int(jobs), max(cells, 1)))
+    return max(1, min(int(jobs), max(cells, 1), threads.available_cpus()))
 
 
 def run_grid(
@@ -741,7 +746,8 @@ def run_grid(
         except KeyboardInterrupt:
             raise GridInterrupted(rows) from None
         return rows  # type: ignore[return-value]
-    state = _WorkerState(table, cells, options, save_dir, force)
+    # size workers and method threads together: each worker gets its share of the CPUs
+    state = _WorkerState(table, cells, options, save_dir, force, max(1, threads.available_cpus() // jobs))
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context(), initializer=_worker_init,
                                initargs=(state,))
     try:

@@ -37,7 +37,6 @@ refinement is monotone). The building blocks:
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,7 @@ import numpy as np
 from numba import njit
 from scipy.spatial import cKDTree
 
+from .. import threads
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k
@@ -1030,11 +1030,9 @@ def ils(
 
 
 def _cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
+    """Threads this call may use: the CPUs of the process, or the share of a
+    ``sdc compare --jobs`` worker (:mod:`microagg_cli.threads`)."""
+    return threads.limit()
 
 
 def _repartition_search(part: _Partition, seed: int, iterations: int, seconds: float,

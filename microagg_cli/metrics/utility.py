@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .. import threads
 from ..mcd import det_mcd
 
 __all__ = [
@@ -496,7 +497,7 @@ def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
         # the query returns the k nearest data points; the record itself (distance 0)
         # is the smallest, so the k distances are 0 plus its k-1 nearest others, also
         # with duplicate rows
-        d, _ = tree.query(Z[start: start + rows], k=k, workers=-1)
+        d, _ = tree.query(Z[start: start + rows], k=k, workers=threads.limit())
         total += float((d * d).sum())
     return total / (2.0 * k)
 
