@@ -39,6 +39,7 @@ def peak_mb(who: int) -> float:
 def comparable(doc: dict) -> dict:
     doc = json.loads(grid.to_json(doc))
     doc.pop("timing")
+    doc.pop("audit", None)  # when and how it ran: differs between runs by design
     for r in doc["rows"]:
         r.pop("seconds")
     return doc
