@@ -83,7 +83,9 @@ def _presets_text() -> str:
 @click.option("--save-protected", default=None, metavar="DIR",
               help="Also write every cell's protected file (CSV) into DIR (created if missing).")
 @click.option("-j", "--jobs", type=int, default=1, show_default=True, metavar="N",
-              help="Cells run in N worker processes (0 = one per CPU); the results do not depend on N.")
+              help="Cells run in N worker processes (0 = one per CPU; at most one per CPU); each worker's "
+                   "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
+                   "workers x threads never exceeds them. The results do not depend on N.")
 @click.option("-s", "--seed", type=int, default=0, show_default=True,
               help="Seed of randomised methods and of the intruder-scenario sample.")
 @click.option("-f", "--force", is_flag=True, help="Replace existing output, HTML and saved files.")
