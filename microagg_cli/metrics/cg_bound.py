@@ -520,7 +520,7 @@ class CGResult:
     """Outcome of :func:`cg_lower_bound` (SSE in z-units; IL = 100 * SSE / SST)."""
 
     lower: float  #: certified lower bound on the optimal SSE
-    lp_value: float  #: value of the last restricted master LP (not a bound)
+    lp_value: float  #: value of the last (stabilised) restricted master LP (not a bound)
     status: str  #: "optimal" (LP solved: no negative reduced cost) or "time_limit"
     sst: float
     seconds: float
@@ -566,24 +566,42 @@ class _Columns:
         return sparse.csc_matrix((np.ones(indices.size), indices, indptr), shape=(n, len(self.sets)))
 
 
-def _solve_lp(cols: _Columns, n: int) -> tuple[float, np.ndarray, np.ndarray]:
+def _solve_lp(cols: _Columns, n: int, center: np.ndarray | None = None, delta: float = 0.0,
+              eps: float = 1.0) -> tuple[float, np.ndarray, float]:
+    """Restricted master LP; returns ``(value, duals, artificial total)``.
+
+    With a ``center``, box-step stabilisation (du Merle, Villeneuve, Desrosiers &
+    Hansen 1999, on minimum sum-of-squares clustering): per row, an artificial
+    column e_i of cost center_i + delta and one -e_i of cost -(center_i - delta),
+    both bounded by ``eps``, keep the duals in [center - delta, center + delta]
+    unless leaving the box pays. Without it, the masters are so degenerate (a
+    k-partition start at k=10 leaves a 970-dimensional optimal dual face) that the
+    duals range over +-1000 and the LP value does not move for thousands of
+    columns. With no artificial active (total 0) the value is the master's LP value.
+    """
     A = cols.matrix(n)
     c = np.asarray(cols.cost)
+    bounds: Any = (0, None)
+    if center is not None:
+        eye = sparse.identity(n, format="csc")
+        A = sparse.hstack([A, eye, -eye], format="csc")
+        c = np.concatenate([c, center + delta, -(center - delta)])
+        m = len(cols.cost)
+        bounds = [(0, None)] * m + [(0, eps)] * (2 * n)
     # Interior point without crossover: 3-4x faster than simplex from scratch on these
-    # degenerate set-partitioning masters (Census k=5, 8,659 columns: 1.5 s vs 4.9 s),
-    # and its duals are near the centre of the optimal dual face rather than at an
-    # extreme vertex, which steadies column generation (Gondzio's primal-dual column
-    # generation). The bound does not need the duals to be exact (any u is valid).
+    # degenerate set-partitioning masters (Census k=5, 8,659 columns: 1.5 s vs 4.9 s).
+    # The bound does not need the duals to be exact (any u is valid).
     with warnings.catch_warnings():
         # HiGHS's own option name, passed through by linprog with a warning
         warnings.filterwarnings("ignore", message="Unrecognized options", category=OptimizeWarning)
-        res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=(0, None), method="highs-ipm",
+        res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=bounds, method="highs-ipm",
                       options={"run_crossover": "off"})
     if res.status != 0:  # IPM stalled (seen on tiny degenerate masters): simplex
-        res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=(0, None), method="highs-ds")
+        res = linprog(c, A_eq=A, b_eq=np.ones(n), bounds=bounds, method="highs-ds")
     if res.status != 0:  # pragma: no cover - the start partition keeps it feasible
         raise RuntimeError(f"restricted master LP failed: {res.message}")
-    return float(res.fun), np.asarray(res.eqlin.marginals, dtype=np.float64), np.asarray(res.x)
+    art = float(np.abs(res.x[len(cols.cost):]).sum()) if center is not None else 0.0
+    return float(res.fun), np.asarray(res.eqlin.marginals, dtype=np.float64), art
 
 
 def _solve_mip(cols: _Columns, n: int, seconds: float) -> np.ndarray | None:
@@ -617,6 +635,7 @@ def cg_lower_bound(
     near: int | None = None,
     max_new: int | None = None,
     theta_share: float = 0.01,
+    stabilize: bool = True,
     verbose: bool = False,
 ) -> CGResult:
     """Certified lower bound on min SSE over k-partitions of ``Z``, by column generation.
@@ -640,6 +659,7 @@ def cg_lower_bound(
     theta_share : the first exact pricing pass proves only rc >= -theta with
         floor(n/k) * theta = theta_share x (LP value); later passes shrink theta to
         ``tol``. Larger: a usable bound sooner at large k.
+    stabilize : box-step dual stabilisation of the master (see :func:`_solve_lp`).
 
     Returns
     -------
@@ -695,6 +715,15 @@ def cg_lower_bound(
         labels[idx] = g
     best_labels = canonical_labels(labels)
     upper = _labels_sse(D, best_labels)
+    # stabilisation centre: each record's share of its start group's SSE
+    center: np.ndarray | None = None
+    delta = delta_min = 0.0
+    if stabilize:
+        center = np.empty(n)
+        for idx in start:
+            center[idx] = _group_sse(D, idx) / idx.size
+        delta = 0.5 * float(np.abs(center).mean()) + 1e-9
+        delta_min = 1e-3 * delta
 
     # LB_NN (spec) in SSE units is also a valid bound; the result is the larger one
     lbnn = float(nnp[:, k - 1].sum()) / (2.0 * k) * (1.0 - 1e-12) if n >= k else 0.0
@@ -717,7 +746,12 @@ def cg_lower_bound(
     u = np.zeros(n)
     while True:
         it += 1
-        lp, u, _x = _solve_lp(cols, n)
+        lp, u, art = _solve_lp(cols, n, center, delta)
+        if center is not None:
+            # follow the duals with a shrinking box; once it is small and inactive
+            # the stabilised master is the plain one
+            center = u.copy()
+            delta = max(delta_min, 0.8 * delta)
         out_of_time = deadline is not None and time.perf_counter() > deadline
         added = 0
         if not out_of_time and L > 0:
@@ -728,7 +762,8 @@ def cg_lower_bound(
                 added += cols.add(s[s >= 0])
         if added > few and not out_of_time:
             if verbose:
-                print(f"it {it}: LP {lp:.4f} cols {len(cols.sets)} heur +{added} "
+                print(f"it {it}: LP {lp:.4f} art {art:.3g} delta {delta:.3g} u [{u.min():.3g}, {u.max():.3g}] "
+                      f"cols {len(cols.sets)} heur +{added} "
                       f"{time.perf_counter() - t0:.1f}s", flush=True)
             continue
         # exact pricing: a certified bound at these duals
@@ -753,6 +788,12 @@ def cg_lower_bound(
                 if deadline is not None and time.perf_counter() > deadline:
                     break  # stopped at the time limit
                 node_limit *= 4  # searches were cut by their node budget: widen it
+                continue
+            if art > 1e-9:
+                # the box binds yet every column prices out: u is dual feasible (its
+                # bound is recorded); finish on the plain master, whose LP optimum
+                # the remaining passes certify
+                center = None
                 continue
             if theta <= tol:
                 status = "optimal"
