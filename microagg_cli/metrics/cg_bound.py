@@ -736,7 +736,7 @@ def cg_lower_bound(
     # by 4 each time a pass finds nothing below it, down to tol
     theta = None
     # node budget per seed and pass (a cut search still yields a valid, weaker bound)
-    node_limit = 200_000
+    node_limit = 2_000
     status = "time_limit"
     history: list[dict[str, Any]] = []
     it = 0
