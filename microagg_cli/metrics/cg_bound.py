@@ -13,6 +13,11 @@ Rocha & Santi 2014): a restricted master LP over the columns met so far (HiGHS v
 pricing to grow the column set fast, and an *exact* pricing by branch and bound that
 proves what the most negative reduced cost rc(S) = SSE(S) - sum_{i in S} u_i is.
 
+The master is box-step stabilised (du Merle et al. 1999): without it, a k-partition
+start leaves a huge degenerate dual face and the duals jump around wildly. The exact
+pricing first proves only rc >= -theta (a certified tolerance, costing at most
+floor(n/k) * theta of the bound), then tightens theta to ``tol``.
+
 The bound reported is never the LP value of the restricted master itself (that is an
 upper bound on the LP optimum): it is a Lagrangian (Farley-type) bound, valid for ANY
 vector ``u``, computed from the exact pricing (see :func:`lagrangian_bound`). Every
@@ -42,6 +47,8 @@ Aloise, D., Hansen, P., Rocha, C. & Santi, E. (2014). Column generation bounds f
 numerical microaggregation. Journal of Global Optimization 60(2), 165-182.
 Castro, J., Gentile, C. & Spagnolo-Arrizabalaga, E. (2022). An optimization-based
 decomposition heuristic for the microaggregation problem. PSD 2022, LNCS 13463.
+du Merle, O., Villeneuve, D., Desrosiers, J. & Hansen, P. (1999). Stabilized column
+generation. Discrete Mathematics 194, 229-237.
 Farley, A. A. (1990). A note on bounding a class of linear programming problems,
 including cutting stock problems. Operations Research 38(5), 922-923.
 """
