@@ -733,7 +733,8 @@ def cg_lower_bound(
         delta_min = 1e-3 * delta
 
     # LB_NN (spec) in SSE units is also a valid bound; the result is the larger one
-    lbnn = float(nnp[:, k - 1].sum()) / (2.0 * k) * (1.0 - 1e-12) if n >= k else 0.0
+    # (relative rounding of n(k-1) non-negative terms is < n k eps < 1e-9 for n <= MAX_ROWS)
+    lbnn = float(nnp[:, k - 1].sum()) / (2.0 * k) * (1.0 - 1e-9) if n >= k else 0.0
     best_lb = max(0.0, lbnn)
     # when the heuristic finds only a few columns (tailing off), price exactly: that
     # certifies a bound and finds several columns per seed
