@@ -98,6 +98,8 @@ def test_bound_valid_and_lp_matches_enumeration(seed):
         lp = _lp_all(Z, k)
         assert res.status == "optimal"
         assert res.lower <= opt + 1e-12 * max(1.0, opt), (n, k, res.lower, opt)
+        # the Lagrangian bounds themselves, before the cap at the best partition known
+        assert max(h["bound"] for h in res.history) <= opt + 1e-12 * max(1.0, opt)
         # (lower may exceed the LP optimum: LB_NN and the per-seed Lagrangian bound, with
         # floor(n/k) distinct seeds, bound the integer optimum, not the LP)
         assert res.lp_value == pytest.approx(lp, rel=1e-7, abs=1e-7)
