@@ -1162,6 +1162,8 @@ def evaluate_matrices(
     score_weights: Mapping[str, float] | None = None,
     progress: Any = None,
     scale: str = "z",
+    bound: str = "nn",
+    time_limit: float | None = 600.0,
 ) -> dict[str, Any]:
     """The measurement part shared by ``sdc evaluate`` and ``sdc protect --evaluate``.
 
@@ -1179,6 +1181,9 @@ def evaluate_matrices(
     scale : ``"z"`` (default) or ``"raw"``: the headline IL is z-scored; with
         ``"raw"`` the summary also shows IL_SSE on the unstandardised values
         (``measures.utility.il_sse_raw`` is always in the report).
+    bound : ``"nn"`` (default: LB_NN only) or ``"cg"``: also the certified
+        column-generation bound lb_cg (``measures.utility.cg_bound``, see
+        :func:`microagg_cli.metrics.cg_bound.cg_report`), at most ``time_limit`` s.
 
     Returns
     -------
@@ -1217,12 +1222,24 @@ def evaluate_matrices(
             raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = all), got {max_scenarios!r}")
         sample = max(1, int(max_scenarios))
         max_all = p if (int(max_scenarios) == 0 or 2**p - 1 <= sample) else 0
+    if bound not in ("nn", "cg"):
+        raise InvalidParameterError(f"--bound must be nn or cg, got {bound!r}")
+    if time_limit is not None and not time_limit >= 0:
+        raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {time_limit!r}")
     partition = _ev_partition_based(Xp, block_pos, k)
     measures = evaluate_arrays(
         X, Xp, blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights,
         score_weights=score_weights, rng=np.random.default_rng(np.random.SeedSequence(int(seed))),
         max_all_subsets=max_all, sample_size=sample, partition_based=partition, progress=progress,
     )
+    cg_summary: dict[str, Any] = {}
+    if bound == "cg":
+        from .metrics.cg_bound import cg_report
+
+        cg = cg_report(X, Xp, k, block_pos, il_sse=measures["utility"]["il_sse"],
+                       partition_based=partition, time_limit=time_limit)
+        measures["utility"]["cg_bound"] = cg
+        cg_summary = {key: cg[key]["overall"] for key in ("lb_cg", "cg_gap", "cg_status", "cg_seconds")}
     formulas = dict(_EV_FORMULAS)
     formulas["il_score"] = "IL_score = " + str(_ev_get(measures, "utility", "il_score", "formula"))
     formulas["dr"] = measures["risk"]["dr"]["formula"]
@@ -1249,7 +1266,7 @@ def evaluate_matrices(
         },
         "formulas": formulas,
         "summary": {**_ev_summary(measures),
-                    **({} if scale == "raw" else {"il_sse_raw": None})},
+                    **({} if scale == "raw" else {"il_sse_raw": None}), **cg_summary},
         "measures": measures,
     }
 
@@ -1345,6 +1362,8 @@ def evaluate(
     decimal: str = ".",
     progress: Any = None,
     scale: str = "z",
+    bound: str = "nn",
+    time_limit: float | None = 600.0,
 ) -> dict[str, Any]:
     """Risk and utility of a protected file against its original (``sdc evaluate``).
 
@@ -1380,6 +1399,8 @@ def evaluate(
     internal : include original values (per-column statistics) in the reports; for
         internal use only, never for release.
     progress : ``progress(done, total)`` called after each scenario.
+    bound, time_limit : ``"cg"`` adds the certified column-generation bound lb_cg
+        (at most ``time_limit`` seconds; see :func:`evaluate_matrices`).
 
     Returns
     -------
@@ -1430,6 +1451,7 @@ def evaluate(
     section = evaluate_matrices(
         X, Xp, names, blist, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
         dr_weights=dr_weights, score_weights=score_weights, progress=progress, scale=scale,
+        bound=bound, time_limit=time_limit,
     )
 
     def file_entry(table: Table) -> dict[str, Any]:

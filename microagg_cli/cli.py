@@ -8,12 +8,13 @@ parses options, calls one library function and prints. Errors are turned into
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 
 import click
 
-from . import __version__, audit
+from . import __version__, audit, interrupts
 from .commands import COMMANDS
 from .errors import SdcError
 
@@ -36,9 +37,12 @@ class SdcGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except KeyboardInterrupt:
-            click.echo("Error: interrupted; nothing was written", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (see interrupts.py)
+            click.echo(interrupts.message(), err=True)
+            ctx.exit(interrupts.exit_code(exc))
+        except OSError as exc:  # the environment, not a bug: a full disk, a vanished folder
+            click.echo(f"Error: {_os_error_line(exc)}", err=True)
+            ctx.exit(3)
         except Exception as exc:  # a bug: say so, traceback only with --debug
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
@@ -48,6 +52,11 @@ class SdcGroup(click.Group):
                 err=True,
             )
             ctx.exit(1)
+
+
+def _os_error_line(exc: OSError) -> str:
+    where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+    return f"cannot access{where}: {exc.strerror or _one_line(exc)}"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -85,8 +94,23 @@ for _command in COMMANDS:
 def main() -> None:
     """Console-script entry point (``sdc``)."""
     logging.captureWarnings(True)
+    interrupts.install()
     try:
         cli(prog_name="sdc")
-    except KeyboardInterrupt:  # raised outside invoke (e.g. while parsing)
-        click.echo("Error: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:  # raised outside invoke (e.g. while parsing)
+        click.echo(interrupts.message(), err=True)
+        _leave(interrupts.exit_code(exc))
+    except SystemExit as exc:
+        if interrupts.signalled():
+            # worker threads may still be inside a kernel: no interpreter teardown
+            _leave(exc.code if isinstance(exc.code, int) else 1)
+        raise
+
+
+def _leave(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed pipe
+            pass
+    os._exit(code)

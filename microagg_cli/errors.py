@@ -16,7 +16,10 @@ __all__ = [
     "PrivacyCheckError",
     "ThresholdExceeded",
     "OutputExistsError",
+    "Interrupted",
 ]
+
+import signal as _signal
 
 
 class SdcError(Exception):
@@ -57,6 +60,18 @@ class ThresholdExceeded(SdcError):
     exit_code = 5
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived (exit code 128 + the signal number: 130, 143)."""
+
+    def __init__(self, signum: int = _signal.SIGINT):
+        super().__init__(_signal.Signals(signum).name)
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
 #: The documented exit-code table (code, class name, meaning); README and man pages
 #: are generated from it.
 EXIT_CODES: tuple[tuple[int, str, str], ...] = (
@@ -68,4 +83,6 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (4, "InfeasibleError", "fewer records than k in a block or stratum, or a partition "
                            "failed the k-check (nothing written)"),
     (5, "ThresholdExceeded", "a --max-* / --min-* risk or utility gate failed"),
+    (130, "Interrupted", "SIGINT (Ctrl-C): the run stopped, no output or report or temporary file left"),
+    (143, "Interrupted", "SIGTERM: as for SIGINT"),
 )

@@ -51,7 +51,7 @@ _COSB, _SINB, _BETA, _LO, _HI, _BETA0 = 0, 1, 2, 3, 4, 5
 
 
 # ------------------------------------------------------------------------ the order
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _axis_key(F, perm, s, e, key, axis, sample, steps):
     """Projection of the rows ``perm[s:e]`` of ``F`` on their first principal axis
     (power iteration on the covariance of an even subsample, started on the widest
@@ -92,7 +92,7 @@ def _axis_key(F, perm, s, e, key, axis, sample, steps):
         key[t] = v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _select(key, perm, s, e, kth):
     """Quickselect on ``key[s:e]`` (``perm`` moved alike): position ``kth`` ends with
     the kth smallest key, none larger before it, none smaller after."""
@@ -123,7 +123,7 @@ def _select(key, perm, s, e, kth):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _order(F, bucket):
     """Positions of the rows of ``F`` such that every aligned run of ``bucket`` rows
     (and every aligned run of a power of two of those) is a cell of recursive
@@ -159,7 +159,7 @@ def _order(F, bucket):
 
 
 # ------------------------------------------------------------------------ cones
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _set(f, i, beta, lo, hi):
     beta = min(beta, np.pi)
     f[i, _BETA] = beta
@@ -169,7 +169,7 @@ def _set(f, i, beta, lo, hi):
     f[i, _HI] = hi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _axis_of(U, s, e, axis):
     """Unit axis of the cone around the directions ``U[s:e]`` (their normalised sum)
     into ``axis``, and the cone's half-angle over them (with ``_ANGLE_MARGIN``); pi
@@ -191,7 +191,7 @@ def _axis_of(U, s, e, axis):
     return beta + _ANGLE_MARGIN
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _angle(U, t, axis):
     """Angle between the direction ``U[t]`` and a unit axis (0 for a zero row)."""
     u = 0.0
@@ -202,7 +202,7 @@ def _angle(U, t, axis):
     return 0.0 if z else np.arccos(min(1.0, max(-1.0, u)))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fit_bucket(b, cx, bf, rel):
     """Cone (around the axis fixed at build time) and norm range of the remaining
     records of bucket ``b``, from each record's stored angle to that axis."""
@@ -219,7 +219,7 @@ def _fit_bucket(b, cx, bf, rel):
     _set(bf, b, beta, lo * (1.0 - rel), hi * (1.0 + rel))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fit_group(g, bf, bcnt, bang, gf, group):
     """Cone of super-bucket ``g`` from its buckets' cones (``bang``: the angle of each
     bucket's axis to its super-bucket's, with margin), never wider than the one
@@ -236,7 +236,7 @@ def _fit_group(g, bf, bcnt, bang, gf, group):
     _set(gf, g, min(beta, gf[g, _BETA0]), lo, hi)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
     """Cone index over the records ``idx`` of ``X``, centred on ``c0``.
 
@@ -323,7 +323,7 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
     return cx, ba, bf, bcnt, ga, gf, gcnt, bang
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def remove(index, i, rel):
     """Take input record ``i`` out of the index; refit its bucket and super-bucket."""
     cx, ba, bf, bcnt, ga, gf, gcnt, bang = index
@@ -341,7 +341,7 @@ def remove(index, i, rel):
 
 
 # ------------------------------------------------------------------------ the query
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _bounds(A, F, cnt, s, e, w, wn, sn2, rel, out):
     """Upper bounds on the rounded squared distance from ``q = c0 + w`` to any record
     of the cones ``s..e-1`` (axes ``A``, fields ``F``), into ``out[:e - s]``; -1 for an
@@ -370,7 +370,7 @@ def _bounds(A, F, cnt, s, e, w, wn, sn2, rel, out):
         out[c - s] = ub if cnt[c] > 0 else -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, screen, stats):
     """Search super-bucket ``g``: its buckets by decreasing bound, each one only if its
     bound reaches ``best[0]``; ``best`` = (distance, input index) updated in place."""
@@ -426,7 +426,7 @@ def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, scree
                     best[1] = i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _consider(Xb, b, t, q, i, best):
     """Exact distance of record ``t`` of bucket ``b`` (left to right, as the reference);
     make it the best if it is farther, or as far and earlier in the input."""
@@ -439,7 +439,7 @@ def _consider(Xb, b, t, q, i, best):
         best[1] = i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sift_down(heap, key, root, n):
     """Restore the max-heap property of ``heap[:n]`` (ids keyed by ``key``) below
     ``root``."""
@@ -456,7 +456,7 @@ def _sift_down(heap, key, root, n):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def farthest(index, q, rel, gub, heap, ub, buf, stats):
     """Input index of the remaining record farthest from ``q`` (first on ties).
 

@@ -74,7 +74,7 @@ _START, _END, _LEFT, _RIGHT, _PARENT, _MINIDX, _COUNT = 0, 1, 2, 3, 4, 5, 6
 
 
 # --------------------------------------------------------------------------- exact sums
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fsum_add(parts, npart, j, x):
     """Add ``x`` exactly to expansion ``j`` (the partials loop of CPython's fsum)."""
     i = 0
@@ -95,7 +95,7 @@ def _fsum_add(parts, npart, j, x):
     npart[j] = i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fsum_round(parts, npart, j):
     """The correctly rounded value of expansion ``j`` (CPython fsum's final step)."""
     n = npart[j]
@@ -123,14 +123,14 @@ def _fsum_round(parts, npart, j):
     return hi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _centroid(parts, npart, m, c):
     for j in range(c.shape[0]):
         c[j] = _fsum_round(parts, npart, j) / m
 
 
 # --------------------------------------------------------------------------- distances
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dist(A, a, q):
     """Squared distance of row ``a`` of ``A`` to ``q``, left to right."""
     s = 0.0
@@ -140,7 +140,7 @@ def _dist(A, a, q):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _leaf_dists(XtT, s, e, q, buf):
     """Distances of tree positions s..e-1 to ``q`` into ``buf``: the same left-to-right
     sum per record as :func:`_dist`, vectorised across the records."""
@@ -166,7 +166,7 @@ def _leaf_dists(XtT, s, e, q, buf):
 #   head (1,)   first entry of pi[2] that may still be remaining
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fit_leaf(nd, Xt, alive, nodes, nf):
     """Box of the remaining records of a leaf."""
     p = Xt.shape[1]
@@ -182,7 +182,7 @@ def _fit_leaf(nd, Xt, alive, nodes, nf):
             first = False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fit_inner(nd, nodes, nf, p):
     """Box of an inner node: the union of its children's that still hold records."""
     first = True
@@ -198,7 +198,7 @@ def _fit_inner(nd, nodes, nf, p):
         first = False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _build(X, idx, c0, leaf_size):
     """Tree over the records ``idx`` (sorted input indices), reference point ``c0``.
 
@@ -278,7 +278,7 @@ def _build(X, idx, c0, leaf_size):
 
 
 # --------------------------------------------------------------------------- bounds
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _box_lower(nf, nd, p, q):
     """Lower bound from the box; exact in floating point (rounding is monotone)."""
     s = 0.0
@@ -289,7 +289,7 @@ def _box_lower(nf, nd, p, q):
 
 
 # --------------------------------------------------------------------------- queries
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _recentre(tree, c):
     """Make ``c`` the reference point of the farthest-from-centroid scan: distances of
     the remaining records to ``c``, and their order (removed records last)."""
@@ -308,7 +308,7 @@ def _recentre(tree, c):
     head[0] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _farthest_from_centroid(tree, c, rel, stats):
     """Input index of the remaining record farthest from ``c`` (first on ties).
 
@@ -344,7 +344,7 @@ def _farthest_from_centroid(tree, c, rel, stats):
     return best_i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _nearest(tree, q, qi, m, st_node, st_val, buf, kd, ki, stats):
     """The ``m`` remaining records nearest to ``q``, record ``qi`` excepted.
 
@@ -407,7 +407,7 @@ def _nearest(tree, q, qi, m, st_node, st_val, buf, kd, ki, stats):
     return filled
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _remove(tree, i, pos_of):
     """Take record ``i`` out of the tree; refit its leaf and the leaf's ancestors."""
     Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
@@ -427,7 +427,7 @@ def _remove(tree, i, pos_of):
         nd = nodes[nd, _PARENT]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     n, p = X.shape
     stats = np.zeros(8, np.int64)

@@ -49,7 +49,7 @@ class KwardMerge:
 # ----------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pair_cost(C: np.ndarray, cnt: np.ndarray, s: int, t: int) -> float:
     # Ward increase of SSE, one fixed formula (columns summed left to right) that is
     # exactly symmetric in s and t, so a tie seen from either side is the same tie.
@@ -60,7 +60,7 @@ def _pair_cost(C: np.ndarray, cnt: np.ndarray, s: int, t: int) -> float:
     return (cnt[s] * cnt[t] / (cnt[s] + cnt[t])) * d2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _recompute_forward(C, cnt, active, nslots, k, x, best_c, best_t):
     # Cheapest allowed partner of group x among the active groups created after it
     # (higher creation index); the lowest such index wins ties. A pair is allowed
@@ -79,7 +79,7 @@ def _recompute_forward(C, cnt, active, nslots, k, x, best_c, best_t):
     best_t[x] = bt
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ward_engine(sums: np.ndarray, sizes: np.ndarray, k: int):
     """Constrained Ward merges of initial groups (row sums ``sums``, sizes ``sizes``).
 
@@ -155,7 +155,7 @@ def _ward_engine(sums: np.ndarray, sizes: np.ndarray, k: int):
     return merges[:nm], costs[:nm]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _farthest_pair(Z: np.ndarray):
     # The two records farthest apart; ties go to the lexicographically lowest (i, j).
     n, p = Z.shape

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _optimal_sizes_multi_kernel(Z: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
     # Same shortest path as univariate._optimal_sizes_kernel, with the edge cost the
     # multivariate SSE of rows i..j-1: SSE = sum ||z - a||^2 - ||sum (z - a)||^2 / m for

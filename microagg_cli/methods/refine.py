@@ -134,7 +134,7 @@ def cycle_delta(X: np.ndarray, labels: np.ndarray, records) -> float:
 
 
 # ------------------------------------------------------------- compiled kernels
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _move(Z, i, b, labels, members, pos, sizes, sums, log, nlog):  # pragma: no cover
     """Move record i to group b (sizes unchecked); log (i, old group) when logging."""
     a = labels[i]
@@ -157,7 +157,7 @@ def _move(Z, i, b, labels, members, pos, sizes, sums, log, nlog):  # pragma: no 
     return nlog
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
                cA, cB, vv, cand, log, nlog):  # pragma: no cover
     """Apply the best SSE-lowering move or swap of record i; return (delta, nlog, B).
@@ -233,7 +233,7 @@ def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
     return best, nlog, best_b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _local_search(Z, nrm, start, knn, k, cap, labels, members, pos, sizes, sums,
                   log, nlog, queue, inq):  # pragma: no cover
     """Worklist descent from the records ``start``; returns (delta, nlog, improvements).
@@ -284,7 +284,7 @@ def _local_search(Z, nrm, start, knn, k, cap, labels, members, pos, sizes, sums,
     return total, nlog, nimp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _group_sse(Z, nrm, g, members, sizes, sums):  # pragma: no cover
     m = sizes[g]
     s = 0.0
@@ -296,7 +296,7 @@ def _group_sse(Z, nrm, g, members, sizes, sums):  # pragma: no cover
     return s - c2 / m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _axis_partition(Zp, proj, k, cap):  # pragma: no cover
     """Optimal partition of the pool into runs of k..cap records along ``proj``.
 
@@ -344,7 +344,7 @@ def _axis_partition(Zp, proj, k, cap):  # pragma: no cover
     return lab, g
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _power_iteration(Xc, v):  # pragma: no cover
     """Replace ``v`` (a random start) by the leading right singular vector of ``Xc``."""
     for _ in range(15):
@@ -355,7 +355,7 @@ def _power_iteration(Xc, v):  # pragma: no cover
         v[:] = w / nv
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _serpentine(Xc, v1, strips, state):  # pragma: no cover
     """Positions of the centred pool ``Xc`` along a serpentine over two principal axes.
 
@@ -386,7 +386,7 @@ def _serpentine(Xc, v1, strips, state):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
     """Randomised MDAV-like partition of the pool.
 
@@ -472,7 +472,7 @@ def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
     return lab, g
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark, pool_g,
                cand_g, cand_d, c0):  # pragma: no cover
     """Choose a neighbourhood of groups for one perturbation; returns its size ng.
@@ -528,7 +528,7 @@ def _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark, poo
     return ng
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _accept(delta, cur, temp0, frac, state):  # pragma: no cover
     """Annealing acceptance: any non-increase, else probability exp(-delta / T),
     T = temp0 * (1 - frac)^2 (no uphill step once frac >= 1)."""
@@ -539,7 +539,7 @@ def _accept(delta, cur, temp0, frac, state):  # pragma: no cover
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scratch(n, p, gmax, max_pool, cap):  # pragma: no cover
     """Work arrays of the search kernels: the undo log, the descent's worklist, the
     pool's group marks, groups and records, candidate groups and their distances,
@@ -550,7 +550,7 @@ def _scratch(n, p, gmax, max_pool, cap):  # pragma: no cover
             np.empty(p))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r):  # pragma: no cover
     """Write the records of the pool's ``ng`` groups into pool_r; return (N, pool SSE)."""
     N = 0
@@ -564,7 +564,7 @@ def _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r):  # pragma: 
     return N, old
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, members, pos,
             sizes, sums, log, nlog):  # pragma: no cover
     """Keep a perturbation (by :func:`_accept`; note a new best) or undo its logged moves.

@@ -38,7 +38,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
     """Group sizes of a shortest path, first group first, from its back pointers.
 
@@ -58,7 +58,7 @@ def _sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma:
     return out[:g][::-1].copy()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
     # Shortest path over nodes 0..n (Hansen & Mukherjee 2003): node j = "the first j
     # sorted values are grouped"; edge (i, j), k <= j - i <= 2k-1, costs the SSE of
