@@ -28,6 +28,7 @@ from .io import (
     check_output_path,
     detect_format,
     file_fingerprint,
+    missing_mask,
     numeric_matrix,
     read_table,
     resolve_columns,
@@ -343,12 +344,15 @@ def protect_table(
     weights: str | None = None,
     missing: str = "error",
     partition_size: int | None = None,
+    strata_missing: str = "error",
 ) -> ProtectResult:
     """Protect every block of ``plan`` in ``table``; return the output frame and stats.
 
     Parameters
     ----------
     strata : columns whose value combinations are strata: groups never mix strata.
+    strata_missing : an empty or NA stratum value: ``error`` (default, exit code 3,
+        counts per column) or ``own`` (the missing value forms a stratum on purpose).
     small_strata : policy for strata smaller than k: ``error`` (default), ``merge``
         (join the stratum nearest in centroid), ``suppress`` (blank its protected values).
     weights : column of positive sampling weights: group values are weighted means
@@ -385,6 +389,13 @@ def protect_table(
         w = numeric_matrix(table, [weights])[:, 0]
         w = _check_weights(w, n)
     key_cols = [table.frame[c].to_numpy() for c in (strata or [])]
+    if strata_missing not in ("error", "own"):
+        raise InvalidParameterError(f"unknown --strata-missing policy {strata_missing!r} (use error or own)")
+    strata_missing_counts = {c: int(missing_mask(table, c).sum()) for c in (strata or [])}
+    if strata_missing == "error" and any(strata_missing_counts.values()):
+        counts = ", ".join(f"{c}: {m}" for c, m in strata_missing_counts.items() if m)
+        raise DataError(f"--strata: missing stratum values ({counts}); fix them, or give --strata-missing own "
+                        "to make the missing value a stratum of its own")
     results = []
     il_parts = []
     for i, block in enumerate(plan.blocks):
@@ -434,6 +445,8 @@ def protect_table(
                 "columns": list(strata),
                 "count": len(all_strata.keys),
                 "policy": small_strata,
+                "missing_policy": strata_missing,
+                "missing_values": strata_missing_counts,
                 "merged": [{"stratum": dict(zip(strata, a)), "into": dict(zip(strata, b))}
                            for a, b in resolved.merged.items()],
                 "suppressed": [{"stratum": dict(zip(strata, key)),
@@ -791,6 +804,7 @@ def protect(
     params: Mapping[str, Any] | None = None,
     columns: list[str] | None = None,
     drop: list[str] | None = None,
+    passthrough: list[str] | None = None,
     plan: BlockPlan | None = None,
     report: str | Path | None = None,
     seed: int = 0,
@@ -802,6 +816,7 @@ def protect(
     decimal: str = ".",
     strata: list[str] | None = None,
     small_strata: str = "error",
+    strata_missing: str = "error",
     weights: str | None = None,
     missing: str = "error",
     shuffle_rows: bool = False,
@@ -821,6 +836,9 @@ def protect(
     method, params : method name and its parameters (see ``sdc protect --list-methods``).
     columns : protected columns (one block); default every numeric column not dropped.
     drop : identifier columns removed from the output.
+    passthrough : columns released unchanged on purpose. With the default selection a
+        column that is mostly but not entirely numeric is an error (a typo must not
+        release a numeric attribute in clear) unless it is dropped or passed through.
     plan : a :class:`BlockPlan` instead of ``columns``/``method``/``k``.
     report : path of the JSON report (``"-"`` = stdout), or None.
     seed : run seed; each block gets its own stream keyed by its position.
@@ -847,7 +865,9 @@ def protect(
         from .engines import protect_streaming
 
         return protect_streaming(
-            input, output, k=k, method=method, params=params, columns=columns, drop=drop, plan=plan,
+            input, output, k=k, method=method, params=params, columns=columns, drop=drop,
+            plan=plan if plan is None or not passthrough else plan.with_passthrough(passthrough),
+            passthrough=passthrough,
             report=report, seed=seed, stat=stat, force=force, input_format=input_format,
             output_format=output_format, strata=strata, small_strata=small_strata, weights=weights,
             missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
@@ -878,15 +898,20 @@ def protect(
         get_method(method)
         if k is None:
             raise InvalidParameterError("k is required (-k K)")
-        protected, dropped = resolve_columns(table, columns, drop)
-        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped))
+        roles = list(strata or []) + [c for c in (weights, id_column) if c]
+        protected, dropped = resolve_columns(table, columns, drop, passthrough, roles=roles)
+        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
+                                passthrough=tuple(passthrough or ()))
+    elif passthrough:
+        plan = plan.with_passthrough(passthrough)
     if id_column is not None:
         if id_column not in table.columns:
             raise DataError(f"--id-column: no column {id_column!r} in the input")
         if id_column in plan.columns or id_column in plan.drop:
             raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
     result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-                           weights=weights, missing=missing, partition_size=partition_size)
+                           weights=weights, missing=missing, partition_size=partition_size,
+                           strata_missing=strata_missing)
     evaluation = evaluate_protected(table, plan, result, seed=seed) if evaluate_risk else None
     hygiene = _output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows,
                               id_column=id_column if regenerate_ids else None)
@@ -896,7 +921,8 @@ def protect(
         seconds=time.perf_counter() - t0,
     )
     rep["parameters"].update(partition_size=partition_size, plan=plan.source.name if getattr(plan, "source", None) else None,
-                             strata=list(strata or []), small_strata=small_strata, weights=weights,
+                             strata=list(strata or []), small_strata=small_strata,
+                             strata_missing=strata_missing, weights=weights,
                              missing=missing, decimal=decimal)
     rep["output_hygiene"] = hygiene
     if evaluation is not None:

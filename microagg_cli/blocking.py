@@ -186,9 +186,11 @@ class BlockPlan:
         k: int | None = 3,
         params: Mapping[str, Any] | None = None,
         drop: tuple[str, ...] | list[str] = (),
+        passthrough: tuple[str, ...] | list[str] = (),
     ) -> "BlockPlan":
         """A plan with one block holding ``columns``."""
-        return cls((Block("block1", tuple(columns), method, k, dict(params or {})),), tuple(drop))
+        return cls((Block("block1", tuple(columns), method, k, dict(params or {})),), tuple(drop),
+                   tuple(passthrough))
 
     @property
     def columns(self) -> list[str]:
@@ -198,6 +200,16 @@ class BlockPlan:
     def block_of(self) -> dict[str, int]:
         """``{column: position of its block}``."""
         return {c: i for i, b in enumerate(self.blocks) for c in b.columns}
+
+    def with_passthrough(self, extra: Iterable[str] | None) -> "BlockPlan":
+        """The same plan with ``extra`` columns released unchanged on purpose (never protected)."""
+        extra = [c for c in (extra or []) if c not in self.passthrough]
+        for c in extra:
+            if c in self.columns:
+                raise InvalidParameterError(f"--passthrough {c!r}: the plan protects this column")
+            if c in self.drop:
+                raise InvalidParameterError(f"column {c!r} is both passed through and dropped")
+        return replace(self, passthrough=self.passthrough + tuple(dict.fromkeys(extra))) if extra else self
 
     def with_drop(self, extra: Iterable[str] | None) -> "BlockPlan":
         """The same plan with ``extra`` identifier columns dropped too."""

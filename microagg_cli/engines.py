@@ -773,6 +773,7 @@ def protect_streaming(
     params: Mapping[str, Any] | None = None,
     columns: list[str] | None = None,
     drop: list[str] | None = None,
+    passthrough: list[str] | None = None,
     plan: BlockPlan | None = None,
     report: str | Path | None = None,
     seed: int = 0,
@@ -828,11 +829,15 @@ def protect_streaming(
             for name in drop_list:
                 if name not in src.columns:
                     raise DataError(f"--drop: no column {name!r} in the input (columns: {', '.join(src.columns)})")
-            columns = _default_columns(src, drop_list)
+            for name in passthrough or []:
+                if name not in src.columns:
+                    raise DataError(f"--passthrough: no column {name!r} in the input")
+            columns = [c for c in _default_columns(src, drop_list) if c not in (passthrough or [])]
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")
-        protected, dropped = resolve_columns(stand_in, columns, drop)
-        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped))
+        protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)
+        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
+                                passthrough=tuple(passthrough or ()))
     if id_column is not None:
         if id_column not in src.columns:
             raise DataError(f"--id-column: no column {id_column!r} in the input")

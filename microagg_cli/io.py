@@ -41,6 +41,8 @@ __all__ = [
     "numeric_matrix",
     "numeric_columns",
     "resolve_columns",
+    "mostly_numeric_error",
+    "missing_mask",
     "file_fingerprint",
     "check_output_path",
     "atomic_write_bytes",
@@ -217,6 +219,15 @@ def _parse_numbers(values: pd.Series, decimal: str) -> tuple[np.ndarray, np.ndar
     return num, bad
 
 
+def missing_mask(table: Table, name: str) -> np.ndarray:
+    """Cells of ``name`` that are missing: empty or NA-like text (CSV), null (Parquet)."""
+    col = table.frame[name]
+    if table.fmt == "csv" or col.dtype == object:
+        text = col.astype("string").fillna("").str.strip()
+        return text.isin(_MISSING_TOKENS).to_numpy(dtype=bool)
+    return col.isna().to_numpy(dtype=bool)
+
+
 def column_values(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A column as float64 with NaN for missing cells, and a mask of non-numeric cells."""
     col = table.frame[name]
@@ -239,16 +250,48 @@ def numeric_columns(table: Table) -> list[str]:
     return out
 
 
-def resolve_columns(
-    table: Table, columns: list[str] | None, drop: list[str] | None = None
-) -> tuple[list[str], list[str]]:
-    """Check ``columns`` and ``drop`` against the file; return (protected, dropped).
+#: The default selection refuses a column when at least this share of its non-empty
+#: cells are numbers but not all are (a mistyped number must not release the column).
+MOSTLY_NUMERIC = 0.5
 
-    ``columns=None`` selects every numeric column that is not dropped.
+
+def mostly_numeric_error(table: Table, name: str) -> DataError | None:
+    """A :class:`DataError` if ``name`` is mostly but not entirely numeric, else None.
+
+    The rule: at least one non-empty cell parses as a number, at least half of them
+    do, and some do not. Such a column is most likely a numeric attribute with a typo,
+    and passing it through would release it in clear.
+    """
+    values, bad = column_values(table, name)
+    n_bad = int(bad.sum())
+    if not n_bad:
+        return None
+    n_num = int((~np.isnan(values)).sum())
+    if n_num == 0 or n_num < MOSTLY_NUMERIC * (n_num + n_bad):
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    return DataError(
+        f"column {name!r} is mostly numeric ({n_num} of {n_num + n_bad} non-empty cells) but row {i + 1} "
+        f"holds {str(table.frame[name].iloc[i])!r}: fix the cell, protect it explicitly with --columns, "
+        f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}"
+    )
+
+
+def resolve_columns(
+    table: Table, columns: list[str] | None, drop: list[str] | None = None,
+    passthrough: list[str] | None = None, roles: list[str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Check ``columns``, ``drop`` and ``passthrough`` against the file; return (protected, dropped).
+
+    ``columns=None`` selects every numeric column that is neither dropped nor passed
+    through; a column that is mostly but not entirely numeric is then an error
+    (:func:`mostly_numeric_error`) unless it is dropped, passed through or has another
+    role (``roles``: strata, weights, id columns).
     """
     have = table.columns
     drop = list(drop or [])
-    for label, names in (("--drop", drop), ("--columns", columns or [])):
+    passthrough = list(passthrough or [])
+    for label, names in (("--drop", drop), ("--columns", columns or []), ("--passthrough", passthrough)):
         seen: set[str] = set()
         for name in names:
             if name not in have:
@@ -256,8 +299,19 @@ def resolve_columns(
             if name in seen:
                 raise InvalidParameterError(f"{label}: column {name!r} is named twice")
             seen.add(name)
+    for name in passthrough:
+        if name in drop:
+            raise InvalidParameterError(f"column {name!r} is both passed through and dropped")
+        if columns is not None and name in columns:
+            raise InvalidParameterError(f"column {name!r} is both protected and passed through")
     if columns is None:
-        protected = [c for c in numeric_columns(table) if c not in drop]
+        exempt = set(drop) | set(passthrough) | set(roles or [])
+        for name in have:
+            if name not in exempt:
+                err = mostly_numeric_error(table, name)
+                if err is not None:
+                    raise err
+        protected = [c for c in numeric_columns(table) if c not in drop and c not in passthrough]
         if not protected:
             raise DataError("the input has no numeric column to protect; name them with --columns")
     else:

@@ -65,6 +65,8 @@ def resolve_small_strata(strata: Strata, Z: np.ndarray, k: int, policy: str) -> 
     small = [strata.keys[i] for i, s in enumerate(sizes) if s < k]
     if not small:
         return strata
+    if len(strata.keys) == 1 and strata.keys[0] == ():
+        raise InfeasibleError(f"k={k} exceeds the {sizes[0]} record(s) to group; choose k <= {sizes[0]}")
     if policy == "error":
         listed = ", ".join(f"{_describe(key)} ({sizes[strata.keys.index(key)]})" for key in small)
         raise InfeasibleError(
@@ -75,6 +77,10 @@ def resolve_small_strata(strata: Strata, Z: np.ndarray, k: int, policy: str) -> 
     members = [m.copy() for m in strata.members]
     if policy == "suppress":
         keep = [i for i, m in enumerate(members) if m.size >= k]
+        if not keep:
+            raise InfeasibleError(
+                f"every stratum has fewer than k={k} records (the largest {max(sizes)}): suppressing them all "
+                "would release nothing; choose a smaller k, fewer strata columns or --small-strata merge")
         return Strata([keys[i] for i in keep], [members[i] for i in keep], {}, small)
     merged: dict[tuple[str, ...], tuple[str, ...]] = {}
     while True:

@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 import click
 
+from ._options import check_delimiter
+
 from ..errors import InvalidParameterError
 
 __all__ = [
@@ -79,7 +81,7 @@ def input_options(func: Callable) -> Callable:
     """``--input-format``, ``--delimiter``, ``--decimal`` (for both input files)."""
     func = click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
                         help="Decimal mark of CSV inputs (',' for European CSV with ';' delimiter).")(func)
-    func = click.option("--delimiter", default=None, metavar="CHAR",
+    func = click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of both inputs (default: sniffed from , ; TAB |).")(func)
     func = click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
                         help="Format of both inputs (default: from each file's extension).")(func)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any, Callable
 
@@ -10,7 +11,7 @@ import click
 
 from ..errors import InvalidParameterError
 
-__all__ = ["listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names",
+__all__ = ["plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names",
            "stderr_console", "complete_method", "complete_method_list"]
 
 
@@ -32,9 +33,20 @@ def verbosity_options(func: Callable) -> Callable:
     return func
 
 
+def check_delimiter(_ctx: click.Context | None, _param: click.Parameter | None, value: str | None) -> str | None:
+    """``--delimiter``: one character (``\\t`` or ``tab`` for a tab)."""
+    if value is None:
+        return None
+    if value in ("\\t", "tab", "TAB"):
+        return "\t"
+    if len(value) != 1 or value in ('"', "\n", "\r"):
+        raise click.BadParameter(f"must be one character (e.g. ',', ';', '|' or '\\t'), got {value!r}")
+    return value
+
+
 def format_options(func: Callable) -> Callable:
     """``--input-format``, ``--output-format``, ``--delimiter``."""
-    func = click.option("--delimiter", default=None, metavar="CHAR",
+    func = click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of the input (default: sniffed from , ; TAB |).")(func)
     func = click.option("--output-format", type=click.Choice(["csv", "parquet"]), default=None,
                         help="Output format (default: from the extension).")(func)
@@ -49,7 +61,7 @@ def setup_logging(quiet: bool, verbose: int) -> None:
     logger = logging.getLogger("microagg_cli")
     logger.handlers.clear()
     logger.propagate = False
-    if sys.stderr.isatty():
+    if not plain_output():
         from rich.logging import RichHandler
 
         handler: logging.Handler = RichHandler(console=stderr_console(), show_time=False, show_path=False)
@@ -62,10 +74,34 @@ def setup_logging(quiet: bool, verbose: int) -> None:
     logger.setLevel(level)
 
 
+def plain_output() -> bool:
+    """Plain lines on stderr: not a terminal (cron, a log file, a pipe) or ``NO_COLOR`` set."""
+    return not sys.stderr.isatty() or bool(os.environ.get("NO_COLOR"))
+
+
+class _AsciiStderr:
+    """stderr as rich sees it when output is plain: ASCII only, so tables use +-| boxes."""
+
+    encoding = "ascii"
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 def stderr_console():
-    """A rich console on stderr (plain text when stderr is not a terminal)."""
+    """A rich console on stderr; when output is plain (see :func:`plain_output`): no colour,
+    ASCII-only tables and never wrapped at 80 columns, one line per fact for grep."""
     from rich.console import Console
 
+    if plain_output():
+        return Console(file=_AsciiStderr(), highlight=False, soft_wrap=True, width=1000, no_color=True,
+                       color_system=None, emoji=False)
     return Console(stderr=True, highlight=False, soft_wrap=False)
 
 

@@ -9,7 +9,7 @@ import click
 
 from .. import __version__, blocking
 from ..errors import ThresholdExceeded
-from ._options import complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
+from ._options import check_delimiter, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["blocks_command", "evaluation_text"]
 
@@ -54,7 +54,7 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
 @click.option("--max-known", type=int, default=None, metavar="N",
               help="Intruder scenarios of at most N known attributes (default: every subset, or a "
                    "seeded sample of 512 when there are more).")
-@click.option("-s", "--seed", type=int, default=0, show_default=True,
+@click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the random strategy, of randomised methods and of scenario sampling.")
 @click.option("-o", "--output", default=None, metavar="PLAN",
               help="Write the plan here (.toml or .json) instead of printing it.")
@@ -63,7 +63,7 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
               help="What goes to stdout: a text table / TOML plan, or JSON.")
 @click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
               help="Input format (default: from the extension).")
-@click.option("--delimiter", default=None, metavar="CHAR",
+@click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
               help="CSV delimiter of the input (default: sniffed from , ; TAB |).")
 @verbosity_options
 def blocks_command(input, strategy, size, check, columns, drop, method, k, params, evaluate, recommend,

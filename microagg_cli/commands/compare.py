@@ -10,7 +10,9 @@ from .. import api
 from .. import grid
 from ..errors import InvalidParameterError
 from ._common_eval import parse_known, parse_weights
-from ._options import (complete_method_list, listing_option, setup_logging, split_names, stderr_console,
+from ._options import (
+    check_delimiter,
+    complete_method_list, listing_option, setup_logging, split_names, stderr_console,
                        verbosity_options)
 
 __all__ = ["compare_command"]
@@ -86,12 +88,12 @@ def _presets_text() -> str:
               help="Cells run in N worker processes (0 = one per CPU; at most one per CPU); each worker's "
                    "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
                    "workers x threads never exceeds them. The results do not depend on N.")
-@click.option("-s", "--seed", type=int, default=0, show_default=True,
+@click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of randomised methods and of the intruder-scenario sample.")
 @click.option("-f", "--force", is_flag=True, help="Replace existing output, HTML and saved files.")
 @click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
               help="Input format (default: from the extension).")
-@click.option("--delimiter", default=None, metavar="CHAR",
+@click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
               help="CSV delimiter of the input (default: sniffed from , ; TAB |).")
 @click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")

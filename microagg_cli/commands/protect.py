@@ -51,16 +51,22 @@ def methods_text() -> str:
                    "--columns is not allowed.")
 @click.option("-d", "--drop", default=None, metavar="ID,NAME",
               help="Identifier columns to remove from the output.")
+@click.option("--passthrough", default=None, metavar="A,B",
+              help="Columns to release unchanged on purpose (never protected). With the default selection a "
+                   "column whose non-empty cells are at least half numbers, but not all, is an error (exit 3) "
+                   "unless it is passed through, dropped or protected with --columns.")
 @click.option("-r", "--report", default=None, metavar="FILE.json",
               help="Write the JSON report here ('-' = stdout).")
 @click.option("--stat", default="mean", show_default=True, metavar="mean|median|trimmed:P",
               help="Statistic replacing each group's values.")
-@click.option("-s", "--seed", type=int, default=0, show_default=True,
+@click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of randomised methods; same seed, same output, byte for byte.")
 @click.option("--strata", default=None, metavar="COL[,COL]",
               help="Microaggregate within each stratum (value combination of these columns); groups never mix strata.")
 @click.option("--small-strata", type=click.Choice(["error", "merge", "suppress"]), default="error", show_default=True,
               help="Strata with fewer than K records: refuse, merge into the stratum nearest in centroid, or blank their protected values.")
+@click.option("--strata-missing", type=click.Choice(["error", "own"]), default="error", show_default=True,
+              help="An empty or NA stratum value: refuse (exit 3, counts per column), or make it a stratum of its own.")
 @click.option("--weights", default=None, metavar="COL",
               help="Sampling weights (positive): group values are weighted means, preserving weighted totals.")
 @click.option("--missing", type=click.Choice(["error", "complete", "available"]), default="error", show_default=True,
@@ -92,7 +98,7 @@ def methods_text() -> str:
 @format_options
 @listing_option("--list-methods", methods_text, "List every method with its parameters and reference, then exit.")
 @verbosity_options
-def protect_command(input, output, k, method, params, columns, plan, drop, report, stat, seed, strata, small_strata,
+def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
                     weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, evaluate_risk,
                     partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
                     verbose):
@@ -125,10 +131,10 @@ def protect_command(input, output, k, method, params, columns, plan, drop, repor
                                default_params=parse_params(params)).with_drop(split_names(drop))
     rep = api.protect(
         input, output, k=k, method=method, params=parse_params(params), plan=block_plan,
-        columns=split_names(columns), drop=split_names(drop), report=report, seed=seed,
+        columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report, seed=seed,
         stat=stat, force=force, input_format=input_format, output_format=output_format,
         delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
-        weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
+        strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
         regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk, partition_size=partition_size,
         engine=engine, scheduler=scheduler,
     )
@@ -161,8 +167,9 @@ def _summary(rep: dict) -> None:
                           f"{miss['records_not_grouped']} record(s) not grouped")
     cols = rep["columns"]
     console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
-                  f"passed through {len(cols['passthrough'])}, dropped {len(cols['dropped'])} column(s); "
-                  f"k-check passed.")
+                  f"dropped {len(cols['dropped'])} column(s); k-check passed.")
+    passed = cols["passthrough"]
+    console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}")
     eng = rep.get("engine")
     if eng:
         peaks = [w["peak_rss_bytes"] for w in eng.get("workers", [])]
