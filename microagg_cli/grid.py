@@ -57,9 +57,10 @@ import numpy as np
 
 from . import __version__, audit, threads
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
-from .errors import DataError, InfeasibleError, InvalidParameterError
+from .errors import OutputExistsError, DataError, InfeasibleError, InvalidParameterError
 from .io import (
     Table,
+    OutputSet,
     atomic_write_bytes,
     check_output_path,
     detect_format,
@@ -1357,8 +1358,18 @@ def compare_file(
             written.append(str(html_path))
         raise GridInterrupted(exc.rows, doc, written) from None
     doc = document(final)
-    write_output(doc)
-    if html_path is not None:
-        data = render_html(doc).encode("utf-8")
-        atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
+    # the final output and the HTML page: one transaction
+    with OutputSet(force=True) as files:
+        if out_path is not None:
+            text = _render(doc, fmt).encode("utf-8")
+            # the first write honours --force; later ones replace our own partial file
+            if not (force or written_once) and out_path.exists():
+                raise OutputExistsError(f"output {str(out_path)!r} appeared while writing; use --force to replace it")
+            files.add_file(out_path, lambda fh: fh.write(text), what="output")
+        if html_path is not None:
+            if not force and html_path.exists():
+                raise OutputExistsError(f"HTML page {str(html_path)!r} appeared while writing; use --force to replace it")
+            data = render_html(doc).encode("utf-8")
+            files.add_file(html_path, lambda fh: fh.write(data), what="HTML page")
+        files.commit()
     return doc

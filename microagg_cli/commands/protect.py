@@ -57,7 +57,7 @@ def methods_text() -> str:
                    "unless it is passed through, dropped or protected with --columns.")
 @click.option("-r", "--report", default=None, metavar="FILE.json",
               help="Write the JSON report here ('-' = stdout).")
-@click.option("--stat", default="mean", show_default=True, metavar="mean|median|trimmed:P",
+@click.option("--stat", default="mean", show_default=True, metavar="mean|median|trimmed:P|onestep",
               help="Statistic replacing each group's values.")
 @click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of randomised methods; same seed, same output, byte for byte.")
