@@ -141,7 +141,7 @@ def test_debug_shows_traceback_for_bugs(small_csv, tmp_path, monkeypatch):
 ERROR_CASES = {
     "missing file": (["protect", "{tmp}/nope.csv", "-o", "{tmp}/o.csv", "-k", "3"], 3, "does not exist"),
     "k too small": (["protect", "{small}", "-o", "{tmp}/o.csv", "-k", "1", "--drop", "id,name"], 2, "k must"),
-    "k above n": (["protect", "{small}", "-o", "{tmp}/o.csv", "-k", "7", "--drop", "id,name"], 4, "fewer than k=7"),
+    "k above n": (["protect", "{small}", "-o", "{tmp}/o.csv", "-k", "7", "--drop", "id,name"], 4, "k=7 exceeds the"),
     "no k": (["protect", "{small}", "-o", "{tmp}/o.csv", "--drop", "id,name"], 2, "k is required"),
     "unknown column": (["protect", "{small}", "-o", "{tmp}/o.csv", "-k", "2", "--columns", "x,zz"], 3, "'zz'"),
     "column twice": (["protect", "{small}", "-o", "{tmp}/o.csv", "-k", "2", "--columns", "x,x"], 2, "twice"),
