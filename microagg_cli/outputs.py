@@ -227,41 +227,40 @@ class OutputSet:
     def add_file(self, path: Path, writer: Callable[[Any], None], *, what: str = "output",
                  private: bool = False) -> None:
         """Write ``writer(fh)`` (binary) into a temporary file beside ``path``."""
-        tmp = self._new_temp(path, what, folder=False)
-        try:
+
+        def fill(tmp: Path) -> None:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 writer(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.chmod(tmp, file_mode(private=private))
-        except OSError as exc:
-            _remove(tmp, False)
-            _unregister(tmp)
-            raise write_error(what, path, exc) from None
-        except BaseException:
-            _remove(tmp, False)
-            _unregister(tmp)
-            raise
-        self._staged.append((path, tmp, False, what))
+
+        self._stage(path, fill, what=what, folder=False)
 
     def add_folder(self, path: Path, builder: Callable[[Path], None], *, what: str = "output",
                    private: bool = False) -> None:
         """``builder(folder)`` fills a temporary folder beside ``path`` (a dataset directory)."""
-        tmp = self._new_temp(path, what, folder=True)
-        try:
+
+        def fill(tmp: Path) -> None:
             os.mkdir(tmp, 0o700)
             builder(tmp)
             os.chmod(tmp, file_mode(private=private, folder=True))
-        except OSError as exc:
-            _remove(tmp, True)
+
+        self._stage(path, fill, what=what, folder=True)
+
+    def _stage(self, path: Path, fill: Callable[[Path], None], *, what: str, folder: bool) -> None:
+        """``fill(tmp)`` creates the temporary file or folder; on any failure it is removed."""
+        tmp = self._new_temp(path, what, folder=folder)
+        try:
+            fill(tmp)
+        except BaseException as exc:
+            _remove(tmp, folder)
             _unregister(tmp)
-            raise write_error(what, path, exc) from None
-        except BaseException:
-            _remove(tmp, True)
-            _unregister(tmp)
+            if isinstance(exc, OSError):
+                raise write_error(what, path, exc) from None
             raise
-        self._staged.append((path, tmp, True, what))
+        self._staged.append((path, tmp, folder, what))
 
     def commit(self) -> list[Path]:
         """Rename every staged file into place; returns the targets."""
