@@ -200,7 +200,7 @@ class OutputSet:
     >>> with OutputSet(force=False) as out:
     ...     out.add_file(d / "a.txt", lambda fh: fh.write(b"a"))
     ...     out.add_file(d / "b.txt", lambda fh: fh.write(b"b"))
-    ...     out.commit()
+    ...     written = out.commit()
     >>> sorted(p.name for p in d.iterdir())
     ['a.txt', 'b.txt']
     """

@@ -569,3 +569,9 @@ def test_catalogue(tmp_path, index):
     after = {p.name: sha(p) for p in tmp_path.iterdir() if p.is_file()}
     assert after == before, (name, set(after) ^ set(before))  # nothing written, inputs untouched
     assert not [p for p in tmp_path.rglob(".*") if p.name.endswith(".tmp")]
+
+
+def test_outputs_doctest():
+    import doctest
+
+    assert doctest.testmod(outputs).failed == 0
