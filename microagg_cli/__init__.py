@@ -11,19 +11,32 @@ The public API (the ``sdc`` command line is a thin layer over it):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__
 
-from .api import compare, evaluate, protect, protect_array, protect_table  # noqa: E402
-from .blocking import Block, BlockPlan, load_plan, make_plan  # noqa: E402
-from .errors import (  # noqa: E402
-    DataError,
-    InfeasibleError,
-    InvalidParameterError,
-    PrivacyCheckError,
-    SdcError,
-    ThresholdExceeded,
-)
-from .methods import METHODS, MethodSpec, ParamSpec  # noqa: E402
+# The API is imported on first use (PEP 562), so that ``sdc --help``, ``sdc --version``
+# and shell completion do not pay for numpy, pandas, scipy and numba.
+_LAZY = {
+    "protect": "api", "evaluate": "api", "compare": "api", "protect_array": "api", "protect_table": "api",
+    "Block": "blocking", "BlockPlan": "blocking", "load_plan": "blocking", "make_plan": "blocking",
+    "DataError": "errors", "InfeasibleError": "errors", "InvalidParameterError": "errors",
+    "PrivacyCheckError": "errors", "SdcError": "errors", "ThresholdExceeded": "errors",
+    "METHODS": "methods", "MethodSpec": "methods", "ParamSpec": "methods",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__",

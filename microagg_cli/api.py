@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from . import __version__, audit
+from . import audit
+from ._version import __version__
 from .blocking import Block, BlockPlan
 from .errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
 from .io import (

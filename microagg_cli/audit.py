@@ -148,7 +148,7 @@ def _dist_version(name: str) -> str | None:
 
 def versions() -> dict[str, str | None]:
     """Versions of Python, sdc and the numerical libraries (dask when it was imported)."""
-    from . import __version__  # at call time: the package is imported by then
+    from ._version import __version__
 
     out: dict[str, str | None] = {"python": platform.python_version(), "sdc": __version__}
     for name in _DISTRIBUTIONS:

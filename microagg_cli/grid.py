@@ -55,7 +55,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import __version__, audit, threads
+from . import audit, threads
+from ._version import __version__
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
 from .errors import OutputExistsError, DataError, InfeasibleError, InvalidParameterError
 from .io import (

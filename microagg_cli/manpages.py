@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from ._version import __version__
 from .errors import EXIT_CODES
 
 __all__ = ["render_pages", "write_pages"]

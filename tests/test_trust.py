@@ -163,7 +163,8 @@ def _invalid_value(param: click.Parameter) -> str | None:
 
 
 def _every_invalid_option():
-    for name, command in cli.commands.items():
+    for name in cli.list_commands(None):
+        command = cli.get_command(None, name)
         for param in command.params:
             if isinstance(param, click.Option) and not param.is_flag and not param.count:
                 bad = _invalid_value(param)
@@ -575,3 +576,20 @@ def test_outputs_doctest():
     import doctest
 
     assert doctest.testmod(outputs).failed == 0
+
+
+def test_help_imports_no_command_and_matches_the_commands():
+    """`sdc --help` / `--version` import none of the heavy modules; the static summaries
+    are the commands' own."""
+    code = ("import sys; from microagg_cli.cli import cli; from click.testing import CliRunner; "
+            "r = CliRunner().invoke(cli, ['--help']); assert r.exit_code == 0, r.output; "
+            "heavy = [m for m in ('pandas', 'numba', 'scipy', 'pyarrow', 'microagg_cli.api') if m in sys.modules]; "
+            "print(heavy); print(r.output)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "[]"
+    from microagg_cli.commands import COMMAND_TABLE, load_command
+
+    for name, (_m, _a, summary) in COMMAND_TABLE.items():
+        assert load_command(name).get_short_help_str(limit=10000) == summary, name
+        assert name in res.stdout

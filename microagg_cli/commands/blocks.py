@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from .. import __version__, blocking
+from .. import blocking
+from .._version import __version__
 from ..errors import ThresholdExceeded
 from ._options import check_delimiter, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
