@@ -862,12 +862,13 @@ def protect(
     -------
     The report (dict), also written to ``report`` when given.
     """
+    if plan is not None and passthrough:
+        plan = plan.with_passthrough(passthrough)
     if engine is not None or scheduler is not None or (str(input) != "-" and Path(input).is_dir()):
         from .engines import protect_streaming
 
         return protect_streaming(
-            input, output, k=k, method=method, params=params, columns=columns, drop=drop,
-            plan=plan if plan is None or not passthrough else plan.with_passthrough(passthrough),
+            input, output, k=k, method=method, params=params, columns=columns, drop=drop, plan=plan,
             passthrough=passthrough,
             report=report, seed=seed, stat=stat, force=force, input_format=input_format,
             output_format=output_format, strata=strata, small_strata=small_strata, weights=weights,
@@ -903,8 +904,6 @@ def protect(
         protected, dropped = resolve_columns(table, columns, drop, passthrough, roles=roles)
         plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
                                 passthrough=tuple(passthrough or ()))
-    elif passthrough:
-        plan = plan.with_passthrough(passthrough)
     if id_column is not None:
         if id_column not in table.columns:
             raise DataError(f"--id-column: no column {id_column!r} in the input")

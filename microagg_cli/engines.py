@@ -829,9 +829,6 @@ def protect_streaming(
             for name in drop_list:
                 if name not in src.columns:
                     raise DataError(f"--drop: no column {name!r} in the input (columns: {', '.join(src.columns)})")
-            for name in passthrough or []:
-                if name not in src.columns:
-                    raise DataError(f"--passthrough: no column {name!r} in the input")
             columns = [c for c in _default_columns(src, drop_list) if c not in (passthrough or [])]
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")

@@ -41,7 +41,6 @@ import json
 import logging
 import math
 import multiprocessing
-import os
 import re
 import signal
 import sys
@@ -58,7 +57,7 @@ import numpy as np
 from . import audit, threads
 from ._version import __version__
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
-from .errors import OutputExistsError, DataError, InfeasibleError, InvalidParameterError
+from .errors import DataError, InfeasibleError, InvalidParameterError
 from .io import (
     Table,
     OutputSet,
@@ -1360,16 +1359,12 @@ def compare_file(
         raise GridInterrupted(exc.rows, doc, written) from None
     doc = document(final)
     # the final output and the HTML page: one transaction
-    with OutputSet(force=True) as files:
+    with OutputSet(force=force) as files:
         if out_path is not None:
             text = _render(doc, fmt).encode("utf-8")
             # the first write honours --force; later ones replace our own partial file
-            if not (force or written_once) and out_path.exists():
-                raise OutputExistsError(f"output {str(out_path)!r} appeared while writing; use --force to replace it")
-            files.add_file(out_path, lambda fh: fh.write(text), what="output")
+            files.add_file(out_path, lambda fh: fh.write(text), what="output", force=force or written_once)
         if html_path is not None:
-            if not force and html_path.exists():
-                raise OutputExistsError(f"HTML page {str(html_path)!r} appeared while writing; use --force to replace it")
             data = render_html(doc).encode("utf-8")
             files.add_file(html_path, lambda fh: fh.write(data), what="HTML page")
         files.commit()

@@ -255,14 +255,16 @@ def numeric_columns(table: Table) -> list[str]:
 MOSTLY_NUMERIC = 0.5
 
 
-def mostly_numeric_error(table: Table, name: str) -> DataError | None:
+def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray] | None = None,
+                         ) -> DataError | None:
     """A :class:`DataError` if ``name`` is mostly but not entirely numeric, else None.
 
     The rule: at least one non-empty cell parses as a number, at least half of them
     do, and some do not. Such a column is most likely a numeric attribute with a typo,
-    and passing it through would release it in clear.
+    and passing it through would release it in clear. ``parsed``: the column's
+    :func:`column_values`, when the caller has them already.
     """
-    values, bad = column_values(table, name)
+    values, bad = parsed if parsed is not None else column_values(table, name)
     n_bad = int(bad.sum())
     if not n_bad:
         return None
@@ -306,12 +308,18 @@ def resolve_columns(
             raise InvalidParameterError(f"column {name!r} is both protected and passed through")
     if columns is None:
         exempt = set(drop) | set(passthrough) | set(roles or [])
-        for name in have:
-            if name not in exempt:
-                err = mostly_numeric_error(table, name)
+        protected = []
+        for name in have:  # each column parsed once
+            if name in drop or name in passthrough:
+                continue
+            values, bad = column_values(table, name)
+            if not bad.any():
+                if not np.isnan(values).all():
+                    protected.append(name)
+            elif name not in exempt:
+                err = mostly_numeric_error(table, name, (values, bad))
                 if err is not None:
                     raise err
-        protected = [c for c in numeric_columns(table) if c not in drop and c not in passthrough]
         if not protected:
             raise DataError("the input has no numeric column to protect; name them with --columns")
     else:

@@ -207,7 +207,7 @@ class OutputSet:
 
     def __init__(self, *, force: bool):
         self.force = force
-        self._staged: list[tuple[Path, Path, bool, str]] = []  # (target, temp, is folder, what)
+        self._staged: list[tuple[Path, Path, bool, str, bool]] = []  # (target, temp, is folder, what, force)
         self.committed = False
 
     def __enter__(self) -> "OutputSet":
@@ -225,8 +225,10 @@ class OutputSet:
         return tmp
 
     def add_file(self, path: Path, writer: Callable[[Any], None], *, what: str = "output",
-                 private: bool = False) -> None:
-        """Write ``writer(fh)`` (binary) into a temporary file beside ``path``."""
+                 private: bool = False, force: bool | None = None) -> None:
+        """Write ``writer(fh)`` (binary) into a temporary file beside ``path``.
+
+        ``force``: whether this file may replace an existing one (default: the set's)."""
 
         def fill(tmp: Path) -> None:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -236,7 +238,7 @@ class OutputSet:
                 os.fsync(fh.fileno())
             os.chmod(tmp, file_mode(private=private))
 
-        self._stage(path, fill, what=what, folder=False)
+        self._stage(path, fill, what=what, folder=False, force=force)
 
     def add_folder(self, path: Path, builder: Callable[[Path], None], *, what: str = "output",
                    private: bool = False) -> None:
@@ -247,9 +249,10 @@ class OutputSet:
             builder(tmp)
             os.chmod(tmp, file_mode(private=private, folder=True))
 
-        self._stage(path, fill, what=what, folder=True)
+        self._stage(path, fill, what=what, folder=True, force=None)
 
-    def _stage(self, path: Path, fill: Callable[[Path], None], *, what: str, folder: bool) -> None:
+    def _stage(self, path: Path, fill: Callable[[Path], None], *, what: str, folder: bool,
+               force: bool | None) -> None:
         """``fill(tmp)`` creates the temporary file or folder; on any failure it is removed."""
         tmp = self._new_temp(path, what, folder=folder)
         try:
@@ -260,18 +263,18 @@ class OutputSet:
             if isinstance(exc, OSError):
                 raise write_error(what, path, exc) from None
             raise
-        self._staged.append((path, tmp, folder, what))
+        self._staged.append((path, tmp, folder, what, self.force if force is None else force))
 
     def commit(self) -> list[Path]:
         """Rename every staged file into place; returns the targets."""
         with COMMIT_LOCK:
-            for path, _tmp, folder, what in self._staged:
-                if (path.exists() or path.is_symlink()) and not self.force:
+            for path, _tmp, _folder, what, force in self._staged:
+                if (path.exists() or path.is_symlink()) and not force:
                     raise OutputExistsError(f"{what} {str(path)!r} appeared while writing; use --force to replace it")
             old_dirs = []
             _COMMIT_STATE["depth"] += 1
             try:
-                for path, tmp, folder, what in self._staged:
+                for path, tmp, folder, what, _force in self._staged:
                     if folder and (path.exists() or path.is_symlink()):
                         old = _temp_name(path)
                         _register(old, True)
@@ -296,7 +299,7 @@ class OutputSet:
 
     def discard(self) -> None:
         """Remove every staged temporary file (no target is touched)."""
-        for _path, tmp, folder, _what in self._staged:
+        for _path, tmp, folder, _what, _force in self._staged:
             _remove(tmp, folder)
             _unregister(tmp)
         self._staged.clear()
