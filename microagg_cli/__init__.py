@@ -16,7 +16,7 @@ from ._version import __version__
 # The API is imported on first use (PEP 562), so that ``sdc --help``, ``sdc --version``
 # and shell completion do not pay for numpy, pandas, scipy and numba.
 _LAZY = {
-    "protect": "api", "evaluate": "api", "compare": "api", "protect_array": "api", "protect_table": "api",
+    "protect": "api", "evaluate": "api", "compare": "api", "protect_array": "protection", "protect_table": "protection",
     "Block": "blocking", "BlockPlan": "blocking", "load_plan": "blocking", "make_plan": "blocking",
     "DataError": "errors", "InfeasibleError": "errors", "InvalidParameterError": "errors",
     "PrivacyCheckError": "errors", "SdcError": "errors", "ThresholdExceeded": "errors",

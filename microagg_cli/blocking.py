@@ -78,20 +78,16 @@ import json
 import logging
 import math
 import re
-import time
 import tomllib
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import audit
 from .errors import DataError, InvalidParameterError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .io import Table
 
 __all__ = [
     "Block",
@@ -108,14 +104,9 @@ __all__ = [
     "make_plan",
     "block_mean_abs_corr",
     "plan_mean_abs_corr",
-    "scenario_subsets",
-    "scenario_risk",
-    "evaluate_plan",
-    "recommend_plan",
-    "propose_plans",
     "plan_comment",
     "block_notes",
-    "kprime_warnings",
+    "check_k_option",
     "BLOCKS_SCHEMA_VERSION",
 ]
 
@@ -1008,316 +999,10 @@ def plan_mean_abs_corr(X: np.ndarray, names: Sequence[str], plan: BlockPlan) -> 
 # ----------------------------------------------------------- evaluation (k')
 
 
-def scenario_subsets(p: int, *, max_known: int | None = None, seed: int = 0) -> list[tuple[int, ...]]:
-    """Intruder scenarios (sets of attribute positions) of at most ``max_known`` attributes.
-
-    The defaults of :mod:`microagg_cli.metrics.scenarios`: every non-empty subset when
-    p <= 10, else a seeded sample of 512 stratified by size. With ``max_known``: every
-    subset of at most ``max_known`` attributes when there are at most 512 of them,
-    else the default sample restricted to those sizes.
-    """
-    from .metrics.scenarios import all_subsets, default_scenarios
-
-    if max_known is None or max_known >= p:
-        return default_scenarios(p, rng=np.random.default_rng(int(seed)))[0]
-    top = max(1, int(max_known))
-    if p <= 10 or sum(math.comb(p, s) for s in range(1, top + 1)) <= 512:
-        return [c for s in range(1, top + 1) for c in combinations(range(p), s)] if p > 10 else [
-            c for c in all_subsets(p) if len(c) <= top]
-    sample = default_scenarios(p, rng=np.random.default_rng(int(seed)))[0]
-    return [c for c in sample if len(c) <= top]
-
-
-def scenario_risk(
-    Xp: np.ndarray,
-    plan: BlockPlan,
-    k: int,
-    *,
-    max_known: int | None = None,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """k' per intruder scenario, summarised by blocks touched (1G, 2G, ...).
-
-    ``Xp`` holds the protected columns in ``plan.columns`` order; k' per scenario is
-    :func:`metrics.risk.real_anonymity`. Returns
-    ``{"scenarios": count, "labels": {"1G": summary, ...}, "by_known": {"1": summary,
-    ...}, "worst": summary}``; a summary gives the number of scenarios, the mean and
-    worst k' (``k_prime_mean``, ``k_prime_worst``), the worst k_min, the mean share of
-    records in classes below k and the attributes of the worst scenario
-    (``worst_known``). Summaries come from :func:`metrics.scenarios.summarize`.
-    """
-    from .metrics.risk import real_anonymity
-    from .metrics.scenarios import scenario_label, summarize
-
-    names = plan.columns
-    block_of = plan.block_of()
-    blocks: list[list[int]] = [[] for _ in plan.blocks]
-    for j, c in enumerate(names):
-        blocks[block_of[c]].append(j)
-    Xp = np.asarray(Xp, dtype=np.float64)
-    subsets = scenario_subsets(len(names), max_known=max_known, seed=seed)
-    values = [real_anonymity(Xp, s, k=k) for s in subsets]
-    measures = {m: [v[m] for v in values] for m in ("k_prime", "k_min", "share_below_k")}
-
-    def reshape(entry: Mapping[str, Any], count: int) -> dict[str, Any]:
-        worst = entry["worst"]["k_prime"]
-        return {
-            "scenarios": count,
-            "k_prime_mean": entry["mean"]["k_prime"],
-            "k_prime_worst": worst["value"],
-            "k_min_worst": int(entry["worst"]["k_min"]["value"]),
-            "share_below_k_mean": entry["mean"]["share_below_k"],
-            "worst_known": [names[j] for j in worst["attributes"]],
-        }
-
-    by_blocks = summarize(measures, subsets, [scenario_label(s, blocks) for s in subsets])
-    by_size = summarize(measures, subsets, [f"{len(s)}K" for s in subsets])
-    return {
-        "scenarios": len(subsets),
-        "labels": {lab: reshape(e, e["scenarios"]) for lab, e in by_blocks["by_label"].items()},
-        "by_known": {lab[:-1]: reshape(e, e["scenarios"]) for lab, e in by_size["by_label"].items()},
-        "worst": reshape(by_blocks, len(subsets)),
-    }
-
-
-def evaluate_plan(
-    table: "Table",
-    plan: BlockPlan,
-    *,
-    seed: int = 0,
-    stat: str = "mean",
-    max_known: int | None = None,
-) -> dict[str, Any]:
-    """Protect ``table`` with ``plan`` in memory and measure IL_SSE and k' per scenario.
-
-    k for the share below k is the smallest k of the plan's blocks. Nothing is
-    written.
-    """
-    from .api import protect_table  # api imports this module
-    from .io import numeric_matrix
-    from .metrics import il_sse
-
-    plan.check(table.columns)
-    result = protect_table(table, plan, seed=seed, stat=stat)
-    cols = plan.columns
-    X = numeric_matrix(table, cols, allow_missing=True)
-    Xp = np.column_stack([r.values for r in result.blocks])
-    k = min(int(b.k) for b in plan.blocks if b.k is not None)
-    finite = np.isfinite(X).all(axis=1)
-    il = il_sse(X[finite], Xp[finite])
-    return {
-        "plan": plan_to_dict(plan),
-        "il_sse": il,
-        "k": k,
-        "blocks": [
-            {"name": r.block.name, "columns": list(r.block.columns), "method": r.block.method,
-             "k": r.block.k, "il_sse": r.stats.get("il_sse"), "k_prime": r.stats.get("k_prime")}
-            for r in result.blocks
-        ],
-        "risk": scenario_risk(np.where(np.isfinite(Xp), Xp, np.nan), plan, k, max_known=max_known, seed=seed),
-    }
-
-
-def recommend_plan(evaluations: Mapping[str, Mapping[str, Any]], *, max_il: float | None = None) -> str | None:
-    """The candidate with the best worst-case k' among those with IL_SSE <= ``max_il``.
-
-    k' values are compared as displayed (2 decimals); ties go to the higher mean k'
-    over the scenarios (2 decimals), then to the lower IL_SSE, then to the first
-    candidate. None when no candidate meets the bound. Without a bound on the
-    intruder's knowledge (``max_known``) the worst case is an intruder who knows every
-    attribute, where any plan of several blocks is near k' = 1.
-    """
-    best: tuple[float, float, float, int] | None = None
-    choice = None
-    for pos, (name, ev) in enumerate(evaluations.items()):
-        if max_il is not None and ev["il_sse"] > max_il:
-            continue
-        worst = ev["risk"]["worst"]
-        key = (-round(worst["k_prime_worst"], 2), -round(worst["k_prime_mean"], 2), ev["il_sse"], pos)
-        if best is None or key < best:
-            best, choice = key, name
-    return choice
-
-
-# ------------------------------------------------------------- orchestration
-
-
-def _check_k_option(k: int | None) -> None:
+def check_k_option(k: int | None) -> None:
+    """A k given as an option (None = not given) must be an integer >= 2."""
     if k is not None and (isinstance(k, bool) or int(k) != k or k < 2):
         raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
-
-
-def propose_plans(
-    input: str | Path,
-    *,
-    strategy: str | None = None,
-    size: int | None = None,
-    seed: int = 0,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    method: str = "mdav",
-    k: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    check: str | Path | None = None,
-    evaluate: bool = False,
-    recommend: bool = False,
-    max_il: float | None = None,
-    max_known: int | None = None,
-    stat: str = "mean",
-    output: str | Path | None = None,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-) -> dict[str, Any]:
-    """Propose (or check) blocking plans for a file; optionally evaluate and pick one.
-
-    The library side of ``sdc blocks``: reads ``input``, builds the candidate plans
-    (``strategy``, ``"all"`` for every strategy, or the plan file ``check``), with
-    ``evaluate`` protects the data in memory with each candidate and measures IL_SSE
-    and k' per intruder scenario (:func:`evaluate_plan`), with ``recommend`` picks the
-    candidate of best worst-case k' whose IL_SSE is at most ``max_il``
-    (:func:`recommend_plan`), and writes the chosen plan to ``output`` (``.toml`` or
-    ``.json``, atomically) when given. ``recommend`` implies ``evaluate``; ``max_il``
-    implies ``recommend``.
-
-    Returns
-    -------
-    ``{"input": fingerprint, "columns": [...], "candidates": {name: {"plan":
-    BlockPlan, "mean_abs_corr": float|None, "block_mean_abs_corr": {block: float|None},
-    "evaluation": dict|None}}, "recommended": name|None, "chosen": name|None,
-    "written": path|None}``. When a recommendation was asked for and no candidate
-    meets ``max_il``, ``recommended`` is None and nothing is written.
-    """
-    from .io import (
-        atomic_write_bytes,
-        check_output_path,
-        file_fingerprint,
-        numeric_matrix,
-        read_table,
-        resolve_columns,
-    )
-    from .methods import get_method
-
-    t0 = time.perf_counter()
-    recommend = recommend or max_il is not None
-    evaluate = evaluate or recommend
-    _check_k_option(k)
-    get_method(method)
-    if check is not None and strategy is not None:
-        raise InvalidParameterError("--check PLAN and --strategy exclude each other")
-    if check is not None and columns is not None:
-        raise InvalidParameterError("--columns cannot be combined with --check PLAN (the plan names its columns)")
-    if check is None and strategy is None:
-        strategy = "correlated"
-    if strategy is not None and strategy != "all" and strategy not in STRATEGIES:
-        raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
-    names = list(STRATEGIES) if strategy == "all" else ([strategy] if strategy else [])
-    if any(STRATEGIES[n][1] for n in names) and size is None:
-        raise InvalidParameterError(f"strategy {strategy!r} needs the block size --size S")
-    if size is not None and (isinstance(size, bool) or int(size) != size or size < 1):
-        raise InvalidParameterError(f"--size must be an integer >= 1, got {size!r}")
-    if max_known is not None and not evaluate:
-        raise InvalidParameterError("--max-known applies to --evaluate")
-    if max_known is not None and max_known < 1:
-        raise InvalidParameterError(f"--max-known must be >= 1, got {max_known!r}")
-    if strategy == "all" and not evaluate:
-        raise InvalidParameterError("--strategy all proposes several plans: add --evaluate (and --recommend)")
-    if strategy == "all" and output is not None and not recommend:
-        raise InvalidParameterError("-o with --strategy all needs --recommend (which plan to write?)")
-    if evaluate and k is None and check is None:
-        raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
-    out_path = None
-    src = None if str(input) == "-" else Path(input)
-    if output is not None:
-        if str(output) == "-":
-            raise InvalidParameterError("-o -: the plan goes to stdout when -o is not given")
-        if Path(output).suffix.lower() not in (".toml", ".json"):
-            raise InvalidParameterError(f"plan file {str(output)!r}: use a .toml or .json file")
-        out_path = check_output_path(output, force=force, inputs=(src,), what="plan file")
-        if check is not None and Path(check).resolve() == out_path.resolve():
-            raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
-
-    table = read_table(input, fmt=input_format, delimiter=delimiter)
-    candidates: dict[str, dict[str, Any]] = {}
-    if check is not None:
-        plan = load_plan(check, default_k=k, default_method=method, default_params=params).with_drop(drop)
-        plan.check(table.columns, require_k=evaluate)
-        cols = plan.columns
-        X = numeric_matrix(table, cols, allow_missing=True)
-        candidates[Path(check).name] = {"plan": plan}
-    else:
-        cols, dropped = resolve_columns(table, columns, drop)
-        X = numeric_matrix(table, cols, allow_missing=True)
-        for name in names:
-            plan = make_plan(X, cols, strategy=name, size=size, seed=seed, method=method, k=k,
-                             params=params, drop=tuple(dropped))
-            candidates[name] = {"plan": plan}
-    A = abs_correlation(X)
-    pos = {c: j for j, c in enumerate(cols)}
-    for entry in candidates.values():
-        plan = entry["plan"]
-        entry["mean_abs_corr"] = plan_mean_abs_corr(X, cols, plan)
-        entry["block_mean_abs_corr"] = {
-            b.name: block_mean_abs_corr(A, [pos[c] for c in b.columns]) for b in plan.blocks
-        }
-        entry["evaluation"] = None
-    if evaluate:
-        for entry in candidates.values():
-            entry["evaluation"] = evaluate_plan(table, entry["plan"], seed=seed, stat=stat, max_known=max_known)
-    recommended = None
-    if recommend:
-        recommended = recommend_plan({n: e["evaluation"] for n, e in candidates.items()}, max_il=max_il)
-    chosen = recommended if recommend else (next(iter(candidates)) if len(candidates) == 1 else None)
-    written = None
-    if out_path is not None and chosen is not None:
-        plan = candidates[chosen]["plan"]
-        if out_path.suffix.lower() == ".json":
-            text = plan_to_json(plan)
-        else:
-            source = table.path.name if table.path is not None else "-"
-            text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, source),
-                                block_comments=block_notes(candidates[chosen]))
-        data = text.encode("utf-8")
-        atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force, what="plan file")
-        written = str(out_path)
-    # the plan a user would apply: the recommended one, the checked one, the one proposed
-    warned = recommended if recommend else (next(iter(candidates)) if check is not None else chosen)
-    warnings = []
-    if warned is not None and candidates[warned]["evaluation"] is not None:
-        warnings = kprime_warnings(warned, candidates[warned]["evaluation"])
-    for line in warnings:
-        log.warning("%s", line)
-    return {
-        "input": file_fingerprint(table.path),
-        "columns": cols,
-        "candidates": candidates,
-        "recommended": recommended,
-        "chosen": chosen,
-        "written": written,
-        "warnings": warnings,
-        "audit": audit.trail(t0, files=[audit.file_entry(output, "plan", since=t0)] if written else []),
-    }
-
-
-def kprime_warnings(name: str, evaluation: Mapping[str, Any]) -> list[str]:
-    """One line per scenario label (1G, 2G, ...) of plan ``name`` where an intruder
-    scenario has k' < k, naming the worst such scenario.
-
-    k is the smallest k of the plan's blocks (as in :func:`evaluate_plan`).
-
-    >>> ev = {"k": 5, "risk": {"labels": {
-    ...     "1G": {"scenarios": 3, "k_prime_worst": 5.0, "worst_known": ["a"]},
-    ...     "2G": {"scenarios": 4, "k_prime_worst": 1.04, "worst_known": ["a", "c"]}}}}
-    >>> kprime_warnings("cross", ev)
-    ["plan cross: k' < k = 5 for 2G intruders (worst of 4 scenarios: k' = 1.04 knowing a, c)"]
-    """
-    k = evaluation["k"]
-    out = []
-    for label, s in evaluation["risk"]["labels"].items():
-        if s["k_prime_worst"] < k:
-            out.append(f"plan {name}: k' < k = {k} for {label} intruders (worst of {s['scenarios']} "
-                       f"scenarios: k' = {s['k_prime_worst']:.2f} knowing {', '.join(s['worst_known'])})")
-    return out
 
 
 def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:

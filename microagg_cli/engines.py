@@ -51,12 +51,23 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from .blocking import Block, BlockPlan
-from .errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
+from .blocking import BlockPlan
+from .errors import DataError, InvalidParameterError, OutputExistsError
 from .audit import digesting, digesting_folder, file_entry, reproduce_entry, trail
-from .io import OutputSet, Table, check_output_path, file_mode, detect_format, numeric_matrix, resolve_columns
+from .io import (
+    OutputSet,
+    Table,
+    check_output_path,
+    detect_format,
+    file_mode,
+    missing_mask,
+    numeric_matrix,
+    resolve_columns,
+    write_json,
+)
 from .methods import get_method
-from .survey import resolve_small_strata, stratify
+from .protection import LocalRunner, ProtectResult, protect_blocks
+from .protection.table import HYGIENE_KEY, build_report, check_run, overall_stats
 
 __all__ = [
     "ENGINES",
@@ -138,6 +149,11 @@ class ParquetSource:
             frame = self.read_column(name).to_pandas()
             out[:, j] = numeric_matrix(Table(frame, "parquet", self.path), [name], allow_missing=allow_missing)[:, 0]
         return out
+
+    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, missing mask) of a stratum column, as the in-memory path sees them."""
+        table = Table(self.read_column(name).to_pandas(), "parquet", self.path)
+        return table.frame[name].to_numpy(), missing_mask(table, name)
 
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 (a dataset: of the lines ``<sha256>  <relative path>``)."""
@@ -520,69 +536,6 @@ def dask_client(
 # ------------------------------------------------------------------------ protection
 
 
-def _protect_block(
-    src: ParquetSource,
-    index: int,
-    block: Block,
-    *,
-    seed: int,
-    stat: str,
-    w: np.ndarray | None,
-    missing: str,
-    small_strata: str,
-    partition_size: int | None,
-    runner: Any,
-    progress: Callable[[int], None] | None,
-) -> tuple[Any, tuple[float, float]]:
-    """Pass 1 for one block (no strata): the block loop of
-    :func:`microagg_cli.api.protect_table`, its parts run by ``runner``."""
-    from .api import BlockResult, _block_seed, _block_stats, _il_parts, _protect_rows
-
-    X = src.numeric(list(block.columns), allow_missing=missing != "error")
-    n = X.shape[0]
-    nan = np.isnan(X)
-    grouped = ~nan.any(axis=1) if missing == "complete" else ~nan.all(axis=1)
-    del nan
-    rows_grouped = np.flatnonzero(grouped)
-    all_strata = stratify(None, rows_grouped.size)
-    spec = get_method(block.method)
-    k_rows = 1 if spec.output == "values" else block.k
-    # one stratum: the small-strata policy only looks at its size (no centroid needed)
-    resolved = resolve_small_strata(all_strata, np.zeros((rows_grouped.size, 0)), k_rows, small_strata)
-    if not resolved.members:
-        raise InfeasibleError(f"block {block.name!r}: {rows_grouped.size} record(s) to group, fewer than k={k_rows}")
-    log.info("block %s: %s, k=%d, %d x %d, streaming (%s engine)", block.name, block.method, block.k,
-             n, X.shape[1], runner.name)
-    whole = rows_grouped.size == n
-    Xg = X if whole else X[rows_grouped]
-    res = _protect_rows(
-        Xg, block, seed=_block_seed(seed, index, None), stat=stat,
-        weights=None if w is None else (w if whole else w[rows_grouped]), name=block.name,
-        partition_size=partition_size, runner=runner, progress=progress,
-    )
-    del Xg
-    if whole:
-        Xp = res.values
-    else:
-        Xp = np.full_like(X, np.nan)
-        Xp[rows_grouped] = res.values
-    labels_all = np.full(n, -1, dtype=np.int64)
-    offset = 0
-    if res.labels is not None:
-        labels_all[rows_grouped] = res.labels
-        offset = int(res.labels.max()) + 1
-    resolved_block = Block(block.name, block.columns, res.block.method, res.block.k, res.block.params)
-    stats = _block_stats(X, Xp, labels_all, grouped, [res], resolved_block, w)
-    stats["missing"] = {
-        "policy": missing,
-        "missing_cells": int(np.isnan(X).sum()),
-        "records_not_grouped": int((~grouped).sum()),
-        "records_suppressed": 0,
-    }
-    parts = _il_parts(X, Xp)
-    return BlockResult(resolved_block, Xp, labels_all if offset else None, stats), parts
-
-
 def protect_parquet(
     input: str | Path,
     output: str | Path,
@@ -594,6 +547,8 @@ def protect_parquet(
     weights: str | None = None,
     missing: str = "error",
     small_strata: str = "error",
+    strata: list[str] | None = None,
+    strata_missing: str = "error",
     id_column: str | None = None,
     engine: str = "local",
     scheduler: Any = None,
@@ -614,8 +569,9 @@ def protect_parquet(
     plan : the blocks (``plan.drop`` columns are removed from the output).
     partition_size : parts of at most this many records per block (None: one exact run
         per block, on the key columns only).
-    seed, stat, weights, missing, small_strata : as in
-        :func:`microagg_cli.api.protect_table`; strata are not supported here.
+    seed, stat, weights, missing, small_strata, strata, strata_missing : as in
+        :func:`microagg_cli.protection.protect_table` (the same block loop,
+        :func:`microagg_cli.protection.protect_blocks`, runs here).
     id_column : regenerate this identifier column (a seeded permutation of 1..n, the
         stream of ``sdc protect --regenerate-ids``).
     engine : ``"local"`` (parts in this process) or ``"dask"`` (parts as Dask tasks).
@@ -637,9 +593,6 @@ def protect_parquet(
         (``pip install 'microagg-cli[dask]'``), an unreachable scheduler.
     DataError, InfeasibleError, PrivacyCheckError : as the in-memory path.
     """
-    from .api import ProtectResult, _check_weights, _overall, build_report, check_stat
-    from .io import write_json
-
     t0 = time.perf_counter()
     if engine not in ENGINES:
         raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
@@ -647,9 +600,6 @@ def protect_parquet(
         _import_distributed()
     elif scheduler is not None:
         raise InvalidParameterError("--scheduler needs --engine dask")
-    from .api import _MISSING_POLICIES, _SMALL_STRATA_POLICIES, _resolve_params
-
-    stat = check_stat(stat)
     src = open_parquet(input)
     target = _output_target(output, output_format, src, force=force)
     rep_path = None
@@ -658,30 +608,17 @@ def protect_parquet(
                                      what="report")
         if rep_path is not None and rep_path.resolve() == target.path.resolve():
             raise InvalidParameterError("the report and the output are the same file")
-    plan.check(src.columns)
-    for block in plan.blocks:  # fail here, not on a worker after minutes
-        _resolve_params(get_method(block.method), block.params, block.columns)
-    if missing not in _MISSING_POLICIES:
-        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use {', '.join(_MISSING_POLICIES)})")
-    if small_strata not in _SMALL_STRATA_POLICIES:
-        raise InvalidParameterError(
-            f"unknown small-strata policy {small_strata!r} (use {', '.join(_SMALL_STRATA_POLICIES)})")
+    stat = check_run(src.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
+                     strata_missing=strata_missing, weights=weights, missing=missing)
     protected = set(plan.columns)
-    for role, col in (("weights", weights), ("--id-column", id_column)):
-        if col is None:
-            continue
-        if col not in src.columns:
-            raise DataError(f"{role}: no column {col!r} in the input")
-        if col in protected:
-            raise InvalidParameterError(f"{role} column {col!r} cannot also be protected")
-        if col in plan.drop:
-            raise InvalidParameterError(f"{role} column {col!r} cannot also be dropped")
+    if id_column is not None:
+        if id_column not in src.columns:
+            raise DataError(f"--id-column: no column {id_column!r} in the input")
+        if id_column in protected:
+            raise InvalidParameterError(f"--id-column column {id_column!r} cannot also be protected")
+        if id_column in plan.drop:
+            raise InvalidParameterError(f"--id-column column {id_column!r} cannot also be dropped")
     n = src.n_rows
-    w = None
-    if weights and stat != "mean":
-        raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {stat}")
-    if weights:
-        w = _check_weights(src.numeric([weights])[:, 0], n)
 
     total = n * len(plan.blocks)
     done = [0]
@@ -691,22 +628,17 @@ def protect_parquet(
         if progress is not None:
             progress(done[0], total)
 
-    results = []
-    il_parts = []
     with contextlib.ExitStack() as stack:
         if engine == "dask":
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
             runner: Any = _DaskRunner(client, description)
         else:
-            from .api import LocalRunner
-
             runner = LocalRunner()
-        for i, block in enumerate(plan.blocks):
-            res, parts = _protect_block(src, i, block, seed=seed, stat=stat, w=w, missing=missing,
-                                        small_strata=small_strata, partition_size=partition_size,
-                                        runner=runner, progress=tick)
-            results.append(res)
-            il_parts.append(parts)
+        results, il_parts = protect_blocks(
+            src, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+            strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
+            runner=runner, progress=tick,
+        )
         engine_info = runner.describe()
     engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
     engine_info["pass1_seconds"] = time.perf_counter() - t0
@@ -718,9 +650,7 @@ def protect_parquet(
     hygiene = {"rows_shuffled": False, "ids_regenerated": id_column}
     id_type = None
     if id_column is not None:
-        from .api import _HYGIENE_KEY
-
-        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_HYGIENE_KEY))
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
         ids = rng.permutation(n) + 1
         # the in-memory path writes text ids for a text column (object dtype), else integers
         as_text = src.schema.empty_table().select([id_column]).to_pandas()[id_column].dtype == object
@@ -736,7 +666,7 @@ def protect_parquet(
         raise
     engine_info["pass2_seconds"] = time.perf_counter() - t1
 
-    overall = _overall(results, il_parts)
+    overall = overall_stats(results, il_parts)
     stand_in = Table(pd.DataFrame(columns=src.columns), "parquet", None)
     result = ProtectResult(pd.DataFrame(columns=list(schema.names)), results, {}, overall)
     rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,
@@ -747,7 +677,8 @@ def protect_parquet(
         rep["output"]["files"] = len(src.files)
     rep["parameters"].update(partition_size=partition_size,
                              plan=plan.source.name if getattr(plan, "source", None) else None,
-                             strata=[], small_strata=small_strata, weights=weights, missing=missing,
+                             strata=list(strata or []), small_strata=small_strata,
+                             strata_missing=strata_missing, weights=weights, missing=missing,
                              decimal=".", engine=engine)
     rep["output_hygiene"] = hygiene
     rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
@@ -783,6 +714,7 @@ def protect_streaming(
     output_format: str | None = None,
     strata: list[str] | None = None,
     small_strata: str = "error",
+    strata_missing: str = "error",
     weights: str | None = None,
     missing: str = "error",
     shuffle_rows: bool = False,
@@ -804,7 +736,6 @@ def protect_streaming(
         _import_distributed()
     where = "--engine " + engine if engine == "dask" else "the streaming mode (--engine local or a dataset directory)"
     unsupported = [
-        ("--strata", bool(strata), "protect each stratum as its own file, or use the in-memory mode"),
         ("--shuffle-rows", shuffle_rows, "the streaming mode writes rows in input order"),
         ("--evaluate", evaluate_risk, "run sdc evaluate on the output instead"),
     ]
@@ -842,7 +773,7 @@ def protect_streaming(
             raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
     return protect_parquet(
         input, output, plan, partition_size=partition_size, seed=seed, stat=stat, weights=weights,
-        missing=missing, small_strata=small_strata, id_column=id_column if regenerate_ids else None,
-        engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
+        missing=missing, small_strata=small_strata, strata=strata, strata_missing=strata_missing,
+        id_column=id_column if regenerate_ids else None, engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
         cluster=cluster, progress=progress,
     )

@@ -35,11 +35,7 @@ up to 6 columns; else a seeded sample of 64 stratified by size): about 2 s per c
 
 from __future__ import annotations
 
-import csv
-import io as _io
-import json
 import logging
-import math
 import multiprocessing
 import re
 import signal
@@ -48,7 +44,6 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -58,6 +53,7 @@ from . import audit, threads
 from ._version import __version__
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
 from .errors import DataError, InfeasibleError, InvalidParameterError
+from .evaluation import known_positions, measure
 from .io import (
     Table,
     OutputSet,
@@ -71,6 +67,17 @@ from .io import (
     write_table,
 )
 from .methods import get_method
+from .report import attach_html, render_compare, to_json
+from .report.compare import (  # rendering lives in report/; re-exported for callers of grid
+    MEASURES,
+    print_tables,
+    render_html,
+    risk_utility_svg,
+    table_text,
+    to_csv,
+)
+from .metrics import disclosure_risk
+from .protection import protect_table
 
 __all__ = [
     "COMPARE_SCHEMA_VERSION",
@@ -91,6 +98,7 @@ __all__ = [
     "print_tables",
     "render_html",
     "run_cell",
+    "risk_utility_svg",
     "run_grid",
     "table_text",
     "to_csv",
@@ -104,27 +112,6 @@ COMPARE_SCHEMA_VERSION = "1.1"
 
 #: Default cap on the intruder scenarios evaluated per cell (see the module notes).
 DEFAULT_MAX_SCENARIOS = 64
-
-#: The headline measures of a row: (key, column heading, decimals in tables).
-MEASURES: tuple[tuple[str, str, int], ...] = (
-    ("il_sse", "IL_SSE", 4),
-    ("il_score", "IL_score", 2),
-    ("dld", "DLD", 2),
-    ("pld", "PLD", 2),
-    ("id", "ID", 2),
-    ("dr", "DR", 2),
-    ("score", "score", 2),
-    ("k_prime", "k'", 2),
-)
-
-#: Measures given per intruder-knowledge label (1G, 2G, ...): (key, heading).
-LABEL_MEASURES: tuple[tuple[str, str], ...] = (
-    ("k_prime", "k'"),
-    ("dld", "DLD"),
-    ("pld", "PLD"),
-    ("id", "ID"),
-    ("dr", "DR"),
-)
 
 _FORMULAS = {
     "il_sse": "IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 over all protected columns (Z, Z' z-scored "
@@ -535,9 +522,6 @@ def run_cell(
     means per intruder-knowledge label, warnings, the saved file's name and timings
     (``seconds``; the only entry that differs between runs).
     """
-    from .api import protect_table
-    from .metrics import disclosure_risk, evaluate_arrays
-
     warnings: list[str] = []
     plan = cell.plan.plan(cell.method, cell.k)
     names = plan.columns
@@ -550,30 +534,12 @@ def run_cell(
         Xp = np.column_stack([r.values for r in result.blocks])
         pos = {c: j for j, c in enumerate(names)}
         block_pos = [[pos[c] for c in cols] for _n, cols in cell.plan.blocks]
-        scenarios = None
-        if options.known is not None:
-            scenarios = []
-            for subset in options.known:
-                for c in subset:
-                    if c not in pos:
-                        raise InvalidParameterError(
-                            f"--known: {c!r} is not a protected column of plan {cell.plan.name!r} "
-                            f"({', '.join(names)})")
-                scenarios.append([pos[c] for c in subset])
-        p = len(names)
-        if options.max_scenarios is None:
-            max_all, sample = 10, 512
-        elif options.max_scenarios == 0:  # every subset
-            max_all, sample = p, 512
-        else:
-            sample = int(options.max_scenarios)
-            max_all = p if 2**p - 1 <= sample else 0
-        k_eval = None if cell.method.values_k else cell.k
-        m = evaluate_arrays(
-            X, Xp, blocks=block_pos, k=k_eval, scenarios=scenarios, dr_weights=options.dr_weights,
-            score_weights=options.score_weights, rng=np.random.default_rng(np.random.SeedSequence(options.seed)),
-            max_all_subsets=max_all, sample_size=sample, partition_based=spec.output == "labels",
-            per_scenario=False,
+        scenarios = known_positions(options.known, names,
+                                    what=f"a protected column of plan {cell.plan.name!r}")
+        m = measure(
+            X, Xp, block_pos, k=None if cell.method.values_k else cell.k, scenarios=scenarios,
+            max_scenarios=options.max_scenarios, seed=options.seed, dr_weights=options.dr_weights,
+            score_weights=options.score_weights, partition_based=spec.output == "labels", per_scenario=False,
         )
         t2 = time.perf_counter()
     saved = None
@@ -831,373 +797,13 @@ def build_document(
     }
 
 
-def _labels(doc: Mapping[str, Any]) -> list[str]:
-    labels = {lab for r in doc["rows"] for lab in r["by_label"]}
-    return sorted(labels, key=_label_order)
-
-
-def to_json(doc: Mapping[str, Any]) -> str:
-    """The document as JSON text (indent 2, no NaN, trailing newline)."""
-    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def _csv_value(v: Any) -> Any:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return repr(v)
-    return v
-
-
-def to_csv(doc: Mapping[str, Any]) -> str:
-    """One line per finished cell: coordinates, measures, per-label means, timings."""
-    labels = _labels(doc)
-    head = ["cell", "plan", "method", "label", "params", "k", "k_counts"]
-    head += [h for _k, h, _d in MEASURES] + ["k_min", "share_below_k", "LB_NN", "gap", "scenarios"]
-    head += [f"{h} {lab}" for lab in labels for _k, h in LABEL_MEASURES]
-    head += ["warnings", "saved", "seconds_protect", "seconds_evaluate"]
-    out = _io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(head)
-    for r in doc["rows"]:
-        line = [r["cell"], r["plan"], r["method"], r["label"],
-                ";".join(f"{k}={v}" for k, v in r["params"].items()), r["k"], r["k_counts"]]
-        line += [r[k] for k, _h, _d in MEASURES]
-        line += [r["k_min"], r["share_below_k"], r["lb_nn"], r["optimality_gap"], r["scenarios"]["count"]]
-        for lab in labels:
-            entry = r["by_label"].get(lab) or {}
-            line += [entry.get(k) for k, _h in LABEL_MEASURES]
-        line += [" | ".join(r["warnings"]), r["saved"], r["seconds"]["protect"], r["seconds"]["evaluate"]]
-        w.writerow([_csv_value(v) for v in line])
-    return out.getvalue()
-
-
-def _fmt(v: Any, digits: int = 2) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    v = float(v)
-    if not math.isfinite(v):
-        return str(v)
-    return f"{v:.{digits}f}"
-
-
-def _k_text(row: Mapping[str, Any], short: bool = False) -> str:
-    if row["k_counts"] != "values":
-        return str(row["k"])
-    return f"{row['k']} v" if short else f"{row['k']} values"
-
-
-def _table_rows(doc: Mapping[str, Any], plan: str, labels: list[str]) -> list[tuple[bool, list[str]]]:
-    """(first row of its method group, cells) for the rows of ``plan``."""
-    out = []
-    last = None
-    for r in doc["rows"]:
-        if r["plan"] != plan:
-            continue
-        first = r["label"] != last
-        last = r["label"]
-        cells = [r["label"] if first else "", _k_text(r, short=True)]
-        cells += [_fmt(r[k], d) for k, _h, d in MEASURES]
-        for lab in labels:
-            entry = r["by_label"].get(lab) or {}
-            cells += [_fmt(entry.get("k_prime")), _fmt(entry.get("dld"))]
-        cells.append(_fmt(r["seconds"]["protect"] + r["seconds"]["evaluate"], 1))
-        out.append((first, cells))
-    return out
-
-
-def _plan_labels(doc: Mapping[str, Any], plan: str) -> list[str]:
-    labels = {lab for r in doc["rows"] if r["plan"] == plan for lab in r["by_label"]}
-    labels_sorted = sorted(labels, key=_label_order)
-    return labels_sorted if len(labels_sorted) > 1 else []
-
-
-def _plan_text(plan: Mapping[str, Any], width: int = 60) -> str:
-    """``(a,b,c); (d,e)`` when short, else a count of columns and blocks."""
-    text = "; ".join("(" + ",".join(b["columns"]) + ")" for b in plan["blocks"])
-    if len(text) <= width:
-        return text
-    ncol = sum(len(b["columns"]) for b in plan["blocks"])
-    return f"{ncol} columns in {len(plan['blocks'])} block(s)"
-
-
-def rich_tables(doc: Mapping[str, Any]) -> list[Any]:
-    """One rich table per plan: method, k, then the measures (and k', DLD per label)."""
-    from rich.table import Table as RichTable
-
-    tables = []
-    for p in doc["plans"]:
-        labels = _plan_labels(doc, p["name"])
-        t = RichTable(title=f"{p['name']}: {_plan_text(p)}", title_justify="left")
-        t.add_column("method", justify="left", no_wrap=True)
-        t.add_column("k", justify="right", no_wrap=True)
-        heads = [h for _k, h, _d in MEASURES] + [f"{m} {lab}" for lab in labels for m in ("k'", "DLD")] + ["s"]
-        for h in heads:
-            t.add_column(h, justify="right", no_wrap=True, min_width=len(h))
-        rows = _table_rows(doc, p["name"], labels)
-        for i, (_first, cells) in enumerate(rows):
-            nxt_first = i + 1 < len(rows) and rows[i + 1][0]
-            t.add_row(*cells, end_section=nxt_first)
-        tables.append(t)
-    return tables
-
-
-def _footer_lines(doc: Mapping[str, Any]) -> list[str]:
-    lines = []
-    params = doc["parameters"]
-    counts = sorted({r["scenarios"]["count"] for r in doc["rows"]})
-    modes = sorted({r["scenarios"]["mode"] for r in doc["rows"]})
-    if counts:
-        lines.append(f"{doc['finished']} of {doc['cells']} cells; intruder scenarios per cell: "
-                     f"{', '.join(map(str, counts))} ({', '.join(modes)}); seed {params['seed']}.")
-    lines.append("DLD, PLD, ID: means over the scenarios (%); DR = 0.25 DLD + 0.25 PLD + 0.5 ID; "
-                 "score = 0.5 IL_score + 0.5 DR (defaults; see the JSON formulas). k': records per distinct "
-                 "protected row over all protected columns; 'k' nG', 'DLD nG': means over the scenarios "
-                 "touching n blocks.")
-    if any(r["k_counts"] == "values" for r in doc["rows"]):
-        lines.append("'v' after k: the method's k counts values per partition (mic1d), not records; "
-                     "it is not k-anonymous by construction (see k').")
-    return lines
-
-
-def print_tables(doc: Mapping[str, Any], console: Any) -> None:
-    """Print the tables and notes on a rich console."""
-    if doc.get("preset"):
-        console.print(f"preset {doc['preset']['name']}: {doc['preset']['summary']}")
-    for t in rich_tables(doc):
-        console.print(t)
-    for line in _footer_lines(doc):
-        console.print(line, markup=False, highlight=False)
-
-
-def table_text(doc: Mapping[str, Any], width: int = 200) -> str:
-    """The tables as plain text (what ``--format table -o FILE`` writes)."""
-    from rich.console import Console
-
-    console = Console(file=_io.StringIO(), width=width, record=True, color_system=None, highlight=False,
-                      soft_wrap=False)
-    print_tables(doc, console)
-    return console.export_text(styles=False)
-
-
-# --------------------------------------------------------------------------- HTML
-
-_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
-            "#7F7F7F", "#BCBD22")
-
-_CSS = """
-body { margin: 0 auto; max-width: 1200px; padding: 24px 28px 48px; color: #1d232a; background: #fff;
-       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
-h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 17px; margin: 30px 0 10px; padding-bottom: 4px; border-bottom: 1px solid #d8dee4; }
-.muted { color: #5b6670; }
-table { border-collapse: collapse; margin: 8px 0 12px; font-size: 13px; }
-th, td { border-bottom: 1px solid #d8dee4; padding: 3px 9px; text-align: right; }
-th { background: #f5f7f9; font-weight: 600; }
-td.l, th.l { text-align: left; }
-tr.group td { border-top: 2px solid #9aa4ad; }
-figure { margin: 0 0 16px; border: 1px solid #d8dee4; border-radius: 8px; padding: 8px; display: inline-block; }
-figcaption { color: #5b6670; font-size: 12px; max-width: 760px; padding: 4px 6px 0; }
-svg { display: block; max-width: 100%; height: auto; }
-footer { margin-top: 40px; color: #5b6670; font-size: 12px; border-top: 1px solid #d8dee4; padding-top: 8px; }
-"""
-
-
-def _nice_max(v: float) -> float:
-    v = max(float(v), 1e-9)
-    e = math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * 10**e >= v * (1 - 1e-12):
-            return m * 10**e
-    return 10.0 ** (e + 1)  # pragma: no cover
-
-
-def _tick(v: float) -> str:
-    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
-
-
-def _marker(shape: int, x: float, y: float, color: str, tip: str) -> str:
-    """One marker (shape by plan: circle, square, triangle, diamond, ...) with a tooltip."""
-    r = 5.5
-    title = f"<title>{escape(tip)}</title>"
-    style = f'fill="{color}" fill-opacity="0.85" stroke="#fff" stroke-width="1"'
-    s = shape % 4
-    if s == 0:
-        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" {style}>{title}</circle>'
-    if s == 1:
-        return f'<rect x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r}" height="{2 * r}" {style}>{title}</rect>'
-    if s == 2:
-        pts = f"{x:.1f},{y - r - 1:.1f} {x - r - 1:.1f},{y + r:.1f} {x + r + 1:.1f},{y + r:.1f}"
-    else:
-        pts = f"{x:.1f},{y - r - 1.5:.1f} {x + r + 1.5:.1f},{y:.1f} {x:.1f},{y + r + 1.5:.1f} {x - r - 1.5:.1f},{y:.1f}"
-    return f'<polygon points="{pts}" {style}>{title}</polygon>'
-
-
-def risk_utility_svg(doc: Mapping[str, Any], *, x_key: str = "il_sse", x_name: str = "IL_SSE",
-                     width: int = 760, height: int = 460) -> str | None:
-    """The risk-utility map as inline SVG: x = information loss, y = DR, one labelled
-    marker per cell; colour = method, shape = plan. None when no row has both values."""
-    pts = [r for r in doc["rows"] if r.get(x_key) is not None and r.get("dr") is not None]
-    if not pts:
-        return None
-    methods = list(dict.fromkeys(r["label"] for r in doc["rows"]))
-    plans = [p["name"] for p in doc["plans"]]
-    color = {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(methods)}
-    shape = {p: i for i, p in enumerate(plans)}
-    xmax = _nice_max(max(r[x_key] for r in pts) * 1.08)
-    ymax = _nice_max(max(r["dr"] for r in pts) * 1.08)
-    legend_rows = 1 + (1 if len(plans) > 1 else 0)
-    x0, y0 = 62.0, 36.0
-    w, h = width - x0 - 24.0, height - y0 - 58.0 - 18.0 * legend_rows
-    title = f"Risk-utility map: {x_name} against DR"
-
-    def px(v: float) -> float:
-        return x0 + w * v / xmax
-
-    def py(v: float) -> float:
-        return y0 + h - h * v / ymax
-
-    out = [f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="{escape(title)}">',
-           f"<title>{escape(title)}</title>",
-           "<desc>" + escape(f"one marker per cell: {x_name} (x, lower is better) and DR (y, lower is "
-                             "better); colour = method, shape = plan") + "</desc>",
-           f'<text x="{width / 2:.1f}" y="20" text-anchor="middle" font-size="14" font-weight="bold">'
-           f"{escape(title)}</text>"]
-    for i in range(6):
-        tv = xmax * i / 5
-        out.append(f'<line x1="{px(tv):.1f}" x2="{px(tv):.1f}" y1="{y0:.1f}" y2="{y0 + h:.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{px(tv):.1f}" y="{y0 + h + 15:.1f}" text-anchor="middle" font-size="10" '
-                   f'fill="#555">{_tick(tv)}</text>')
-        tv = ymax * i / 5
-        out.append(f'<line x1="{x0:.1f}" x2="{x0 + w:.1f}" y1="{py(tv):.1f}" y2="{py(tv):.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{x0 - 6:.1f}" y="{py(tv) + 4:.1f}" text-anchor="end" font-size="10" '
-                   f'fill="#555">{_tick(tv)}</text>')
-    out.append(f'<line x1="{x0:.1f}" x2="{x0:.1f}" y1="{y0:.1f}" y2="{y0 + h:.1f}" stroke="#888"/>')
-    out.append(f'<line x1="{x0:.1f}" x2="{x0 + w:.1f}" y1="{y0 + h:.1f}" y2="{y0 + h:.1f}" stroke="#888"/>')
-    out.append(f'<text x="{x0 + w / 2:.1f}" y="{y0 + h + 34:.1f}" text-anchor="middle" font-size="12">'
-               f"{escape(x_name)} (%), information loss</text>")
-    out.append(f'<text x="16" y="{y0 + h / 2:.1f}" text-anchor="middle" font-size="12" '
-               f'transform="rotate(-90 16 {y0 + h / 2:.1f})">DR (%), disclosure risk</text>')
-    xy = [(px(r[x_key]), py(r["dr"])) for r in pts]
-    for r, (x, y) in zip(pts, xy):
-        tip = (f"{r['label']}, k={_k_text(r)}, plan {r['plan']}: IL_SSE {_fmt(r['il_sse'], 4)}, "
-               f"IL_score {_fmt(r['il_score'])}, DR {_fmt(r['dr'])}, score {_fmt(r['score'])}, "
-               f"k' {_fmt(r['k_prime'])}")
-        out.append(_marker(shape[r["plan"]], x, y, color[r["label"]], tip))
-    # labels: the first of eight places around the marker that overlaps no marker,
-    # no label placed before and stays in the box (else the first place)
-    boxes: list[tuple[float, float, float, float]] = [(x - 6, y - 6, x + 6, y + 6) for x, y in xy]
-    for r, (x, y) in zip(pts, xy):
-        text = f"{r['label']} {r['k']}"
-        tw, th = 5.6 * len(text), 10.0
-        places = [(x + 8, y - 5), (x + 8, y + 13), (x - 8 - tw, y - 5), (x - 8 - tw, y + 13),
-                  (x - tw / 2, y - 10), (x - tw / 2, y + 19), (x + 8, y + 4), (x - 8 - tw, y + 4)]
-        chosen = places[0] if x + 8 + tw <= x0 + w else places[2]
-        for lx, ly in places:
-            box = (lx, ly - th + 2, lx + tw, ly + 2)
-            inside = box[0] >= x0 and box[2] <= x0 + w + 20 and box[1] >= y0 - 4 and box[3] <= y0 + h
-            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
-                                  for b in boxes):
-                chosen = (lx, ly)
-                break
-        lx, ly = chosen
-        boxes.append((lx, ly - th + 2, lx + tw, ly + 2))
-        out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="9.5" fill="{color[r["label"]]}">'
-                   f"{escape(text)}</text>")
-    ly = height - 12.0 - 18.0 * (legend_rows - 1)
-    lx = x0
-    for m in methods:
-        out.append(f'<rect x="{lx:.1f}" y="{ly - 9:.1f}" width="11" height="11" fill="{color[m]}"/>')
-        out.append(f'<text x="{lx + 15:.1f}" y="{ly + 1:.1f}" font-size="11">{escape(m)}</text>')
-        lx += 26 + 7 * len(m)
-    if len(plans) > 1:
-        ly += 18
-        lx = x0
-        for p in plans:
-            out.append(_marker(shape[p], lx + 5, ly - 4, "#555", f"plan {p}"))
-            out.append(f'<text x="{lx + 15:.1f}" y="{ly + 1:.1f}" font-size="11">plan {escape(p)}</text>')
-            lx += 50 + 7 * len(p)
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def _html_table(head: Sequence[str], rows: Sequence[tuple[bool, Sequence[str]]], left: int = 1) -> str:
-    out = ["<table><thead><tr>"]
-    out += [f'<th class="l">{escape(h)}</th>' if i < left else f"<th>{escape(h)}</th>" for i, h in enumerate(head)]
-    out.append("</tr></thead><tbody>")
-    for i, (first, cells) in enumerate(rows):
-        cls = ' class="group"' if first and i > 0 else ""
-        out.append(f"<tr{cls}>" + "".join(
-            f'<td class="l">{escape(str(c))}</td>' if j < left else f"<td>{escape(str(c))}</td>"
-            for j, c in enumerate(cells)) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def render_html(doc: Mapping[str, Any]) -> str:
-    """One self-contained HTML page: the tables per plan and two risk-utility maps.
-
-    Inline CSS and hand-drawn inline SVG only: no script, no external reference.
-    """
-    name = doc["input"]["name"]
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8"/>',
-             f"<title>sdc compare: {escape(name)}</title>", f"<style>{_CSS}</style></head><body>",
-             f"<h1>sdc compare: {escape(name)}</h1>",
-             f'<p class="muted">{doc["input"]["rows"]} records; {doc["finished"]} of {doc["cells"]} cells'
-             f'{"" if doc["complete"] else " (interrupted: the other cells did not run)"}; '
-             f'{len(doc["methods"])} method(s), {len(doc["plans"])} plan(s); seed {doc["parameters"]["seed"]}.</p>']
-    if doc.get("preset"):
-        pr = doc["preset"]
-        parts.append(f"<p><b>Preset {escape(pr['name'])}</b>: {escape(pr['summary'])}. "
-                     f"{escape(pr['notes'])} <span class=\"muted\">Reference: {escape(pr['reference'])}.</span></p>")
-    parts.append("<h2>Risk-utility maps</h2>")
-    for key, label in (("il_sse", "IL_SSE"), ("il_score", "IL_score")):
-        svg = risk_utility_svg(doc, x_key=key, x_name=label)
-        if svg:
-            parts.append(f"<figure>{svg}<figcaption>Each marker is one cell (method, k, plan): lower left "
-                         f"is better. x = {escape(label)}, y = DR = 0.25 DLD + 0.25 PLD + 0.5 ID (means over "
-                         "the intruder scenarios). Hover a marker for its figures.</figcaption></figure>")
-    parts.append("<h2>Results</h2>")
-    for p in doc["plans"]:
-        labels = _plan_labels(doc, p["name"])
-        blocks = "; ".join("(" + ", ".join(b["columns"]) + ")" for b in p["blocks"])
-        parts.append(f"<h3>{escape(p['name'])}</h3><p class=\"muted\">{escape(p['source'])}: {escape(blocks)}</p>")
-        head = ["method", "k"] + [h for _k, h, _d in MEASURES]
-        for lab in labels:
-            head += [f"k' {lab}", f"DLD {lab}"]
-        head.append("seconds")
-        parts.append(_html_table(head, _table_rows(doc, p["name"], labels), left=1))
-    parts.append("<h2>Notes</h2><ul>")
-    for line in _footer_lines(doc):
-        parts.append(f"<li>{escape(line)}</li>")
-    for key, text in doc["formulas"].items():
-        parts.append(f"<li><code>{escape(key)}</code>: {escape(text)}</li>")
-    warn = sorted({w for r in doc["rows"] for w in r["warnings"]})
-    for w in warn:
-        parts.append(f"<li>warning: {escape(w)}</li>")
-    parts.append("</ul>")
-    parts.append(audit.audit_html(doc.get("audit")))
-    parts.append(f"<footer>sdc {escape(__version__)} (microagg-cli); input {escape(name)} "
-                 f"sha256 {escape(str(doc['input'].get('sha256')))}.</footer></body></html>")
-    return "\n".join(parts) + "\n"
-
-
 # ---------------------------------------------------------------------- the file API
 
 _FORMATS = ("table", "csv", "json")
 
 
 def _render(doc: Mapping[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return to_json(doc)
-    if fmt == "csv":
-        return to_csv(doc)
-    return table_text(doc)
+    return render_compare(doc, fmt)
 
 
 def output_format(fmt: str | None, output: str | Path | None) -> str:
@@ -1349,23 +955,25 @@ def compare_file(
     except GridInterrupted as exc:
         doc = document(exc.rows)
         written = []
+        # the page first: its size and SHA-256 go into the JSON's audit files
+        page = attach_html(doc, html, render_html(doc)) if html_path is not None and doc["finished"] else None
         if out_path is not None and doc["finished"]:
             write_output(doc)
             written.append(str(out_path))
-        if html_path is not None and doc["finished"]:
-            data = render_html(doc).encode("utf-8")
-            atomic_write_bytes(html_path, lambda fh: fh.write(data), force=force)
+        if page is not None:
+            atomic_write_bytes(html_path, lambda fh: fh.write(page), force=force)
             written.append(str(html_path))
         raise GridInterrupted(exc.rows, doc, written) from None
     doc = document(final)
-    # the final output and the HTML page: one transaction
+    # the page first (its hash goes into the output's audit trail), then the final
+    # output and the page as one transaction
+    data = attach_html(doc, html, render_html(doc)) if html_path is not None else None
     with OutputSet(force=force) as files:
         if out_path is not None:
             text = _render(doc, fmt).encode("utf-8")
             # the first write honours --force; later ones replace our own partial file
             files.add_file(out_path, lambda fh: fh.write(text), what="output", force=force or written_once)
-        if html_path is not None:
-            data = render_html(doc).encode("utf-8")
+        if html_path is not None and data is not None:
             files.add_file(html_path, lambda fh: fh.write(data), what="HTML page")
         files.commit()
     return doc

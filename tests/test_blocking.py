@@ -11,13 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLE
-from microagg_cli import api
+from microagg_cli import api, protection
 from microagg_cli.blocking import (
     Block,
     BlockPlan,
     STRATEGIES,
     abs_correlation,
-    evaluate_plan,
     load_plan,
     make_plan,
     parse_plan,
@@ -25,10 +24,9 @@ from microagg_cli.blocking import (
     plan_to_json,
     plan_to_toml,
     propose_blocks,
-    recommend_plan,
-    scenario_risk,
-    scenario_subsets,
 )
+from microagg_cli.advice import evaluate_plan, recommend_plan
+from microagg_cli.evaluation import scenario_risk, scenario_subsets
 from microagg_cli.errors import DataError, InvalidParameterError
 from microagg_cli.io import numeric_matrix, read_table
 from microagg_cli.methods import METHODS, MethodSpec
@@ -386,7 +384,7 @@ def test_census_correlated_blocking_1g_holds_k_3g_does_not(census_table):
     assert labels["1G"]["k_prime_worst"] >= 5 and labels["1G"]["k_min_worst"] >= 5
     assert labels["3G"]["k_prime_mean"] < 1.5 and labels["3G"]["k_min_worst"] == 1
     # the plan's IL_SSE is the pooled SSE/SST of its blocks
-    res = api.protect_table(census_table, plan)
+    res = protection.protect_table(census_table, plan)
     sse = sum(r.stats["sse"] for r in res.blocks)
     sst = sum(r.stats["sst"] for r in res.blocks)
     assert ev["il_sse"] == pytest.approx(100 * sse / sst)
@@ -413,8 +411,8 @@ def test_mic1d_block_takes_the_whole_block(census_table):
         Block("values", ("AGI", "FICA", "INTVAL"), "mic1d", 6, {}),
         Block("records", ("EMCONTRB", "TAXINC"), "mdav", 4, {}),
     ))
-    res = api.protect_table(census_table, plan, seed=3)
-    alone = api.protect_array(numeric_matrix(census_table, ["AGI", "FICA", "INTVAL"]), 6, method="mic1d",
+    res = protection.protect_table(census_table, plan, seed=3)
+    alone = protection.protect_array(numeric_matrix(census_table, ["AGI", "FICA", "INTVAL"]), 6, method="mic1d",
                               columns=("AGI", "FICA", "INTVAL"))
     np.testing.assert_array_equal(res.blocks[0].values, alone.values)
     assert res.blocks[0].stats["k_counts"] == "values"
@@ -432,14 +430,14 @@ def test_each_block_is_seeded_by_its_position(census_table, monkeypatch):
     monkeypatch.setitem(METHODS, "shuffled", MethodSpec("shuffled", shuffled, "random groups", "none"))
     a = Block("a", ("AGI", "FICA"), "shuffled", 4, {})
     b = Block("b", ("INTVAL", "POTHVAL"), "shuffled", 4, {})
-    res = api.protect_table(census_table, BlockPlan((a, b)), seed=11)
+    res = protection.protect_table(census_table, BlockPlan((a, b)), seed=11)
     for i, blk in enumerate((a, b)):
         X = numeric_matrix(census_table, list(blk.columns))
-        alone = api.protect_array(X, 4, method="shuffled", columns=blk.columns,
+        alone = protection.protect_array(X, 4, method="shuffled", columns=blk.columns,
                                   seed=np.random.SeedSequence(11, spawn_key=(i,)))
         np.testing.assert_array_equal(res.blocks[i].labels, alone.labels)
-    swapped = api.protect_table(census_table, BlockPlan((b, a)), seed=11)
+    swapped = protection.protect_table(census_table, BlockPlan((b, a)), seed=11)
     # block a now sits at position 1 and gets that position's stream
     assert not np.array_equal(swapped.blocks[1].labels, res.blocks[0].labels)
-    again = api.protect_table(census_table, BlockPlan((a, b)), seed=11)
+    again = protection.protect_table(census_table, BlockPlan((a, b)), seed=11)
     np.testing.assert_array_equal(again.blocks[1].labels, res.blocks[1].labels)

@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from microagg_cli import api, engines
-from microagg_cli.api import protect_table
+from microagg_cli.protection import parts
+from microagg_cli.protection import protect_table
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
 from microagg_cli.engines import open_parquet, protect_parquet
@@ -207,13 +208,25 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
         protect_parquet(src, src, PLAN, force=True)
 
 
+def test_streaming_strata_equal_the_in_memory_path(tmp_path):
+    """One block loop: strata (and their report section) are the same streamed or in memory."""
+    df = _frame(200)
+    src = tmp_path / "ds"
+    _write(df, src, files=2)
+    plan = BlockPlan.single(["a", "b"], k=3)
+    rep = protect_parquet(src, tmp_path / "o", plan, strata=["code"], small_strata="merge", seed=2)
+    res, expected = _in_memory(df, plan, strata=["code"], small_strata="merge", seed=2)
+    assert _read(tmp_path / "o").to_pydict() == expected.to_pydict()
+    assert rep["blocks"][0]["strata"] == res.blocks[0].stats["strata"]
+    _same_stats(rep["blocks"][0], res.blocks[0].stats)
+
+
 def test_cli_streaming_refuses_what_it_cannot_stream(tmp_path):
     df = _frame(200)
     src = tmp_path / "ds"
     _write(df, src, files=2)
     runner = CliRunner()
     cases = [
-        (["--strata", "code"], "--strata is not supported"),
         (["--shuffle-rows"], "--shuffle-rows is not supported"),
         (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
     ]
@@ -281,7 +294,7 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
     assert expected.select(["a", "b"]).to_pandas().value_counts().min() >= 3
 
 
-_PART_TASK = api._part_task
+_PART_TASK = parts.part_task
 
 
 def _failing_part(X, k, entropy, spawn_key, *args):
@@ -307,7 +320,7 @@ def test_cli_dask_scheduler_address_single_file(tmp_path, dask_cluster, monkeypa
     rep = json.loads((tmp_path / "d.json").read_text())
     assert rep["engine"]["scheduler"] == address and rep["blocks"][0]["partitions"]["count"] >= 6
     # a task failing on a worker fails the run with its error; nothing is written
-    monkeypatch.setattr(api, "_part_task", _failing_part)
+    monkeypatch.setattr(parts, "part_task", _failing_part)
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "e.parquet"), "--engine", "dask", "--scheduler", address])
     assert res.exit_code == 4 and "part 3 failed on a worker" in res.stderr
     assert not (tmp_path / "e.parquet").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microagg_cli.api import check_stat
+from microagg_cli.protection import check_stat
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.partition import ONESTEP_C, aggregate, onestep
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from conftest import CENSUS_LB_NN, CENSUS_MDAV_IL, SAMPLE, run_cli
-from microagg_cli import api
+from microagg_cli import api, protection
+import microagg_cli.protection.table  # noqa: F401  (LB_MAX_ROWS)
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.io import numeric_matrix, read_table
 from microagg_cli.metrics import lb_nn
@@ -23,7 +24,7 @@ def census_table():
 @pytest.mark.parametrize("k", [3, 10])
 def test_census_block_reports_the_published_bound_and_the_gap(census_table, k):
     cols = tuple(census_table.frame.columns)
-    res = api.protect_table(census_table, BlockPlan((Block("all", cols, "mdav", k, {}),)))
+    res = protection.protect_table(census_table, BlockPlan((Block("all", cols, "mdav", k, {}),)))
     st = res.blocks[0].stats
     assert round(st["il_sse"], 4) == CENSUS_MDAV_IL[k]
     assert round(st["lb_nn"], 4) == CENSUS_LB_NN[k]
@@ -35,7 +36,7 @@ def test_census_block_reports_the_published_bound_and_the_gap(census_table, k):
 def test_overall_bound_pools_the_blocks_by_their_sst(census_table):
     a = Block("a", ("AGI", "FICA", "INTVAL"), "mdav", 3, {})
     b = Block("b", ("EMCONTRB", "TAXINC"), "mdav-ls", 5, {})
-    res = api.protect_table(census_table, BlockPlan((a, b)))
+    res = protection.protect_table(census_table, BlockPlan((a, b)))
     lbs = []
     for blk, r in zip((a, b), res.blocks):
         X = numeric_matrix(census_table, list(blk.columns))
@@ -49,7 +50,7 @@ def test_overall_bound_pools_the_blocks_by_their_sst(census_table):
 def test_no_bound_for_methods_that_do_not_partition_records(census_table):
     plan = BlockPlan((Block("r", ("AGI", "FICA"), "individual-ranking", 3, {}),
                       Block("m", ("EMCONTRB", "TAXINC"), "mdav", 3, {})))
-    res = api.protect_table(census_table, plan)
+    res = protection.protect_table(census_table, plan)
     assert "lb_nn" not in res.blocks[0].stats
     assert res.blocks[1].stats["lb_nn"] is not None
     assert "lb_nn" not in res.overall  # a bound for part of the file is not one for all of it
@@ -61,15 +62,15 @@ def test_no_bound_with_missing_values(tmp_path):
     df.loc[[4, 17], "b"] = np.nan
     path = tmp_path / "m.csv"
     df.to_csv(path, index=False)
-    res = api.protect_table(read_table(path), BlockPlan((Block("x", ("a", "b", "c"), "mdav", 3, {}),)),
+    res = protection.protect_table(read_table(path), BlockPlan((Block("x", ("a", "b", "c"), "mdav", 3, {}),)),
                             missing="complete")
     assert "lb_nn" not in res.blocks[0].stats
 
 
 def test_bound_skipped_beyond_the_row_limit(census_table, monkeypatch):
-    monkeypatch.setattr(api, "LB_MAX_ROWS", 1000)
+    monkeypatch.setattr(protection.table, "LB_MAX_ROWS", 1000)
     cols = tuple(census_table.frame.columns)
-    res = api.protect_table(census_table, BlockPlan((Block("all", cols, "mdav", 3, {}),)))
+    res = protection.protect_table(census_table, BlockPlan((Block("all", cols, "mdav", 3, {}),)))
     st = res.blocks[0].stats
     assert st["lb_nn"] is None and st["optimality_gap"] is None
     assert st["lb_nn_skipped"] == "more than 1,000 records; sdc evaluate computes it"

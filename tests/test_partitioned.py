@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
-from microagg_cli.api import protect_table
+from microagg_cli.protection import protect_table
 from microagg_cli.blocking import BlockPlan
 from microagg_cli.cli import cli
 from microagg_cli.io import Table

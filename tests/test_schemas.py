@@ -11,7 +11,8 @@ import pytest
 
 from conftest import SAMPLE, run_cli, validate_report_text
 from microagg_cli import schemas
-from microagg_cli.api import EVALUATION_SCHEMA_VERSION, REPORT_SCHEMA_VERSION
+from microagg_cli.evaluation import EVALUATION_SCHEMA_VERSION
+from microagg_cli.protection.table import REPORT_SCHEMA_VERSION
 from microagg_cli.blocking import BLOCKS_SCHEMA_VERSION
 from microagg_cli.grid import COMPARE_SCHEMA_VERSION
 

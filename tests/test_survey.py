@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SAMPLE
-from microagg_cli.api import protect_table
+from microagg_cli.protection import protect_table
 from microagg_cli.blocking import BlockPlan
 from microagg_cli.cli import cli
 from microagg_cli.errors import InfeasibleError

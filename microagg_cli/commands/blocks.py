@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
-from .. import blocking
-from .._version import __version__
+from .. import blocking, report
 from ..errors import ThresholdExceeded
 from ._options import check_delimiter, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
-__all__ = ["blocks_command", "evaluation_text"]
+__all__ = ["blocks_command"]
 
 _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
 
@@ -88,7 +86,9 @@ def blocks_command(input, strategy, size, check, columns, drop, method, k, param
       sdc protect sample_data/census.csv --plan plan.toml -o protected.csv
     """
     setup_logging(quiet, verbose)
-    res = blocking.propose_plans(
+    from ..api import propose_plans
+
+    res = propose_plans(
         input, strategy=strategy, size=size, seed=seed, columns=split_names(columns),
         drop=split_names(drop), method=method, k=k, params=parse_params(params), check=check,
         evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known,
@@ -96,12 +96,15 @@ def blocks_command(input, strategy, size, check, columns, drop, method, k, param
     )
     asked_recommend = recommend or max_il is not None
     evaluated = any(c["evaluation"] is not None for c in res["candidates"].values())
+    doc = report.blocks_document(
+        res, plans={name: blocking.plan_to_dict(entry["plan"]) for name, entry in res["candidates"].items()},
+        schema_version=blocking.BLOCKS_SCHEMA_VERSION, max_il=max_il, seed=seed)
     if fmt == "json":
-        click.echo(json.dumps(_json(res, max_il=max_il, seed=seed), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     elif evaluated:
-        click.echo(evaluation_text(res, max_il=max_il), nl=False)
+        click.echo(report.evaluation_text(doc), nl=False)
     elif check is not None:
-        click.echo(_blocks_text(res), nl=False)
+        click.echo(report.blocks_text(doc), nl=False)
     elif res["written"] is None:
         name = res["chosen"]
         entry = res["candidates"][name]
@@ -109,104 +112,9 @@ def blocks_command(input, strategy, size, check, columns, drop, method, k, param
                                          block_comments=blocking.block_notes(entry)), nl=False)
     if not quiet and fmt == "text" and not evaluated and check is None:
         console = stderr_console()
-        console.print(_blocks_text(res).rstrip("\n"), markup=False)
+        console.print(report.blocks_text(doc).rstrip("\n"), markup=False)
     if res["written"] and not quiet:
         stderr_console().print(f"wrote {res['chosen']} plan to {res['written']}", markup=False)
     if asked_recommend and res["recommended"] is None:
         bound = f"IL_SSE <= {max_il:g}" if max_il is not None else "the bound"
         raise ThresholdExceeded(f"no candidate plan meets {bound}; nothing was written")
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]) + "\n"
-
-
-def _blocks_text(res: dict) -> str:
-    rows = []
-    for name, entry in res["candidates"].items():
-        for b in entry["plan"].blocks:
-            rows.append([name, b.name, b.method, _fmt(b.k), _fmt(entry["block_mean_abs_corr"][b.name]),
-                         ", ".join(b.columns)])
-    out = _table(["plan", "block", "method", "k", "mean |corr|", "columns"], rows, {3, 4})
-    for name, entry in res["candidates"].items():
-        plan = entry["plan"]
-        extra = []
-        if plan.drop:
-            extra.append(f"drop: {', '.join(plan.drop)}")
-        if plan.passthrough:
-            extra.append(f"passthrough: {', '.join(plan.passthrough)}")
-        out += f"{name}: {len(plan.blocks)} block(s), {len(plan.columns)} column(s), mean |corr| inside " \
-               f"blocks {_fmt(entry['mean_abs_corr'])}" + ("; " + "; ".join(extra) if extra else "") + "\n"
-    return out
-
-
-def evaluation_text(res: dict, *, max_il: float | None = None) -> str:
-    """The evaluation of every candidate as a plain-text table (one row per scenario label)."""
-    rows = []
-    for name, entry in res["candidates"].items():
-        ev = entry["evaluation"]
-        first = True
-        for label, s in ev["risk"]["labels"].items():
-            rows.append([
-                name if first else "", str(len(entry["plan"].blocks)) if first else "",
-                _fmt(ev["il_sse"], 4) if first else "", label, str(s["scenarios"]),
-                _fmt(s["k_prime_mean"], 2), _fmt(s["k_prime_worst"], 2), str(s["k_min_worst"]),
-                _fmt(s["share_below_k_mean"], 3),
-            ])
-            first = False
-    out = _table(["plan", "blocks", "IL_SSE", "known", "scenarios", "k' mean", "k' worst", "k_min", "<k share"],
-                 rows, {1, 2, 4, 5, 6, 7, 8})
-    out += ("known: intruder scenarios grouped by how many blocks the known attributes touch; "
-            "k' = records / distinct protected rows over the known attributes; k_min = smallest such "
-            "class (worst scenario); <k share = mean share of records in classes below k.\n")
-    for name, entry in res["candidates"].items():
-        blocks = " | ".join(f"{b.name}: {', '.join(b.columns)}" for b in entry["plan"].blocks)
-        worst = entry["evaluation"]["risk"]["worst"]
-        out += f"{name}: {blocks}; worst k' {worst['k_prime_worst']:.2f} knowing {', '.join(worst['worst_known'])}\n"
-    if res["recommended"] is not None:
-        ev = res["candidates"][res["recommended"]]["evaluation"]
-        out += (f"recommended: {res['recommended']} (worst k' {ev['risk']['worst']['k_prime_worst']:.2f}, "
-                f"IL_SSE {ev['il_sse']:.4f}" + (f" <= {max_il:g}" if max_il is not None else "") + ")\n")
-    return out
-
-
-def _json(res: dict, *, max_il: float | None, seed: int) -> dict:
-    cands = []
-    for name, entry in res["candidates"].items():
-        item = {
-            "name": name,
-            "plan": blocking.plan_to_dict(entry["plan"]),
-            "mean_abs_corr": entry["mean_abs_corr"],
-            "block_mean_abs_corr": entry["block_mean_abs_corr"],
-        }
-        if entry["evaluation"] is not None:
-            ev = entry["evaluation"]
-            item.update(il_sse=ev["il_sse"], k=ev["k"], blocks=ev["blocks"], risk=ev["risk"])
-        cands.append(item)
-    return {
-        "schema_version": blocking.BLOCKS_SCHEMA_VERSION,
-        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
-        "command": "blocks",
-        "input": res["input"],
-        "columns": res["columns"],
-        "seed": seed,
-        "max_il": max_il,
-        "candidates": cands,
-        "recommended": res["recommended"],
-        "written": res["written"],
-        "warnings": res["warnings"],
-        "audit": res["audit"],
-    }

@@ -1,0 +1,693 @@
+"""Evaluate a protected table against its original: measures, intruder scenarios, gates.
+
+The measurement side of ``sdc`` above :mod:`microagg_cli.metrics` (which computes the
+measures on matrices): choosing and matching the evaluated columns and rows, the
+intruder scenarios (one implementation for ``sdc evaluate``, ``sdc protect
+--evaluate``, ``sdc compare`` and ``sdc blocks``), the release gates and the JSON
+report of ``sdc evaluate``. The measures are those of Domingo-Ferrer & Torra (2001),
+"A quantitative comparison of disclosure control methods for microdata", and
+Mateo-Sanz, Domingo-Ferrer & Sebe (2005), "Probabilistic information loss measures in
+confidentiality protection of continuous microdata" (see :data:`microagg_cli.metrics.METRICS`).
+Nothing here reads or writes files (:func:`microagg_cli.api.evaluate` does).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._version import __version__
+from .blocking import BlockPlan
+from .errors import DataError, InvalidParameterError, ThresholdExceeded
+from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
+from .metrics import evaluate_arrays
+from .metrics.risk import real_anonymity
+from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
+from .protection import ProtectResult
+from .report import scenario_text
+
+__all__ = [
+    "EVALUATION_SCHEMA_VERSION", "Gate", "GATES", "FORMULAS", "known_positions", "scenario_sampling",
+    "scenario_subsets", "measure", "scenario_risk", "evaluate_matrices", "evaluate_tables", "check_gates",
+    "raise_for_gates", "evaluate_protected",
+]
+
+#: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
+EVALUATION_SCHEMA_VERSION = "1.1"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A release gate of ``sdc evaluate``: a threshold on one headline figure.
+
+    ``stat`` is ``"scenarios"`` for figures computed per intruder scenario (the gate
+    checks the worst scenario or the mean, see ``gate_on``) and ``"overall"`` for
+    figures that have one value.
+    """
+
+    key: str
+    option: str
+    measure: str
+    direction: str  # "max": value must be <= threshold; "min": value must be >= threshold
+    stat: str
+    field: str  # key in the risk summaries (scenario figures) or in "summary"
+
+
+#: The gates, keyed like :func:`evaluate`'s ``gates`` argument.
+GATES: dict[str, Gate] = {
+    g.key: g
+    for g in (
+        Gate("max_dld", "--max-dld", "DLD", "max", "scenarios", "dld"),
+        Gate("max_id", "--max-id", "ID", "max", "scenarios", "id"),
+        Gate("max_score", "--max-score", "score", "max", "overall", "score"),
+        Gate("min_kprime", "--min-kprime", "k'", "min", "scenarios", "k_prime"),
+        Gate("max_il", "--max-il", "IL_SSE", "max", "overall", "il_sse"),
+    )
+}
+
+FORMULAS = {
+    "il_sse": "IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 (Z, Z' z-scored with the original's "
+              "means and population sds; per block and overall = sums over blocks)",
+    "lb_nn": "LB_NN = 100 * (1/(2k)) * sum_i sum_{l=1..k-1} d^2(z_i, l-th nearest neighbour) / SST "
+             "(a lower bound on IL_SSE of any k-partition); gap = IL_SSE - LB_NN",
+    "il1s": "IL1s = mean over cells of |x - x'| / (sqrt(2) * s_j), s_j the sample sd of original column j",
+    "dld": "DLD = 100 * (links to the true record by nearest z-scored distance, ties 1/t) / n",
+    "pld": "PLD = 100 * (links to the true record by highest Fellegi-Sunter weight, EM-fitted, ties 1/t) / n",
+    "id": "ID = mean over p = 1..10 % of 100 * (original values inside the rank interval of width "
+          "p % around the protected value) / (n * |S|)",
+    "sdid": "SDID = share of records whose every protected value lies within 0.05 * sd(x'_j) of its original",
+    "k_prime": "k' = n / (number of distinct protected rows over the known attributes); k_min = smallest "
+                "class; share_below_k = share of records in classes smaller than k",
+}
+
+
+def _key_strings(table: Table, key: str, numeric: bool) -> np.ndarray:
+    """The key column as comparable strings (numbers normalised when both sides are numeric)."""
+    if numeric:
+        values, _ = column_values(table, key)
+        return np.array([format(v, ".17g") for v in values], dtype=object)
+    col = table.frame[key]
+    return np.array([("" if v is None else str(v)).strip() for v in col.tolist()], dtype=object)
+
+
+def _all_numeric(table: Table, key: str) -> bool:
+    values, bad = column_values(table, key)
+    return not bad.any() and not np.isnan(values).any()
+
+
+def _match_rows(orig: Table, prot: Table, key: str | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """Positions of the protected rows matching the original's rows (None = same order)."""
+    n_o, n_p = orig.frame.shape[0], prot.frame.shape[0]
+    if key is None:
+        if n_o != n_p:
+            raise DataError(
+                f"the original has {n_o} rows and the protected file {n_p}; rows are matched by "
+                "order, so the counts must agree (or match them by an identifier with --key COL)"
+            )
+        return None, {"by": "order"}
+    for table, what in ((orig, "original"), (prot, "protected")):
+        if key not in table.columns:
+            raise DataError(f"--key: no column {key!r} in the {what} file")
+    numeric = _all_numeric(orig, key) and _all_numeric(prot, key)
+    keys_o = _key_strings(orig, key, numeric)
+    keys_p = _key_strings(prot, key, numeric)
+    for keys, what in ((keys_o, "original"), (keys_p, "protected")):
+        empty = np.flatnonzero(keys == "")
+        if empty.size:
+            raise DataError(f"--key {key!r}: row {int(empty[0]) + 1} of the {what} file has no key")
+        index = pd.Index(keys)
+        if not index.is_unique:
+            dup = index[index.duplicated()][0]
+            count = int((keys == dup).sum())
+            raise DataError(
+                f"--key {key!r}: key {dup!r} occurs {count} times in the {what} file; keys must be unique"
+            )
+    pos = pd.Index(keys_p).get_indexer(keys_o)
+    missing = np.flatnonzero(pos < 0)
+    if missing.size:
+        raise DataError(
+            f"--key {key!r}: {missing.size} record(s) of the original have no match in the protected "
+            f"file (first: key {keys_o[missing[0]]!r})"
+        )
+    if n_p > n_o:
+        extra = np.setdiff1d(np.arange(n_p), pos)
+        raise DataError(
+            f"--key {key!r}: {extra.size} record(s) of the protected file have no match in the original "
+            f"(first: key {keys_p[extra[0]]!r})"
+        )
+    return pos.astype(np.int64), {"by": "key", "key": key}
+
+
+def _check_names(names: list[str], orig: Table, prot: Table, key: str | None, option: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InvalidParameterError(f"{option}: column {name!r} is named twice")
+        seen.add(name)
+        if key is not None and name == key:
+            raise InvalidParameterError(f"{option}: the --key column {name!r} cannot be evaluated")
+        for table, what in ((orig, "original"), (prot, "protected")):
+            if name not in table.columns:
+                shown = ", ".join(table.columns[:20]) + (", ..." if len(table.columns) > 20 else "")
+                raise DataError(f"{option}: no column {name!r} in the {what} file (columns: {shown})")
+
+
+def _columns(
+    orig: Table,
+    prot: Table,
+    order: np.ndarray | None,
+    *,
+    columns: list[str] | None,
+    key: str | None,
+    blocks: list[list[str]] | None,
+    plan: BlockPlan | None,
+) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
+    """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
+    info: dict[str, Any] = {}
+    if plan is not None:
+        if columns is not None or blocks is not None:
+            raise InvalidParameterError("--plan names the columns and blocks; drop --columns/--blocks")
+        names = list(plan.columns)
+        _check_names(names, orig, prot, key, "--plan")
+        info["selection"] = "plan"
+        return names, [(b.name, list(b.columns), b.k) for b in plan.blocks], info
+    if blocks is not None:
+        names = [c for b in blocks for c in b]
+        _check_names(names, orig, prot, key, "--blocks")
+        if columns is not None and sorted(columns) != sorted(names):
+            raise InvalidParameterError("--columns and --blocks name different columns; give one of them")
+        info["selection"] = "blocks"
+        return names, [(f"block{i + 1}", list(b), None) for i, b in enumerate(blocks)], info
+    if columns is not None:
+        _check_names(list(columns), orig, prot, key, "--columns")
+        if not columns:
+            raise InvalidParameterError("--columns: no column given")
+        info["selection"] = "given"
+        return list(columns), [("block1", list(columns), None)], info
+    # default: numeric columns of both files whose values differ between them
+    prot_numeric = set(numeric_columns(prot))
+    names, unchanged, skipped = [], [], []
+    for name in numeric_columns(orig):
+        if name == key:
+            continue
+        if name not in prot_numeric:
+            skipped.append(name)
+            continue
+        a, _ = column_values(orig, name)
+        b, _ = column_values(prot, name)
+        if order is not None:
+            b = b[order]
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        (unchanged if same.all() else names).append(name)
+    if not names:
+        raise DataError(
+            "no numeric column differs between the original and the protected file; "
+            "name the protected columns with --columns"
+        )
+    info.update(selection="numeric columns whose values differ", unchanged=unchanged,
+                not_numeric_in_protected=skipped)
+    return names, [("block1", names, None)], info
+
+
+def _partition_based(Xp: np.ndarray, block_pos: list[list[int]], k: int) -> bool:
+    """True when, in every block, each class of identical protected rows holds >= k (and >= 2)
+    records: the protected file is a k-partition, so LB_NN bounds its IL_SSE."""
+    need = max(int(k), 2)
+    for cols in block_pos:
+        _, counts = np.unique(Xp[:, cols], axis=0, return_counts=True)
+        if counts.min() < need:
+            return False
+    return True
+
+
+def _dig(d: Any, *path: Any) -> Any:
+    for step in path:
+        if d is None:
+            return None
+        d = d[step] if isinstance(d, list) else d.get(step)
+    return d
+
+
+def _summary(measures: dict[str, Any]) -> dict[str, Any]:
+    """The headline figures, flat (``jq .summary.dr``)."""
+    g = lambda *p: _dig(measures, *p)  # noqa: E731
+    return {
+        "il_sse": g("utility", "il_sse", "overall"),
+        "il_score": g("utility", "il_score", "value"),
+        "il1s": g("utility", "il1s", "value"),
+        "il_sse_raw": g("utility", "il_sse_raw", "overall"),
+        "eigen": g("utility", "eigen", "value"),
+        "robeigen": g("utility", "robeigen", "value"),
+        "lb_nn": g("utility", "optimality", "lb_nn", "overall"),
+        "optimality_gap": g("utility", "optimality", "gap", "overall"),
+        "dld": g("risk", "mean", "dld"),
+        "pld": g("risk", "mean", "pld"),
+        "id": g("risk", "mean", "id"),
+        "sdid": g("risk", "mean", "sdid"),
+        "dr": g("risk", "dr", "value"),
+        "score": g("score", "value"),
+        "k_prime": g("risk", "anonymity", "k_prime"),
+        "k_min": g("risk", "anonymity", "k_min"),
+        "share_below_k": g("risk", "anonymity", "share_below_k"),
+        "worst_dld": g("risk", "worst", "dld", "value"),
+        "worst_id": g("risk", "worst", "id", "value"),
+        "worst_k_prime": g("risk", "worst", "k_prime", "value"),
+    }
+
+
+# ----------------------------------------------------------------- intruder scenarios
+# One implementation for sdc evaluate, protect --evaluate, compare and blocks.
+
+
+def known_positions(known: Sequence[Sequence[str]] | None, names: Sequence[str], *,
+                    what: str) -> list[list[int]] | None:
+    """Explicit intruder scenarios (``--known``) as column positions in ``names``.
+
+    ``what`` names the columns a scenario may use in the error message (e.g. "an
+    evaluated column"). None stays None (the default scenarios).
+    """
+    if known is None:
+        return None
+    pos = {c: j for j, c in enumerate(names)}
+    scenarios = []
+    for subset in known:
+        for c in subset:
+            if c not in pos:
+                raise InvalidParameterError(f"--known: {c!r} is not {what} ({', '.join(names)})")
+        if len(set(subset)) != len(subset):
+            raise InvalidParameterError(f"--known {','.join(subset)}: a column is named twice")
+        scenarios.append([pos[c] for c in subset])
+    return scenarios
+
+
+def scenario_sampling(p: int, max_scenarios: int | None) -> tuple[int, int]:
+    """``(max_all_subsets, sample_size)`` of :func:`microagg_cli.metrics.evaluate_arrays`.
+
+    None: every subset up to 10 columns, else a seeded sample of 512; 0: every subset,
+    whatever the number of columns; m >= 1: every subset when there are at most m,
+    else a seeded stratified sample of m.
+    """
+    if max_scenarios is None:
+        return 10, 512
+    if isinstance(max_scenarios, bool) or int(max_scenarios) < 0:
+        raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = all), got {max_scenarios!r}")
+    sample = max(1, int(max_scenarios))
+    return (p if (int(max_scenarios) == 0 or 2**p - 1 <= sample) else 0), sample
+
+
+def scenario_subsets(p: int, *, max_known: int | None = None, seed: int = 0) -> list[tuple[int, ...]]:
+    """Intruder scenarios (sets of attribute positions) of at most ``max_known`` attributes.
+
+    The defaults of :mod:`microagg_cli.metrics.scenarios`: every non-empty subset when
+    p <= 10, else a seeded sample of 512 stratified by size. With ``max_known``: every
+    subset of at most ``max_known`` attributes when there are at most 512 of them,
+    else the default sample restricted to those sizes.
+    """
+    if max_known is None or max_known >= p:
+        return default_scenarios(p, rng=np.random.default_rng(int(seed)))[0]
+    top = max(1, int(max_known))
+    if p <= 10 or sum(math.comb(p, s) for s in range(1, top + 1)) <= 512:
+        return [c for s in range(1, top + 1) for c in combinations(range(p), s)] if p > 10 else [
+            c for c in all_subsets(p) if len(c) <= top]
+    sample = default_scenarios(p, rng=np.random.default_rng(int(seed)))[0]
+    return [c for c in sample if len(c) <= top]
+
+
+def measure(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    block_pos: list[list[int]],
+    *,
+    k: int | None,
+    scenarios: list[list[int]] | None = None,
+    max_scenarios: int | None = None,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    partition_based: bool = True,
+    per_scenario: bool = True,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Every measure of the metrics spec on two matrices: the scenario rules of ``sdc``
+    (:func:`scenario_sampling`, the run seed) around :func:`microagg_cli.metrics.evaluate_arrays`."""
+    max_all, sample = scenario_sampling(X.shape[1], max_scenarios)
+    return evaluate_arrays(
+        X, Xp, blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights,
+        score_weights=score_weights, rng=np.random.default_rng(np.random.SeedSequence(int(seed))),
+        max_all_subsets=max_all, sample_size=sample, partition_based=partition_based, progress=progress,
+        per_scenario=per_scenario,
+    )
+
+
+def scenario_risk(
+    Xp: np.ndarray,
+    plan: BlockPlan,
+    k: int,
+    *,
+    max_known: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """k' per intruder scenario of a protected plan, summarised by blocks touched (1G, 2G, ...).
+
+    ``Xp`` holds the protected columns in ``plan.columns`` order; k' per scenario is
+    :func:`metrics.risk.real_anonymity`. Returns
+    ``{"scenarios": count, "labels": {"1G": summary, ...}, "by_known": {"1": summary,
+    ...}, "worst": summary}``; a summary gives the number of scenarios, the mean and
+    worst k' (``k_prime_mean``, ``k_prime_worst``), the worst k_min, the mean share of
+    records in classes below k and the attributes of the worst scenario
+    (``worst_known``). Summaries come from :func:`metrics.scenarios.summarize`.
+    """
+    names = plan.columns
+    block_of = plan.block_of()
+    blocks: list[list[int]] = [[] for _ in plan.blocks]
+    for j, c in enumerate(names):
+        blocks[block_of[c]].append(j)
+    Xp = np.asarray(Xp, dtype=np.float64)
+    subsets = scenario_subsets(len(names), max_known=max_known, seed=seed)
+    values = [real_anonymity(Xp, s, k=k) for s in subsets]
+    measures = {m: [v[m] for v in values] for m in ("k_prime", "k_min", "share_below_k")}
+
+    def reshape(entry: Mapping[str, Any], count: int) -> dict[str, Any]:
+        worst = entry["worst"]["k_prime"]
+        return {
+            "scenarios": count,
+            "k_prime_mean": entry["mean"]["k_prime"],
+            "k_prime_worst": worst["value"],
+            "k_min_worst": int(entry["worst"]["k_min"]["value"]),
+            "share_below_k_mean": entry["mean"]["share_below_k"],
+            "worst_known": [names[j] for j in worst["attributes"]],
+        }
+
+    by_blocks = summarize(measures, subsets, [scenario_label(s, blocks) for s in subsets])
+    by_size = summarize(measures, subsets, [f"{len(s)}K" for s in subsets])
+    return {
+        "scenarios": len(subsets),
+        "labels": {lab: reshape(e, e["scenarios"]) for lab, e in by_blocks["by_label"].items()},
+        "by_known": {lab[:-1]: reshape(e, e["scenarios"]) for lab, e in by_size["by_label"].items()},
+        "worst": reshape(by_blocks, len(subsets)),
+    }
+
+
+def evaluate_matrices(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    names: list[str],
+    blocks: list[tuple[str, list[str], int | None]],
+    *,
+    k: int | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = None,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    progress: Any = None,
+    scale: str = "z",
+    bound: str = "nn",
+    time_limit: float | None = 600.0,
+) -> dict[str, Any]:
+    """The measurement part shared by ``sdc evaluate`` and ``sdc protect --evaluate``.
+
+    Parameters
+    ----------
+    X, Xp : (n, p) original and protected values of the columns ``names`` (same rows in
+        the same order, finite).
+    blocks : ``(name, columns, k)`` per block; the blocks partition ``names``.
+    k : k for the share below k and LB_NN (default: the smallest block k, else 3).
+    known : intruder scenarios as lists of column names (default: every subset, or a
+        seeded sample).
+    max_scenarios : evaluate every subset when there are at most this many, else a
+        seeded stratified sample of this size; 0 = every subset, whatever the number
+        of columns (default: every subset up to 10 columns, else 512).
+    scale : ``"z"`` (default) or ``"raw"``: the headline IL is z-scored; with
+        ``"raw"`` the summary also shows IL_SSE on the unstandardised values
+        (``measures.utility.il_sse_raw`` is always in the report).
+    bound : ``"nn"`` (default: LB_NN only) or ``"cg"``: also the certified
+        column-generation bound lb_cg (``measures.utility.cg_bound``, see
+        :func:`microagg_cli.metrics.cg_bound.cg_report`), at most ``time_limit`` s.
+
+    Returns
+    -------
+    ``{"blocks", "parameters", "formulas", "summary", "measures"}`` (JSON-ready);
+    ``measures`` is :func:`microagg_cli.metrics.evaluate_arrays`'s dict.
+    """
+    p = len(names)
+    pos = {c: j for j, c in enumerate(names)}
+    block_pos = [[pos[c] for c in cols] for _n, cols, _k in blocks]
+    k_source = "option"
+    if k is None:
+        ks = [bk for _n, _c, bk in blocks if bk is not None]
+        k, k_source = (min(ks), "plan") if ks else (3, "default")
+    if isinstance(k, bool) or int(k) != k or k < 2:
+        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+    k = int(k)
+    scenarios = known_positions(known, names, what="an evaluated column")
+    if scale not in ("z", "raw"):
+        raise InvalidParameterError(f"--scale must be z or raw, got {scale!r}")
+    max_all, sample = scenario_sampling(p, max_scenarios)
+    if bound not in ("nn", "cg"):
+        raise InvalidParameterError(f"--bound must be nn or cg, got {bound!r}")
+    if time_limit is not None and not time_limit >= 0:
+        raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {time_limit!r}")
+    partition = _partition_based(Xp, block_pos, k)
+    measures = measure(X, Xp, block_pos, k=k, scenarios=scenarios, max_scenarios=max_scenarios, seed=seed,
+                       dr_weights=dr_weights, score_weights=score_weights, partition_based=partition,
+                       progress=progress)
+    cg_summary: dict[str, Any] = {}
+    if bound == "cg":
+        from .metrics.cg_bound import cg_report  # scipy's HiGHS: loaded only when asked for
+
+        cg = cg_report(X, Xp, k, block_pos, il_sse=measures["utility"]["il_sse"],
+                       partition_based=partition, time_limit=time_limit)
+        measures["utility"]["cg_bound"] = cg
+        cg_summary = {key: cg[key]["overall"] for key in ("lb_cg", "cg_gap", "cg_status", "cg_seconds")}
+    formulas = dict(FORMULAS)
+    formulas["il_score"] = "IL_score = " + str(_dig(measures, "utility", "il_score", "formula"))
+    formulas["dr"] = measures["risk"]["dr"]["formula"]
+    formulas["score"] = measures["score"]["formula"]
+    return {
+        "blocks": [{"name": bn, "columns": list(cols), "k": bk} for bn, cols, bk in blocks],
+        "parameters": {
+            "k": k,
+            "k_source": k_source,
+            "seed": int(seed),
+            "known": [list(s) for s in known] if known is not None else None,
+            "max_scenarios": max_scenarios,
+            "scale": scale,
+            "scenario_mode": measures["risk"]["scenarios"]["mode"],
+            "scenario_count": measures["risk"]["scenarios"]["count"],
+            "dr_weights": measures["risk"]["dr"]["weights"],
+            "score_weights": measures["score"]["weights"],
+            "pld_window_share": measures["risk"]["parameters"]["pld_window_share"],
+            "id_percents": measures["risk"]["parameters"]["id_percents"],
+            "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
+            "partition_based": partition,
+            "partition_rule": "LB_NN and the optimality gap are reported when every class of identical "
+                              "protected rows in every block holds at least k records",
+        },
+        "formulas": formulas,
+        "summary": {**_summary(measures),
+                    **({} if scale == "raw" else {"il_sse_raw": None}), **cg_summary},
+        "measures": measures,
+    }
+
+
+def _complete_rows(X: np.ndarray, Xp: np.ndarray, names: list[str], missing: str) -> np.ndarray:
+    """Rows complete in both matrices (all rows when nothing is missing)."""
+    bad = np.isnan(X) | np.isnan(Xp)
+    if not bad.any():
+        return np.arange(X.shape[0])
+    if missing == "error":
+        j = int(np.flatnonzero(bad.any(axis=0))[0])
+        i = int(np.flatnonzero(bad[:, j])[0])
+        which = "original" if np.isnan(X[i, j]) else "protected"
+        raise DataError(
+            f"column {names[j]!r} has {int(bad[:, j].sum())} missing value(s) (first in row {i + 1} of "
+            f"the {which} file); use --missing complete to evaluate the complete records only"
+        )
+    rows = np.flatnonzero(~bad.any(axis=1))
+    if rows.size < 2:
+        raise DataError(f"only {rows.size} record(s) are complete in both files; nothing to evaluate")
+    return rows
+
+
+def _column_stats(values: np.ndarray) -> dict[str, Any]:
+    return {"mean": float(values.mean()), "sd": float(values.std(ddof=1)) if values.size > 1 else None,
+            "min": float(values.min()), "max": float(values.max())}
+
+
+def _gates(rep: dict[str, Any], gates: Mapping[str, float], gate_on: str) -> dict[str, Any]:
+    names = rep["columns"]["evaluated"]
+    measures = rep["measures"]
+    checks = []
+    for key, threshold in gates.items():
+        gate = GATES[key]
+        scenario = None
+        if gate.stat == "overall":
+            value, stat = rep["summary"][gate.field], "overall"
+        elif gate_on == "mean":
+            value, stat = _dig(measures, "risk", "mean", gate.field), "mean over scenarios"
+        else:
+            worst = _dig(measures, "risk", "worst", gate.field)
+            value, stat = (worst or {}).get("value"), "worst scenario"
+            if worst:
+                scenario = [names[j] for j in worst["attributes"]]
+        passed = value is not None and (value <= threshold if gate.direction == "max" else value >= threshold)
+        checks.append({
+            "option": gate.option, "measure": gate.measure, "statistic": stat,
+            "threshold": float(threshold), "value": value, "scenario": scenario, "passed": bool(passed),
+        })
+    return {"on": gate_on, "passed": all(c["passed"] for c in checks), "checks": checks}
+
+
+def _gate_message(gates: dict[str, Any], evaluated: list[str]) -> str:
+    parts = []
+    for c in gates["checks"]:
+        if c["passed"]:
+            continue
+        if c["value"] is None:
+            parts.append(f"{c['option']} {c['threshold']:g}: {c['measure']} was not computed")
+            continue
+        op = ">" if c["option"].startswith("--max") else "<"
+        where = f": {scenario_text(c['scenario'], evaluated)}" if c["scenario"] else ""
+        parts.append(f"{c['option']} {c['threshold']:g}: {c['measure']} = {c['value']:.4g} "
+                     f"({c['statistic']}{where}) {op} {c['threshold']:g}")
+    return "gate failed: " + "; ".join(parts)
+
+
+def evaluate_tables(
+    orig: Table,
+    prot: Table,
+    *,
+    columns: list[str] | None = None,
+    key: str | None = None,
+    blocks: list[list[str]] | None = None,
+    plan: BlockPlan | None = None,
+    k: int | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = None,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    gates: Mapping[str, float] | None = None,
+    gate_on: str = "worst",
+    missing: str = "error",
+    internal: bool = False,
+    progress: Any = None,
+    scale: str = "z",
+    bound: str = "nn",
+    time_limit: float | None = 600.0,
+    decimal: str = ".",
+) -> dict[str, Any]:
+    """Risk and utility of ``prot`` against ``orig`` (tables in memory): the report dict.
+
+    Matches the rows (by order, or by the identifier column ``key``), chooses the
+    evaluated columns, computes every measure of the metrics spec
+    (:func:`evaluate_matrices`) and checks the ``gates`` (the result is in
+    ``report["gates"]``; :func:`raise_for_gates` turns a failure into
+    :class:`ThresholdExceeded`). Parameters as in :func:`microagg_cli.api.evaluate`.
+    """
+    gates = check_gates(gates, gate_on)
+    if missing not in ("error", "complete"):
+        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use error or complete)")
+    order, matching = _match_rows(orig, prot, key)
+    names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan)
+    X = numeric_matrix(orig, names, allow_missing=True)
+    Xp = numeric_matrix(prot, names, allow_missing=True)
+    if order is not None:
+        Xp = Xp[order]
+    rows = _complete_rows(X, Xp, names, missing)
+    X, Xp = X[rows], Xp[rows]
+    section = evaluate_matrices(
+        X, Xp, names, blist, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
+        dr_weights=dr_weights, score_weights=score_weights, progress=progress, scale=scale,
+        bound=bound, time_limit=time_limit,
+    )
+
+    def file_entry(table: Table) -> dict[str, Any]:
+        return {**file_fingerprint(table.path), "format": table.fmt, "rows": int(table.frame.shape[0]),
+                "columns": int(table.frame.shape[1])}
+
+    rep: dict[str, Any] = {
+        "schema_version": EVALUATION_SCHEMA_VERSION,
+        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
+        "command": "evaluate",
+        "internal": bool(internal),
+        "original": file_entry(orig),
+        "protected": file_entry(prot),
+        "matching": matching,
+        "records": {"evaluated": int(rows.size), "left_out_incomplete": int(orig.frame.shape[0] - rows.size)},
+        "columns": {"evaluated": names, **selection},
+        "blocks": section["blocks"],
+        "parameters": {
+            **section["parameters"],
+            "gate_on": gate_on,
+            "missing": missing,
+            "decimal": decimal,
+            "columns_given": list(columns) if columns is not None else None,
+            "blocks_given": [list(b) for b in blocks] if blocks is not None else None,
+            "plan": plan.source.name if plan is not None and plan.source is not None else None,
+            "key": key,
+        },
+        "formulas": section["formulas"],
+        "summary": section["summary"],
+        "measures": section["measures"],
+        "gates": None,
+    }
+    if internal:
+        rep["internal_details"] = {
+            "warning": "contains original values of protected attributes: for internal use only",
+            "columns": [
+                {"name": c, "original": _column_stats(X[:, j]), "protected": _column_stats(Xp[:, j])}
+                for j, c in enumerate(names)
+            ],
+        }
+    rep["gates"] = _gates(rep, gates, gate_on)
+    return rep
+
+
+def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> dict[str, float]:
+    """Validate gate names (keys of :data:`GATES`) and ``gate_on``; return the gates as a dict."""
+    gates = dict(gates or {})
+    for name in gates:
+        if name not in GATES:
+            raise InvalidParameterError(f"unknown gate {name!r} (known: {', '.join(GATES)})")
+    if gate_on not in ("worst", "mean"):
+        raise InvalidParameterError(f"gate_on must be 'worst' or 'mean', got {gate_on!r}")
+    return gates
+
+
+def raise_for_gates(rep: dict[str, Any]) -> None:
+    """Raise :class:`ThresholdExceeded` (with the report attached) when a gate failed."""
+    if not rep["gates"]["passed"]:
+        exc = ThresholdExceeded(_gate_message(rep["gates"], rep["columns"]["evaluated"]))
+        exc.report = rep  # type: ignore[attr-defined]
+        raise exc
+
+
+def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, seed: int = 0) -> dict[str, Any]:
+    """The risk section of ``sdc protect --evaluate``: :func:`evaluate_matrices` on the
+    protected blocks of ``result`` (rows in input order; records with a missing or
+    suppressed protected value are left out and counted)."""
+    names = list(plan.columns)
+    X = numeric_matrix(table, names, allow_missing=True)
+    Xp = np.column_stack([r.values[:, j] for r in result.blocks for j in range(len(r.block.columns))])
+    bad = np.isnan(X) | np.isnan(Xp)
+    rows = np.flatnonzero(~bad.any(axis=1))
+    if rows.size < 2:
+        raise DataError(f"only {rows.size} record(s) have every protected value; nothing to evaluate")
+    blist = [(r.block.name, list(r.block.columns), r.block.k) for r in result.blocks]
+    section = evaluate_matrices(X[rows], Xp[rows], names, blist, seed=seed)
+    section["records"] = {"evaluated": int(rows.size), "left_out_incomplete": int(X.shape[0] - rows.size)}
+    section["columns"] = names
+    return section
+
+
+# =================================================================================
+# sdc compare: method x k x plan grids. (Section owned by the compare command; the
+# work is done in :mod:`microagg_cli.grid`.)
+

@@ -1,0 +1,499 @@
+"""A table and a plan in, a protected table and per-block results out.
+
+:func:`protect_blocks` is the one block loop of ``sdc``: strata, sampling weights,
+missing-value policies, small strata, the partitioned mode and the per-block
+statistics. The in-memory path (:func:`protect_table`), the streaming engines
+(:mod:`microagg_cli.engines`, local or Dask) and the comparison grid all call it, so
+they cannot drift apart. It reads the protected columns through a
+:class:`ColumnSource` (an in-memory :class:`microagg_cli.io.Table`, or a Parquet
+file read one column at a time) and never sees the pass-through columns.
+
+Examples
+--------
+>>> import pandas as pd
+>>> from microagg_cli.blocking import BlockPlan
+>>> from microagg_cli.io import Table
+>>> frame = pd.DataFrame({"id": ["a", "b", "c", "d"], "x": ["1", "2", "10", "11"]})
+>>> res = protect_table(Table(frame, "csv", None), BlockPlan.single(["x"], k=2))
+>>> res.frame["x"].tolist(), res.frame["id"].tolist()
+([1.5, 1.5, 10.5, 10.5], ['a', 'b', 'c', 'd'])
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+import pandas as pd
+
+from .. import audit
+from .._version import __version__
+from ..blocking import Block, BlockPlan
+from ..errors import DataError, InfeasibleError, InvalidParameterError
+from ..io import Table, file_fingerprint, missing_mask, numeric_matrix
+from ..methods import get_method
+from ..metrics import lb_nn
+from ..partition import canonical_labels, size_histogram, sse, sst, zscore
+from ..survey import nan_zscore, resolve_small_strata, stratify
+from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
+from .parts import protect_rows
+
+__all__ = [
+    "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
+    "check_run", "protect_blocks", "protect_table", "il_parts", "LB_MAX_ROWS", "optimality",
+    "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
+    "REPORT_SCHEMA_VERSION", "build_report",
+]
+
+log = logging.getLogger("microagg_cli")
+
+#: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
+REPORT_SCHEMA_VERSION = "1.1"
+
+MISSING_POLICIES = ("error", "complete", "available")
+SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
+
+
+class ColumnSource(Protocol):
+    """What the block loop reads: the column names, the row count, and columns on demand."""
+
+    @property
+    def columns(self) -> list[str]: ...
+
+    @property
+    def n_rows(self) -> int: ...
+
+    def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
+        """The columns as an (n, p) float matrix, checked like :func:`microagg_cli.io.numeric_matrix`."""
+
+    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values as an object array, missing mask) of a stratum column."""
+
+
+class TableSource:
+    """A :class:`ColumnSource` over an in-memory :class:`microagg_cli.io.Table`."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    @property
+    def columns(self) -> list[str]:
+        return self.table.columns
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.table.frame.shape[0])
+
+    def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
+        return numeric_matrix(self.table, names, allow_missing=allow_missing)
+
+    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.table.frame[name].to_numpy(), missing_mask(self.table, name)
+
+
+@dataclass
+class ProtectResult:
+    """Protected table plus the report (a JSON-ready dict)."""
+
+    frame: pd.DataFrame
+    blocks: list[BlockResult]
+    report: dict[str, Any]
+    overall: dict[str, Any] = field(default_factory=dict)
+
+
+
+
+
+def check_run(
+    columns: list[str],
+    plan: BlockPlan,
+    *,
+    stat: str,
+    strata: list[str] | None,
+    small_strata: str,
+    strata_missing: str,
+    weights: str | None,
+    missing: str,
+) -> str:
+    """Check a run's options against the input's columns before any work; return the statistic.
+
+    The same checks, in the same order, for every path (in memory, streaming, Dask):
+    the plan's columns exist, the policies are known, the strata and weights columns
+    exist and are neither protected nor dropped, every block's parameters are valid.
+    """
+    plan.check(columns)
+    stat = check_stat(stat)
+    if missing not in MISSING_POLICIES:
+        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use {', '.join(MISSING_POLICIES)})")
+    if small_strata not in SMALL_STRATA_POLICIES:
+        raise InvalidParameterError(
+            f"unknown small-strata policy {small_strata!r} (use {', '.join(SMALL_STRATA_POLICIES)})")
+    if strata_missing not in ("error", "own"):
+        raise InvalidParameterError(f"unknown --strata-missing policy {strata_missing!r} (use error or own)")
+    protected = set(plan.columns)
+    for role, cols in (("strata", strata or []), ("weights", [weights] if weights else [])):
+        for c in cols:
+            if c not in columns:
+                raise DataError(f"{role}: no column {c!r} in the input")
+            if c in protected:
+                raise InvalidParameterError(f"{role} column {c!r} cannot also be protected")
+            if c in plan.drop:
+                raise InvalidParameterError(f"{role} column {c!r} cannot also be dropped")
+    if weights and stat != "mean":
+        raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {stat}")
+    for block in plan.blocks:  # fail here, not on a worker after minutes
+        resolve_params(get_method(block.method), block.params, block.columns)
+    return stat
+
+
+def protect_blocks(
+    source: ColumnSource,
+    plan: BlockPlan,
+    *,
+    seed: int = 0,
+    stat: str = "mean",
+    strata: list[str] | None = None,
+    small_strata: str = "error",
+    strata_missing: str = "error",
+    weights: str | None = None,
+    missing: str = "error",
+    partition_size: int | None = None,
+    runner: Any = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[BlockResult], list[tuple[float, float]]]:
+    """The block loop: protect every block of ``plan`` read from ``source``.
+
+    Returns the per-block results (values in input row order, NaN where a record was
+    not grouped or was suppressed) and each block's IL_SSE parts (numerator,
+    denominator; see :func:`il_parts`). ``runner`` runs the parts of the partitioned
+    mode (:class:`microagg_cli.protection.parts.LocalRunner` by default);
+    ``progress(records)`` is told the records of every finished part. Options as in
+    :func:`protect_table`.
+    """
+    stat = check_run(source.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
+                     strata_missing=strata_missing, weights=weights, missing=missing)
+    n = source.n_rows
+    w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
+    keys = [source.keys(c) for c in (strata or [])]
+    key_cols = [values for values, _ in keys]
+    strata_missing_counts = {c: int(mask.sum()) for c, (_, mask) in zip(strata or [], keys)}
+    if strata_missing == "error" and any(strata_missing_counts.values()):
+        counts = ", ".join(f"{c}: {m}" for c, m in strata_missing_counts.items() if m)
+        raise DataError(f"--strata: missing stratum values ({counts}); fix them, or give --strata-missing own "
+                        "to make the missing value a stratum of its own")
+    results: list[BlockResult] = []
+    parts: list[tuple[float, float]] = []
+    for i, block in enumerate(plan.blocks):
+        X = source.numeric(list(block.columns), allow_missing=missing != "error")
+        nan = np.isnan(X)
+        grouped = ~nan.any(axis=1) if missing == "complete" else ~nan.all(axis=1)
+        missing_cells = int(nan.sum())
+        del nan
+        rows_grouped = np.flatnonzero(grouped)
+        whole = rows_grouped.size == n
+        all_strata = stratify([c[rows_grouped] for c in key_cols] if key_cols else None, rows_grouped.size)
+        spec = get_method(block.method)
+        k_rows = 1 if spec.output == "values" else block.k
+        # the small-strata policy needs the strata's centroids only when there are several
+        Zb = (nan_zscore(X if whole else X[rows_grouped])[0] if len(all_strata.keys) > 1
+              else np.zeros((rows_grouped.size, 0)))
+        resolved = resolve_small_strata(all_strata, np.nan_to_num(Zb), k_rows, small_strata)
+        del Zb
+        if not resolved.members:
+            raise InfeasibleError(f"block {block.name!r}: {rows_grouped.size} record(s) to group, fewer than k={k_rows}")
+        log.info("block %s: %s, k=%d, %d x %d, %d stratum/strata", block.name, block.method, block.k,
+                 X.shape[0], X.shape[1], len(resolved.keys))
+        Xp: np.ndarray | None = None
+        labels_all = np.full(n, -1, dtype=np.int64)
+        per_stratum = []
+        offset = 0
+        stratum_results = []
+        for key, members in zip(resolved.keys, resolved.members):
+            rows = rows_grouped[members]
+            every = rows.size == n  # one stratum holding every record: no copies
+            sname = block.name if not strata else f"{block.name}[{'/'.join(key)}]"
+            res = protect_rows(
+                X if every else X[rows], block,
+                seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
+                stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
+                partition_size=partition_size, runner=runner, progress=progress,
+            )
+            if every:
+                Xp = res.values
+            else:
+                if Xp is None:
+                    Xp = np.full_like(X, np.nan)
+                Xp[rows] = res.values
+            if res.labels is not None:
+                labels_all[rows] = res.labels + offset
+                offset += int(res.labels.max()) + 1
+            stratum_results.append(res)
+            if strata:
+                per_stratum.append({
+                    "stratum": dict(zip(strata, key)), "rows": int(rows.size),
+                    "groups": res.stats.get("n_groups"), "il_sse": res.stats["il_sse"],
+                    "k_prime": res.stats["k_prime"],
+                })
+        assert Xp is not None
+        first = stratum_results[0]
+        resolved_block = Block(block.name, block.columns, first.block.method, first.block.k, first.block.params)
+        stats = block_stats(X, Xp, labels_all, grouped, stratum_results, resolved_block, w)
+        if strata:
+            stats["strata"] = {
+                "columns": list(strata),
+                "count": len(all_strata.keys),
+                "policy": small_strata,
+                "missing_policy": strata_missing,
+                "missing_values": strata_missing_counts,
+                "merged": [{"stratum": dict(zip(strata, a)), "into": dict(zip(strata, b))}
+                           for a, b in resolved.merged.items()],
+                "suppressed": [{"stratum": dict(zip(strata, key)),
+                                "rows": int(all_strata.members[all_strata.keys.index(key)].size)}
+                               for key in resolved.suppressed],
+                "per_stratum": per_stratum,
+            }
+        stats["missing"] = {
+            "policy": missing,
+            "missing_cells": missing_cells,
+            "records_not_grouped": int((~grouped).sum()),
+            "records_suppressed": int(sum(all_strata.members[all_strata.keys.index(key)].size
+                                          for key in resolved.suppressed)),
+        }
+        results.append(BlockResult(resolved_block, Xp, labels_all if offset else None, stats))
+        parts.append(il_parts(X, Xp))
+        del X
+    return results, parts
+
+
+def protect_table(
+    table: Table,
+    plan: BlockPlan,
+    *,
+    seed: int = 0,
+    stat: str = "mean",
+    strata: list[str] | None = None,
+    small_strata: str = "error",
+    weights: str | None = None,
+    missing: str = "error",
+    partition_size: int | None = None,
+    strata_missing: str = "error",
+    runner: Any = None,
+    progress: Callable[[int], None] | None = None,
+) -> ProtectResult:
+    """Protect every block of ``plan`` in ``table``; return the output table and stats.
+
+    Parameters
+    ----------
+    strata : columns whose value combinations are strata: groups never mix strata.
+    strata_missing : an empty or NA stratum value: ``error`` (default, exit code 3,
+        counts per column) or ``own`` (the missing value forms a stratum on purpose).
+    small_strata : policy for strata smaller than k: ``error`` (default), ``merge``
+        (join the stratum nearest in centroid), ``suppress`` (blank its protected values).
+    weights : column of positive sampling weights: group values are weighted means
+        (distances and grouping are unchanged); weighted totals are preserved.
+    missing : ``error`` (default), ``complete`` (records with a missing protected value
+        are left out of the grouping and get all protected values of the block blanked),
+        ``available`` (group on observed values; missing cells stay missing; mdav only).
+    partition_size : partitioned mode for files beyond exact reach: a block (stratum)
+        with more records is cut into locality-preserving parts of at most this many
+        records (:func:`microagg_cli.partitioning.split_indices`), each protected on its
+        own with the block's z-scaling and its own seed; the extra information loss
+        against one exact run is estimated on two neighbouring parts and reported.
+    runner, progress : see :func:`protect_blocks`.
+    """
+    results, parts = protect_blocks(
+        TableSource(table), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
+        runner=runner, progress=progress,
+    )
+    out = table.frame.drop(columns=list(plan.drop)).copy()
+    for res in results:
+        for j, col in enumerate(res.block.columns):
+            out[col] = res.values[:, j]
+    return ProtectResult(out, results, {}, overall_stats(results, parts))
+
+
+def il_parts(X: np.ndarray, Xp: np.ndarray) -> tuple[float, float]:
+    """Numerator ||Z - Z'||^2 and denominator SST of IL_SSE over cells observed in both.
+
+    Records left out of the grouping (suppressed or not grouped) are not counted.
+    """
+    Z, mean, scale = nan_zscore(X)
+    Zp = (Xp - mean) / scale
+    both = ~np.isnan(Z) & ~np.isnan(Zp)
+    dev = np.where(~np.isnan(Z), Z - np.nanmean(Z, axis=0) if (~np.isnan(Z)).any() else 0.0, 0.0)
+    return float(((Z - Zp)[both] ** 2).sum()), float((dev[both] ** 2).sum())
+
+
+#: Largest block (records) whose lower bound LB_NN a protect report computes: the exact
+#: nearest-neighbour query grows faster than MDAV on spread-out data (10 Gaussian
+#: columns, k=3: 6 s at 100,000 records against 3 s for MDAV; over 10 minutes at
+#: 1,000,000). ``sdc evaluate`` computes it for any size.
+LB_MAX_ROWS = 200_000
+
+
+def optimality(X: np.ndarray, k: int, il: float | None) -> dict[str, Any]:
+    """LB_NN of a block's records (metrics spec) and the gap IL_SSE - LB_NN.
+
+    LB_NN bounds the IL_SSE of *every* k-partition of the block's records (strata only
+    make the best achievable IL larger), so the gap is how far the method can at most
+    be from the optimum.
+    """
+    if X.shape[0] > LB_MAX_ROWS:
+        return {"lb_nn": None, "optimality_gap": None,
+                "lb_nn_skipped": f"more than {LB_MAX_ROWS:,} records; sdc evaluate computes it"}
+    lb = lb_nn(X, k)
+    return {"lb_nn": lb, "optimality_gap": None if lb is None or il is None else il - lb}
+
+
+def overall_stats(results: list[BlockResult], parts: list[tuple[float, float]]) -> dict[str, Any]:
+    """The file's IL_SSE over all blocks, with LB_NN and the gap when every block has one.
+
+    The pooled IL z-scores each block over all its records, a block's LB_NN over the
+    records it grouped: the two scales agree (and the pooled bound is valid) only when
+    no stratum was suppressed, so otherwise there is no overall bound.
+    """
+    num = sum(bn for bn, _ in parts)
+    den = sum(bd for _, bd in parts)
+    out: dict[str, Any] = {"il_sse": 100.0 * num / den if den > 0 else None, "sse": num, "sst": den}
+    lbs = [r.stats.get("lb_nn") for r in results]
+    whole = all(r.stats.get("missing", {}).get("records_suppressed", 0) == 0 for r in results)
+    if den > 0 and lbs and whole and all(lb is not None for lb in lbs):
+        out["lb_nn"] = sum(lb * bd for lb, (_, bd) in zip(lbs, parts)) / den
+        out["optimality_gap"] = out["il_sse"] - out["lb_nn"]
+    return out
+
+
+def block_stats(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    labels: np.ndarray,
+    grouped: np.ndarray,
+    parts: list[BlockResult],
+    block: Block,
+    w: np.ndarray | None,
+) -> dict[str, Any]:
+    """Block statistics over all strata, in the block's own z-scale."""
+    first = parts[0].stats
+    stats: dict[str, Any] = {}
+    rows = np.flatnonzero(grouped & ~np.isnan(Xp).all(axis=1))
+    for key in ("partitions", "partition_check"):
+        if key in first:
+            stats[key] = first[key] if len(parts) == 1 else [p.stats.get(key) for p in parts]
+    if "n_groups" in first:
+        lab = canonical_labels(labels[rows]) if rows.size else labels[rows]
+        stats["n_groups"] = sum(p.stats["n_groups"] for p in parts)
+        stats["group_size_histogram"] = {str(s): c for s, c in size_histogram(lab).items()} if rows.size else {}
+        if not np.isnan(X).any() and rows.size:
+            Z = zscore(X)[0]
+            stats["sse"] = sse(Z[rows], lab)
+            stats["sst"] = sst(Z)
+        else:
+            stats["sse"] = stats["sst"] = None
+    elif "n_groups_per_column" in first:
+        stats["n_groups_per_column"] = {c: sum(p.stats["n_groups_per_column"][c] for p in parts)
+                                        for c in block.columns}
+    Xp_rows = Xp if rows.size == Xp.shape[0] else Xp[rows]  # no copy when every row is in
+    sizes, n_classes = row_classes(Xp_rows) if rows.size else (np.array([0]), 0)
+    values_k = "k_counts" in first
+    stats.update(
+        il_sse=(il_sse_observed(X if rows.size == X.shape[0] else X[rows], Xp_rows) if rows.size else None),
+        k_prime=(rows.size / n_classes) if n_classes else None,
+        k_min=int(sizes.min()),
+        share_below_k=None if values_k else float((sizes < block.k).mean()),
+        k_anonymous=False if values_k else bool(sizes.min() >= block.k),
+        constant_columns=sorted({c for p in parts for c in p.stats["constant_columns"]}),
+        seconds=sum(p.stats["seconds"] for p in parts),
+    )
+    if values_k:
+        stats["k_counts"] = "values"
+    if stats.get("sse") is not None:
+        stats.update(optimality(X if rows.size == X.shape[0] else X[rows], block.k, stats["il_sse"]))
+    if w is not None:
+        totals = {}
+        for j, col in enumerate(block.columns):
+            ok = ~np.isnan(X[:, j])
+            before = float(np.sum(w[ok] * X[ok, j]))
+            okp = ~np.isnan(Xp[:, j])
+            after = float(np.sum(w[okp] * Xp[okp, j]))
+            totals[col] = {"before": before, "after": after,
+                           "relative_difference": (after - before) / abs(before) if before else None}
+        stats["weighted_totals"] = totals
+    return stats
+
+
+#: spawn key of the output-hygiene stream (block streams use (index,) keys < 2**20).
+HYGIENE_KEY = (2**31 - 1,)
+
+
+def output_hygiene(result: ProtectResult, *, seed: int, shuffle_rows: bool, id_column: str | None) -> dict[str, Any]:
+    """Shuffle rows and/or regenerate ids in ``result.frame`` (seeded); describe it."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
+    frame = result.frame
+    n = frame.shape[0]
+    if shuffle_rows:
+        frame = frame.iloc[rng.permutation(n)].reset_index(drop=True)
+    if id_column is not None:
+        ids = rng.permutation(n) + 1
+        frame[id_column] = ids.astype(str) if frame[id_column].dtype == object else ids
+    result.frame = frame
+    return {"rows_shuffled": bool(shuffle_rows), "ids_regenerated": id_column}
+
+
+def method_entry(name: str) -> dict[str, str]:
+    spec = get_method(name)
+    return {"name": spec.name, "summary": spec.summary, "reference": spec.reference}
+
+
+def build_report(
+    table: Table,
+    plan: BlockPlan,
+    result: ProtectResult,
+    *,
+    seed: int,
+    stat: str,
+    output: str | None,
+    seconds: float,
+) -> dict[str, Any]:
+    """The JSON report of a protect run (schema ``REPORT_SCHEMA_VERSION``).
+
+    Contains no original value of a protected attribute: only sizes, losses and
+    counts.
+    """
+    protected = plan.columns
+    passthrough = [c for c in table.columns if c not in protected and c not in plan.drop]
+    blocks = []
+    for r in result.blocks:
+        entry = {
+            "name": r.block.name,
+            "columns": list(r.block.columns),
+            "method": method_entry(r.block.method),
+            "k": r.block.k,
+            "params": dict(r.block.params),
+            "reproducibility": (audit.NOT_REPRODUCIBLE + " (time_budget)" if audit.time_bounded(r.block.params)
+                                else "same data, parameters and seed: same output"),
+        }
+        entry.update(r.stats)
+        blocks.append(entry)
+    fp = file_fingerprint(table.path)
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
+        "command": "protect",
+        "input": {**fp, "format": table.fmt, "rows": int(table.frame.shape[0]),
+                  "columns": int(table.frame.shape[1])},
+        "output": {"name": output, "rows": int(result.frame.shape[0]),
+                   "columns": int(result.frame.shape[1])},
+        "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough},
+        "parameters": {"seed": seed, "stat": stat, "distance": "euclidean on z-scored attributes (population sd)"},
+        "privacy_check": {
+            "passed": True,
+            "rule": "every class of identical protected rows in each block has at least k records",
+        },
+        "blocks": blocks,
+        "overall": dict(result.overall),
+        "timing": {"seconds": seconds},
+    }
+
