@@ -1,13 +1,13 @@
-"""Rendering of evaluation results: JSON (the source of truth), terminal, HTML.
+"""``sdc evaluate`` (and the risk section of ``sdc protect --evaluate``): terminal and HTML.
 
 Everything here reads the report dict built by :func:`microagg_cli.api.evaluate`
-(schema ``EVALUATION_SCHEMA_VERSION``) and never computes a measure. Three views:
+(schema ``EVALUATION_SCHEMA_VERSION``) and never computes a measure. Views:
 
-- :func:`to_json` -- the dict as JSON text (key order is the schema's);
-- :func:`print_summary` -- a rich summary for a terminal (stderr);
-- :func:`render_html` -- one self-contained HTML page (inline CSS, hand-drawn inline
-  SVG charts, no script, no external asset) that is also well-formed XML, so that it
-  opens offline in any browser and can be checked with an XML parser.
+- :func:`print_summary` -- a rich summary for a terminal (stderr), 80 columns;
+- :func:`print_risk_summary` -- its headline figures and risk table (also used by
+  ``sdc protect --evaluate``);
+- :func:`render_html` -- one self-contained HTML page in the one template of
+  :mod:`microagg_cli.report.html`, with hand-drawn inline SVG charts.
 
 None of the views adds data: original values of protected attributes appear only
 when the report itself holds them (``internal_details``, ``sdc evaluate --internal``).
@@ -15,18 +15,14 @@ when the report itself holds them (``internal_details``, ``sdc evaluate --intern
 
 from __future__ import annotations
 
-import json
-import math
 from html import escape
 from typing import Any, Iterable, Sequence
 
-from .audit import audit_html
+from .common import fmt, get, json_value, scenario_text
+from .html import Html, audit_section
+from .svg import COLORS, LABEL_COLORS, Svg, axes, nice_max, text_box, tick_text, ticks
 
-__all__ = ["to_json", "print_summary", "print_risk_summary", "render_html", "fmt", "scenario_text"]
-
-#: Colours of the three linkage measures in the charts (colour-blind safe, Okabe-Ito).
-_COLORS = {"dld": "#0072B2", "pld": "#E69F00", "id": "#009E73", "k_prime": "#CC79A7", "worst": "#333333"}
-_LABEL_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+__all__ = ["print_summary", "print_risk_summary", "render_html", "cg_rows"]
 
 _MEASURE_NAMES = {
     "dld": "DLD", "pld": "PLD", "id": "ID", "sdid": "SDID", "k_prime": "k'", "k_min": "k_min",
@@ -34,66 +30,33 @@ _MEASURE_NAMES = {
 }
 
 
-def to_json(rep: dict[str, Any]) -> str:
-    """The report as JSON text (indent 2, no NaN, trailing newline)."""
-    return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def fmt(value: Any, digits: int = 4) -> str:
-    """A number for display: fixed ``digits`` decimals, ``-`` for None.
-
-    >>> fmt(5.69218627), fmt(None), fmt(3), fmt(0.000012345)
-    ('5.6922', '-', '3', '1.234e-05')
-    """
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    v = float(value)
-    if not math.isfinite(v):
-        return str(v)
-    if v != 0 and abs(v) < 0.5 * 10.0 ** (-digits):  # would print as zero
-        return f"{v:.{max(digits - 1, 1)}e}"
-    return f"{v:.{digits}f}"
-
-
-def scenario_text(columns: Sequence[str], evaluated: Sequence[str], limit: int = 6) -> str:
-    """A scenario's known columns for one line of text.
-
-    >>> scenario_text(["a", "b"], ["a", "b", "c"]), scenario_text(["a", "b", "c"], ["a", "b", "c"])
-    ('a,b', 'all 3 columns')
-    >>> scenario_text(list("abcdefgh"), list("abcdefghij"), limit=3)
-    'a,b,c +5 more'
-    """
-    if len(columns) == len(evaluated) and len(columns) > 1:
-        return f"all {len(columns)} columns"
-    if len(columns) > limit:
-        return ",".join(columns[:limit]) + f" +{len(columns) - limit} more"
-    return ",".join(columns)
-
-
-def _get(d: Any, *path: Any) -> Any:
-    for step in path:
-        if d is None:
-            return None
-        if isinstance(d, list):
-            d = d[step] if isinstance(step, int) and -len(d) <= step < len(d) else None
-        else:
-            d = d.get(step)
-    return d
-
-
 def _names(rep: dict[str, Any], positions: Iterable[int] | None) -> str:
-    cols = _get(rep, "columns", "evaluated") or []
+    cols = get(rep, "columns", "evaluated") or []
     if positions is None:
         return "-"
     return ", ".join(cols[j] if 0 <= j < len(cols) else str(j) for j in positions)
 
 
 def _labels(measures: dict[str, Any]) -> list[str]:
-    return list((_get(measures, "risk", "by_label") or {}).keys())
+    return list((get(measures, "risk", "by_label") or {}).keys())
+
+
+def _pct(share: Any) -> str:
+    """A share (0.0123) as a percentage for display ('1.23 %'); '-' for None."""
+    return "-" if share is None else f"{100 * float(share):.2f} %"
+
+
+def cg_rows(section: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``--bound cg`` figures of an evaluation, or None when it was not asked for:
+    ``{"overall": (lb_cg, cg_gap, cg_status, cg_seconds), "per_block": [(...), ...]}``
+    (cg_gap is a share of IL_SSE)."""
+    cg = get(section, "measures", "utility", "cg_bound")
+    if not cg:
+        return None
+    keys = ("lb_cg", "cg_gap", "cg_status", "cg_seconds")
+    n = len(get(cg, "lb_cg", "per_block") or [])
+    return {"overall": tuple(get(cg, key, "overall") for key in keys),
+            "per_block": [tuple(get(cg, key, "per_block", i) for key in keys) for i in range(n)]}
 
 
 # ----------------------------------------------------------------------------- terminal
@@ -113,7 +76,7 @@ def _risk_table(section: dict[str, Any], title: str):
     from rich.table import Table
 
     m = section["measures"]
-    k = _get(m, "risk", "parameters", "k")
+    k = get(m, "risk", "parameters", "k")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
     for col in ("label", "count", "k'\nmean", "k'\nworst", f"share<{k}\nworst" if k else "share<k\nworst",
                 "DLD\nmean", "DLD\nworst", "PLD\nmean", "ID\nmean", "ID\nworst"):
@@ -123,12 +86,12 @@ def _risk_table(section: dict[str, Any], title: str):
         mean, worst = entry.get("mean") or {}, entry.get("worst") or {}
         table.add_row(
             name, str(entry.get("scenarios", "")), fmt(mean.get("k_prime"), 2),
-            fmt(_get(worst, "k_prime", "value"), 2), fmt(_get(worst, "share_below_k", "value"), 2),
-            fmt(mean.get("dld"), 1), fmt(_get(worst, "dld", "value"), 1), fmt(mean.get("pld"), 1),
-            fmt(mean.get("id"), 1), fmt(_get(worst, "id", "value"), 1),
+            fmt(get(worst, "k_prime", "value"), 2), fmt(get(worst, "share_below_k", "value"), 2),
+            fmt(mean.get("dld"), 1), fmt(get(worst, "dld", "value"), 1), fmt(mean.get("pld"), 1),
+            fmt(mean.get("id"), 1), fmt(get(worst, "id", "value"), 1),
         )
 
-    by_label = _get(m, "risk", "by_label") or {}
+    by_label = get(m, "risk", "by_label") or {}
     for label, entry in by_label.items():
         row(label, entry)
     risk = m["risk"]
@@ -151,7 +114,7 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
     console = console or Console(stderr=True, highlight=False)
     s = section["summary"]
     m = section["measures"]
-    k = _get(m, "risk", "parameters", "k")
+    k = get(m, "risk", "parameters", "k")
     p = m.get("p")
     head = Table(title="Headline figures", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
                  pad_edge=False)
@@ -174,15 +137,20 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
     ]
     if s.get("il_sse_raw") is not None:
         rows.insert(1, ("IL_SSE raw", fmt(s["il_sse_raw"]), "% 100 * SSE / SST on the unstandardised values"))
+    cg = cg_rows(section)
+    if cg is not None:
+        lb, gap_cg, status, secs = cg["overall"]
+        rows.insert(2, ("lb_cg", fmt(lb), f"certified lower bound (column generation, {status}, "
+                                          f"{fmt(secs, 1)} s); certified gap {_pct(gap_cg)}"))
     if s.get("eigen") is not None:
-        rows.insert(3, ("eigen", fmt(s["eigen"], 3),
+        rows.insert(4 if cg is not None else 3, ("eigen", fmt(s["eigen"], 3),
                         "sum |e - e'| / e, eigenvalues of the correlation matrix (robust: "
                         f"{fmt(s.get('robeigen'), 3)})"))
     for r in rows:
         head.add_row(*r)
     console.print(head)
     console.print(_risk_table(section, "Risk by intruder knowledge (label: blocks the known columns touch)"))
-    reason = _get(section, "measures", "risk", "pld_skipped_reason")
+    reason = get(section, "measures", "risk", "pld_skipped_reason")
     if reason:
         console.print(f"PLD not computed: {reason}")
 
@@ -200,15 +168,33 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
     print_risk_summary(rep, console)
     u = rep["measures"]["utility"]
     blocks = rep.get("blocks") or []
-    if len(blocks) > 1:
-        bt = Table(title="IL_SSE per block", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
-                   pad_edge=False)
-        for col in ("block", "columns", "IL_SSE", "LB_NN"):
-            bt.add_column(col, justify="left" if col in ("block", "columns") else "right")
+    cg = cg_rows(rep)
+    if len(blocks) > 1 or cg is not None:
+        bt = Table(title="IL_SSE per block" + (" and the certified bound" if cg is not None else ""),
+                   title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+        cols = ["block", "columns", "IL_SSE", "LB_NN"] + (["lb_cg", "cert. gap", "LP"] if cg is not None else [])
+        for col in cols:
+            bt.add_column(col, justify="left" if col in ("block", "columns", "LP") else "right",
+                          no_wrap=col != "columns")
         for i, b in enumerate(blocks):
-            bt.add_row(b["name"], ", ".join(b["columns"]), fmt(_get(u, "il_sse", "per_block", i)),
-                       fmt(_get(u, "optimality", "lb_nn", "per_block", i)))
+            row = [b["name"], ", ".join(b["columns"]), fmt(get(u, "il_sse", "per_block", i)),
+                   fmt(get(u, "optimality", "lb_nn", "per_block", i))]
+            if cg is not None:
+                lb, gap, status, _secs = cg["per_block"][i]
+                row += [fmt(lb), _pct(gap), str(status or "-")]
+            bt.add_row(*row)
+        if len(blocks) > 1:
+            row = ["overall", f"{len(rep['columns']['evaluated'])} columns", fmt(get(u, "il_sse", "overall")),
+                   fmt(get(u, "optimality", "lb_nn", "overall"))]
+            if cg is not None:
+                lb, gap, status, _secs = cg["overall"]
+                row += [fmt(lb), _pct(gap), str(status or "-")]
+            bt.add_row(*row)
         console.print(bt)
+    if cg is not None:
+        lb, gap, status, secs = cg["overall"]
+        console.print(f"lb_cg {fmt(lb)}: certified gap {_pct(gap)} of IL_SSE ({status}, {fmt(secs, 1)} s); "
+                      "no k-partition of these columns loses less than lb_cg.", markup=False)
     gates = rep.get("gates") or {}
     for c in gates.get("checks", []):
         status = "[green]pass[/green]" if c["passed"] else "[bold red]FAIL[/bold red]"
@@ -222,71 +208,6 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
 # ----------------------------------------------------------------------------- SVG charts
 
 
-def _nice_max(v: float) -> float:
-    """Smallest 1/2/2.5/5 x 10^e >= v (at least 1e-9)."""
-    v = max(float(v), 1e-9)
-    e = math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if m * 10**e >= v * (1 - 1e-12):
-            return m * 10**e
-    return 10 ** (e + 1)  # pragma: no cover
-
-
-def _ticks(vmax: float, count: int = 5) -> list[float]:
-    step = vmax / count
-    return [step * i for i in range(count + 1)]
-
-
-def _tick_text(v: float) -> str:
-    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
-
-
-class _Svg:
-    """A tiny SVG writer: elements as escaped strings, well-formed XML."""
-
-    def __init__(self, width: int, height: int, title: str, desc: str) -> None:
-        self.width, self.height = width, height
-        self.parts = [
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-            f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}">',
-            f"<title>{escape(title)}</title>",
-            f"<desc>{escape(desc)}</desc>",
-        ]
-
-    def add(self, tag: str, text: str | None = None, **attrs: Any) -> None:
-        a = " ".join(f'{k.rstrip("_").replace("_", "-")}="{escape(str(v))}"' for k, v in attrs.items())
-        if text is None:
-            self.parts.append(f"<{tag} {a}/>")
-        else:
-            self.parts.append(f"<{tag} {a}>{escape(text)}</{tag}>")
-
-    def raw(self, text: str) -> None:
-        self.parts.append(text)
-
-    def text(self, x: float, y: float, s: str, *, anchor: str = "middle", size: int = 11,
-             weight: str = "normal", fill: str = "#222", rotate: float | None = None) -> None:
-        extra: dict[str, Any] = {}
-        if rotate is not None:
-            extra["transform"] = f"rotate({rotate:g} {x:.1f} {y:.1f})"
-        self.add("text", s, x=f"{x:.1f}", y=f"{y:.1f}", text_anchor=anchor, font_size=size,
-                 font_weight=weight, fill=fill, **extra)
-
-    def close(self) -> str:
-        return "\n".join(self.parts + ["</svg>"])
-
-
-def _axes(svg: _Svg, x0: float, y0: float, w: float, h: float, ymax: float, ylabel: str) -> None:
-    """Y axis with grid lines from 0 to ymax; the plot box is (x0, y0, w, h), y0 top."""
-    for t in _ticks(ymax):
-        y = y0 + h - h * t / ymax
-        svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{y:.1f}", y2=f"{y:.1f}",
-                stroke="#ddd", stroke_width=1)
-        svg.text(x0 - 6, y + 4, _tick_text(t), anchor="end", size=10, fill="#555")
-    svg.add("line", x1=f"{x0:.1f}", x2=f"{x0:.1f}", y1=f"{y0:.1f}", y2=f"{y0 + h:.1f}", stroke="#888")
-    svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{y0 + h:.1f}", y2=f"{y0 + h:.1f}", stroke="#888")
-    svg.text(14, y0 + h / 2, ylabel, size=11, rotate=-90)
-
-
 def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[float | None],
                Sequence[float | None]]], *, title: str, desc: str, ylabel: str, ymax: float | None = None,
                ref: tuple[float, str] | None = None, width: int = 560, height: int = 300) -> str:
@@ -294,14 +215,14 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[
 
     ``series``: (name, colour, means per group, worsts per group).
     """
-    svg = _Svg(width, height, title, desc)
+    svg = Svg(width, height, title, desc)
     x0, y0, w, h = 56.0, 34.0, width - 72.0, height - 88.0
     vals = [v for _n, _c, means, worsts in series for v in list(means) + list(worsts) if v is not None]
     if ref is not None:
         vals.append(ref[0])
-    top = ymax if ymax is not None else _nice_max(max(vals) * 1.05 if vals else 1.0)
+    top = ymax if ymax is not None else nice_max(max(vals) * 1.05 if vals else 1.0)
     svg.text(width / 2, 18, title, size=13, weight="bold")
-    _axes(svg, x0, y0, w, h, top, ylabel)
+    axes(svg, x0, y0, w, h, top, ylabel)
     ng, ns = max(len(groups), 1), max(len(series), 1)
     gw = w / ng
     bw = min(34.0, gw * 0.8 / ns)
@@ -324,17 +245,21 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[
             if wv is not None:
                 wy = y0 + h - h * min(wv, top) / top
                 svg.add("line", x1=f"{bx + 2:.1f}", x2=f"{bx + bw - 2:.1f}", y1=f"{wy:.1f}", y2=f"{wy:.1f}",
-                        stroke=_COLORS["worst"], stroke_width=2.5)
+                        stroke=COLORS["worst"], stroke_width=2.5)
                 if m is not None:
                     my = y0 + h - h * min(m, top) / top
                     svg.add("line", x1=f"{bx + bw / 2:.1f}", x2=f"{bx + bw / 2:.1f}", y1=f"{wy:.1f}",
-                            y2=f"{my:.1f}", stroke=_COLORS["worst"], stroke_width=1, stroke_dasharray="2 2")
+                            y2=f"{my:.1f}", stroke=COLORS["worst"], stroke_width=1, stroke_dasharray="2 2")
         svg.text(x0 + gi * gw + gw / 2, y0 + h + 16, g, size=11, weight="bold")
     if ref is not None:
         ry = y0 + h - h * min(ref[0], top) / top
         svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{ry:.1f}", y2=f"{ry:.1f}",
                 stroke="#C00", stroke_width=1.5, stroke_dasharray="6 3")
-        svg.text(x0 + w - 4, ry - 4, ref[1], anchor="end", size=10, fill="#C00")
+        places = [(x0 + w - 4, ry - 4, "end"), (x0 + w - 4, ry + 12, "end"), (x0 + 4, ry - 4, "start"),
+                  (x0 + 4, ry + 12, "start"), (x0 + w / 2, ry - 4, "middle")]
+        lx, ly, anchor = next((pl for pl in places if svg.free(text_box(pl[0], pl[1], ref[1], 10, pl[2]))),
+                              places[0])
+        svg.text(lx, ly, ref[1], anchor=anchor, size=10, fill="#C00")
     # legend
     lx, ly = x0, height - 22
     for name, color, _m, _w in series:
@@ -342,7 +267,7 @@ def _bar_chart(groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[
         svg.text(lx + 16, ly + 1, f"{name} (mean)", anchor="start", size=10)
         lx += 96
     svg.add("line", x1=f"{lx:.1f}", x2=f"{lx + 14:.1f}", y1=f"{ly - 3:.1f}", y2=f"{ly - 3:.1f}",
-            stroke=_COLORS["worst"], stroke_width=2.5)
+            stroke=COLORS["worst"], stroke_width=2.5)
     svg.text(lx + 18, ly + 1, "worst scenario", anchor="start", size=10)
     return svg.close()
 
@@ -351,35 +276,35 @@ def _ru_map(rep: dict[str, Any], *, width: int = 560, height: int = 340) -> str 
     """Risk-utility map: IL_score (x) against DR (y), overall and per label, with lines of
     equal score."""
     m = rep["measures"]
-    il = _get(m, "utility", "il_score", "value")
-    dr = _get(m, "risk", "dr", "value")
+    il = get(m, "utility", "il_score", "value")
+    dr = get(m, "risk", "dr", "value")
     if il is None or dr is None:
         return None
-    wts = _get(m, "risk", "dr", "weights") or {}
-    sw = _get(m, "score", "weights") or {}
+    wts = get(m, "risk", "dr", "weights") or {}
+    sw = get(m, "score", "weights") or {}
     points: list[tuple[str, float, str]] = []
-    for i, (label, entry) in enumerate((_get(m, "risk", "by_label") or {}).items()):
+    for i, (label, entry) in enumerate((get(m, "risk", "by_label") or {}).items()):
         mean = entry.get("mean") or {}
         terms = {t: mean.get(t) for t in ("dld", "pld", "id")}
         if any(wts.get(t, 0) and terms[t] is None for t in terms):
             continue
         value = sum(wts.get(t, 0) * (terms[t] or 0.0) for t in terms)
-        points.append((label, value, _LABEL_COLORS[i % len(_LABEL_COLORS)]))
-    xmax = _nice_max(max(il * 1.25, 10.0))
-    ymax = _nice_max(max([dr * 1.25, 10.0] + [v * 1.1 for _l, v, _c in points]))
+        points.append((label, value, LABEL_COLORS[i % len(LABEL_COLORS)]))
+    xmax = nice_max(max(il * 1.25, 10.0))
+    ymax = nice_max(max([dr * 1.25, 10.0] + [v * 1.1 for _l, v, _c in points]))
     title = "Risk-utility map"
-    svg = _Svg(width, height, title,
+    svg = Svg(width, height, title,
                f"IL_score {il:.2f} against DR {dr:.2f}; points per intruder knowledge label; dashed lines "
                "join files of equal score")
     x0, y0, w, h = 56.0, 34.0, width - 80.0, height - 84.0
     svg.text(width / 2, 18, title, size=13, weight="bold")
     svg.raw(f'<defs><clipPath id="ru-clip"><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" '
             f'height="{h:.1f}"/></clipPath></defs>')
-    _axes(svg, x0, y0, w, h, ymax, "DR (%)")
-    for t in _ticks(xmax):
+    axes(svg, x0, y0, w, h, ymax, "DR (%)")
+    for t in ticks(xmax):
         x = x0 + w * t / xmax
         svg.add("line", x1=f"{x:.1f}", x2=f"{x:.1f}", y1=f"{y0:.1f}", y2=f"{y0 + h:.1f}", stroke="#eee")
-        svg.text(x, y0 + h + 14, _tick_text(t), size=10, fill="#555")
+        svg.text(x, y0 + h + 14, tick_text(t), size=10, fill="#555")
     svg.text(x0 + w / 2, y0 + h + 32, "IL_score (%), information loss", size=11)
 
     def px(x: float) -> float:
@@ -389,7 +314,7 @@ def _ru_map(rep: dict[str, Any], *, width: int = 560, height: int = 340) -> str 
         return y0 + h - h * y / ymax
 
     a, b = float(sw.get("il", 0.5)), float(sw.get("dr", 0.5))
-    score = _get(m, "score", "value")
+    score = get(m, "score", "value")
     if a > 0 and b > 0 and score is not None:
         levels = sorted({round(score * f, 6) for f in (0.5, 1.0, 1.5, 2.0)})
         for s in levels:
@@ -400,29 +325,37 @@ def _ru_map(rep: dict[str, Any], *, width: int = 560, height: int = 340) -> str 
             lx, ly = (s - b * ymax) / a, ymax
             if lx < 0 or lx > xmax:
                 lx, ly = xmax, (s - a * xmax) / b
-            if 0 <= lx <= xmax and 0 <= ly <= ymax:
-                svg.text(px(lx) - 4, py(ly) + 12, f"score {s:.3g}", anchor="end", size=9, fill="#777")
+            text = f"score {s:.3g}"
+            if 0 <= lx <= xmax and 0 <= ly <= ymax and svg.free(text_box(px(lx) - 4, py(ly) + 12, text, 9, "end")):
+                svg.text(px(lx) - 4, py(ly) + 12, text, anchor="end", size=9, fill="#777")
+    # markers first (labels avoid them), then the labels: the overall one to the left,
+    # the per-label ones to the right, each where it covers nothing drawn before
     for label, value, color in points:
         svg.add("circle", cx=f"{px(il):.1f}", cy=f"{py(value):.1f}", r=5, fill=color, fill_opacity=0.85)
-        svg.text(px(il) + 9, py(value) + 4, f"{label}: DR {value:.1f}", anchor="start", size=10, fill=color)
+        svg.obstacle((px(il) - 5, py(value) - 5, px(il) + 5, py(value) + 5))
     svg.add("circle", cx=f"{px(il):.1f}", cy=f"{py(dr):.1f}", r=7, fill="none", stroke="#000", stroke_width=2)
-    svg.text(px(il) - 10, py(dr) + 4, f"all: IL {il:.1f}, DR {dr:.1f}", anchor="end", size=10, weight="bold")
+    svg.obstacle((px(il) - 8, py(dr) - 8, px(il) + 8, py(dr) + 8))
+    bounds = (x0, y0 - 6, x0 + w + 20, y0 + h)
+    svg.place(px(il), py(dr), f"all: IL {il:.1f}, DR {dr:.1f}", size=10, weight="bold", gap=10,
+              bounds=bounds, prefer="left")
+    for label, value, color in points:
+        svg.place(px(il), py(value), f"{label}: DR {value:.1f}", size=10, fill=color, gap=9, bounds=bounds)
     return svg.close()
 
 
 def _scatter(rep: dict[str, Any], *, width: int = 560, height: int = 300) -> str | None:
     """DLD of every scenario against the number of known attributes, coloured by label."""
-    per = _get(rep, "measures", "risk", "per_scenario")
+    per = get(rep, "measures", "risk", "per_scenario")
     if not per:
         return None
     labels = _labels(rep["measures"])
-    color = {lab: _LABEL_COLORS[i % len(_LABEL_COLORS)] for i, lab in enumerate(labels)}
+    color = {lab: LABEL_COLORS[i % len(LABEL_COLORS)] for i, lab in enumerate(labels)}
     p = int(rep["measures"]["p"])
     title = "DLD of every intruder scenario"
-    svg = _Svg(width, height, title, "one dot per scenario: attributes known (x) and DLD (y), colour = label")
+    svg = Svg(width, height, title, "one dot per scenario: attributes known (x) and DLD (y), colour = label")
     x0, y0, w, h = 56.0, 40.0, width - 72.0, height - 86.0
     svg.text(x0, 18, title, anchor="start", size=13, weight="bold")
-    _axes(svg, x0, y0, w, h, 100.0, "DLD (%)")
+    axes(svg, x0, y0, w, h, 100.0, "DLD (%)")
     for s in range(1, p + 1):
         svg.text(x0 + w * (s - 0.5) / p, y0 + h + 14, str(s), size=10, fill="#555")
     svg.text(x0 + w / 2, y0 + h + 30, "attributes known to the intruder", size=11)
@@ -449,89 +382,12 @@ def _scatter(rep: dict[str, Any], *, width: int = 560, height: int = 300) -> str
 
 # ----------------------------------------------------------------------------- HTML
 
-_CSS = """
-:root { --fg: #1d232a; --muted: #5b6670; --line: #d8dee4; --bg: #ffffff; --card: #f5f7f9;
-        --ok: #1a7f37; --bad: #c62828; --warn: #8a5a00; }
-* { box-sizing: border-box; }
-body { margin: 0 auto; max-width: 1180px; padding: 24px 28px 48px; color: var(--fg); background: var(--bg);
-       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
-h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 17px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
-h3 { font-size: 14px; margin: 18px 0 6px; }
-p.sub, .muted { color: var(--muted); }
-code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
-.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 16px 0; }
-.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px;
-        min-width: 128px; flex: 1 1 128px; }
-.card .v { font-size: 22px; font-weight: 600; }
-.card .l { color: var(--muted); font-size: 12px; }
-table { border-collapse: collapse; margin: 8px 0 12px; font-size: 13px; }
-th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: right; vertical-align: top; }
-th { background: var(--card); font-weight: 600; }
-td.l, th.l { text-align: left; }
-.figs { display: flex; flex-wrap: wrap; gap: 16px; }
-figure { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 8px; background: #fff; }
-figcaption { color: var(--muted); font-size: 12px; max-width: 540px; padding: 4px 6px 0; }
-svg { display: block; max-width: 100%; height: auto; }
-.pass { color: var(--ok); font-weight: 700; }
-.fail { color: var(--bad); font-weight: 700; }
-.banner { border-radius: 8px; padding: 10px 14px; margin: 14px 0; font-weight: 600; }
-.banner.ok { background: #e6f4ea; color: var(--ok); border: 1px solid #b7dfc3; }
-.banner.bad { background: #fdecea; color: var(--bad); border: 1px solid #f5c2c0; }
-.banner.internal { background: #fff4e5; color: var(--warn); border: 1px solid #f3d19e; }
-dl.formulas dt { font-weight: 600; margin-top: 6px; }
-dl.formulas dd { margin: 2px 0 0 16px; }
-footer { margin-top: 40px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line);
-         padding-top: 8px; }
-@media print { body { max-width: none; padding: 0; } figure { break-inside: avoid; } }
-"""
-
-
-class _Html:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def add(self, text: str) -> None:
-        self.parts.append(text)
-
-    def el(self, tag: str, text: Any = "", cls: str | None = None) -> None:
-        c = f' class="{escape(cls)}"' if cls else ""
-        self.parts.append(f"<{tag}{c}>{escape(str(text))}</{tag}>")
-
-    def table(self, head: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1,
-              caption: str | None = None) -> None:
-        """A table; the first ``left`` columns are left-aligned text."""
-        out = ["<table>"]
-        if caption:
-            out.append(f"<caption class=\"muted\">{escape(caption)}</caption>")
-        out.append("<thead><tr>" + "".join(
-            f'<th class="l">{escape(h)}</th>' if i < left else f"<th>{escape(h)}</th>"
-            for i, h in enumerate(head)) + "</tr></thead><tbody>")
-        for r in rows:
-            out.append("<tr>" + "".join(
-                f'<td class="l">{escape(str(v))}</td>' if i < left else f"<td>{escape(str(v))}</td>"
-                for i, v in enumerate(r)) + "</tr>")
-        out.append("</tbody></table>")
-        self.parts.append("".join(out))
-
-    def text(self) -> str:
-        return "\n".join(self.parts)
-
-
-def _cards(h: _Html, items: Sequence[tuple[str, str, str]]) -> None:
-    h.add('<div class="cards">')
-    for label, value, hint in items:
-        h.add(f'<div class="card"><div class="l">{escape(label)}</div><div class="v">{escape(value)}</div>'
-              f'<div class="l">{escape(hint)}</div></div>')
-    h.add("</div>")
-
-
-def _risk_section(h: _Html, rep: dict[str, Any]) -> None:
+def _risk_section(h: Html, rep: dict[str, Any]) -> None:
     m = rep["measures"]
     risk = m["risk"]
     by_label = risk.get("by_label") or {}
     labels = list(by_label)
-    k = _get(risk, "parameters", "k")
+    k = get(risk, "parameters", "k")
     h.add("<h2>Disclosure risk by intruder knowledge</h2>")
     sc = risk["scenarios"]
     mode = {"all": "every non-empty subset of the evaluated columns",
@@ -542,20 +398,20 @@ def _risk_section(h: _Html, rep: dict[str, Any]) -> None:
           f"blocks its columns touch (1G = within one block).</p>")
 
     def series(name: str) -> tuple[list[Any], list[Any]]:
-        return ([_get(by_label, lab, "mean", name) for lab in labels],
-                [_get(by_label, lab, "worst", name, "value") for lab in labels])
+        return ([get(by_label, lab, "mean", name) for lab in labels],
+                [get(by_label, lab, "worst", name, "value") for lab in labels])
 
     figs = []
     dld_m, dld_w = series("dld")
     pld_m, pld_w = series("pld")
     id_m, id_w = series("id")
-    figs.append((_bar_chart(labels, [("DLD", _COLORS["dld"], dld_m, dld_w), ("PLD", _COLORS["pld"], pld_m, pld_w),
-                                     ("ID", _COLORS["id"], id_m, id_w)],
+    figs.append((_bar_chart(labels, [("DLD", COLORS["dld"], dld_m, dld_w), ("PLD", COLORS["pld"], pld_m, pld_w),
+                                     ("ID", COLORS["id"], id_m, id_w)],
                             title="Linkage risk per label", ylabel="% of records", ymax=100.0,
                             desc="mean DLD, PLD and ID per label, with the worst scenario"),
                  "Bars: mean over the label's scenarios; black tick: its worst scenario. Lower is safer."))
     kp_m, kp_w = series("k_prime")
-    figs.append((_bar_chart(labels, [("k'", _COLORS["k_prime"], kp_m, kp_w)], title="Real anonymity k' per label",
+    figs.append((_bar_chart(labels, [("k'", COLORS["k_prime"], kp_m, kp_w)], title="Real anonymity k' per label",
                             ylabel="records per distinct row", ref=(float(k), f"k = {k}") if k else None,
                             desc="mean and worst k' per label"),
                  "k' = records / distinct protected rows over the known columns; higher is safer. "
@@ -568,20 +424,17 @@ def _risk_section(h: _Html, rep: dict[str, Any]) -> None:
     sc_svg = _scatter(rep)
     if sc_svg:
         figs.append((sc_svg, "Each dot is one intruder scenario."))
-    h.add('<div class="figs">')
-    for svg, caption in figs:
-        h.add(f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>")
-    h.add("</div>")
+    h.figures(figs)
     rows = []
     for lab in labels + (["all"] if len(labels) != 1 else []):
         e = by_label[lab] if lab != "all" else {"scenarios": sc["count"], "mean": risk["mean"],
                                                   "worst": risk["worst"]}
         mean, worst = e.get("mean") or {}, e.get("worst") or {}
-        rows.append([lab, e.get("scenarios"), fmt(mean.get("k_prime"), 3), fmt(_get(worst, "k_prime", "value"), 3),
-                     fmt(_get(worst, "k_min", "value"), 0), fmt(mean.get("share_below_k"), 4),
-                     fmt(mean.get("dld"), 3), fmt(_get(worst, "dld", "value"), 3),
-                     fmt(mean.get("pld"), 3), fmt(_get(worst, "pld", "value"), 3),
-                     fmt(mean.get("id"), 3), fmt(_get(worst, "id", "value"), 3), fmt(mean.get("sdid"), 4)])
+        rows.append([lab, e.get("scenarios"), fmt(mean.get("k_prime"), 3), fmt(get(worst, "k_prime", "value"), 3),
+                     fmt(get(worst, "k_min", "value"), 0), fmt(mean.get("share_below_k"), 4),
+                     fmt(mean.get("dld"), 3), fmt(get(worst, "dld", "value"), 3),
+                     fmt(mean.get("pld"), 3), fmt(get(worst, "pld", "value"), 3),
+                     fmt(mean.get("id"), 3), fmt(get(worst, "id", "value"), 3), fmt(mean.get("sdid"), 4)])
     h.add("<h3>Per label</h3>")
     h.table(["label", "scenarios", "k' mean", "k' worst", "k_min worst", f"share < {k} mean" if k else "share < k",
              "DLD mean", "DLD worst", "PLD mean", "PLD worst", "ID mean", "ID worst", "SDID mean"], rows)
@@ -603,20 +456,36 @@ def _risk_section(h: _Html, rep: dict[str, Any]) -> None:
         h.el("p", f"PLD not computed: {risk['pld_skipped_reason']}", "muted")
 
 
-def _utility_section(h: _Html, rep: dict[str, Any]) -> None:
+def _utility_section(h: Html, rep: dict[str, Any]) -> None:
     u = rep["measures"]["utility"]
     blocks = rep.get("blocks") or []
     h.add("<h2>Information loss</h2>")
     opt = u.get("optimality")
+    k_eval = get(rep, "measures", "risk", "parameters", "k")
+    if k_eval is None:
+        k_eval = get(opt, "k")
+    cg = cg_rows(rep)
+    head = ["block", "columns", "k", "IL_SSE (%)", "LB_NN (%)", "gap (points)"]
+    if cg is not None:
+        head += ["lb_cg (%)", "certified gap", "LP"]
     rows = []
     for i, b in enumerate(blocks):
-        rows.append([b["name"], ", ".join(b["columns"]), fmt(b.get("k"), 0),
-                     fmt(_get(u, "il_sse", "per_block", i)), fmt(_get(opt, "lb_nn", "per_block", i)),
-                     fmt(_get(opt, "gap", "per_block", i))])
-    rows.append(["overall", f"{len(rep['columns']['evaluated'])} columns", "",
-                 fmt(_get(u, "il_sse", "overall")), fmt(_get(opt, "lb_nn", "overall")),
-                 fmt(_get(opt, "gap", "overall"))])
-    h.table(["block", "columns", "k", "IL_SSE (%)", "LB_NN (%)", "gap (points)"], rows, left=2)
+        bk = b.get("k") if b.get("k") is not None else k_eval  # a block without its own k: the run's k
+        row = [b["name"], ", ".join(b["columns"]), fmt(bk, 0),
+               fmt(get(u, "il_sse", "per_block", i)), fmt(get(opt, "lb_nn", "per_block", i)),
+               fmt(get(opt, "gap", "per_block", i))]
+        if cg is not None:
+            lb, gap, status, _secs = cg["per_block"][i] if i < len(cg["per_block"]) else (None,) * 4
+            row += [fmt(lb), _pct(gap), status or "-"]
+        rows.append(row)
+    row = ["overall", f"{len(rep['columns']['evaluated'])} columns",
+           fmt(k_eval, 0) if len({b.get("k") for b in blocks if b.get("k") is not None}) <= 1 else "per block",
+           fmt(get(u, "il_sse", "overall")), fmt(get(opt, "lb_nn", "overall")), fmt(get(opt, "gap", "overall"))]
+    if cg is not None:
+        lb, gap, status, _secs = cg["overall"]
+        row += [fmt(lb), _pct(gap), status or "-"]
+    rows.append(row)
+    h.table(head, rows, left=2)
     if opt is None:
         h.el("p", "LB_NN and the optimality gap are shown only when the protected file is a k-partition "
                   "(every class of identical protected rows in each block holds at least k records).", "muted")
@@ -624,6 +493,15 @@ def _utility_section(h: _Html, rep: dict[str, Any]) -> None:
         h.el("p", "LB_NN is a lower bound on the IL_SSE of any partition into groups of at least k records: "
                   "no microaggregation of these columns can lose less. The gap is what a better method could "
                   "still gain at most.", "muted")
+    if cg is not None:
+        lb, gap, status, secs = cg["overall"]
+        h.el("p", f"lb_cg is a certified lower bound (LP relaxation of the set-partitioning model, column "
+                  f"generation with exact pricing; {status}, {fmt(secs, 1)} s): no k-partition of these "
+                  f"columns loses less. Certified gap = (IL_SSE - lb_cg) / IL_SSE = {_pct(gap)}: the protected "
+                  "file is at most that far from optimal.", "muted")
+    else:
+        h.el("p", "A tighter, certified bound: sdc evaluate ORIGINAL PROTECTED --bound cg adds lb_cg and the "
+                  "certified gap.", "muted")
     rows = []
     names = {"il1": "IL1: cell values |x - x'| / |x|", "il2": "IL2: means", "il3": "IL3: covariances",
              "il4": "IL4: variances", "il5": "IL5: correlations |r - r'|", "il1s": "IL1s: |x - x'| / (sqrt 2 s)"}
@@ -638,7 +516,7 @@ def _utility_section(h: _Html, rep: dict[str, Any]) -> None:
     pc = dq.get("pc1") or {}
     cd = dq.get("correlation_discrepancy") or {}
     rows = [
-        ["mean sd of z-scored protected columns (1 = no variance lost)", fmt(_get(dq, "mean_sd_z", "value"))],
+        ["mean sd of z-scored protected columns (1 = no variance lost)", fmt(get(dq, "mean_sd_z", "value"))],
         ["correlation discrepancy |r - r'|: mean", fmt(cd.get("mean"))],
         ["correlation discrepancy |r - r'|: sd", fmt(cd.get("sd"))],
         ["first principal component: share of variance before", fmt(pc.get("share_before"))],
@@ -650,7 +528,7 @@ def _utility_section(h: _Html, rep: dict[str, Any]) -> None:
     h.table(["figure", "value"], rows)
 
 
-def _gates_html(h: _Html, rep: dict[str, Any]) -> None:
+def _gates_html(h: Html, rep: dict[str, Any]) -> None:
     gates = rep.get("gates") or {}
     checks = gates.get("checks") or []
     if not checks:
@@ -665,7 +543,7 @@ def _gates_html(h: _Html, rep: dict[str, Any]) -> None:
     h.table(["gate", "measure", "checked on", "threshold", "value", "scenario", "result"], rows, left=3)
 
 
-def _parameters_section(h: _Html, rep: dict[str, Any]) -> None:
+def _parameters_section(h: Html, rep: dict[str, Any]) -> None:
     h.add("<h2>Formulas</h2>")
     h.add('<dl class="formulas">')
     for key, text in (rep.get("formulas") or {}).items():
@@ -690,17 +568,16 @@ def _parameters_section(h: _Html, rep: dict[str, Any]) -> None:
         lines.append(["numeric columns equal in both files (not evaluated)", ", ".join(rep["columns"]["unchanged"])])
     params = rep.get("parameters") or {}
     for key, value in params.items():
-        if isinstance(value, (list, dict)):
-            value = json.dumps(value, ensure_ascii=False)
-        lines.append([key, "-" if value is None else value])
-    for key, value in (_get(rep, "measures", "risk", "parameters") or {}).items():
-        if isinstance(value, (list, dict)):
-            value = json.dumps(value, ensure_ascii=False)
-        lines.append([f"risk: {key}", "-" if value is None else value])
+        lines.append([key, json_value(value)])
+    for key, value in (get(rep, "measures", "risk", "parameters") or {}).items():
+        lines.append([f"risk: {key}", json_value(value)])
+    cgp = get(rep, "measures", "utility", "cg_bound")
+    if cgp:
+        lines.append(["bound: time limit (s)", json_value(cgp.get("time_limit"))])
     h.table(["parameter", "value"], lines, left=2)
 
 
-def _internal_section(h: _Html, rep: dict[str, Any]) -> None:
+def _internal_section(h: Html, rep: dict[str, Any]) -> None:
     details = rep.get("internal_details")
     if not details:
         return
@@ -724,51 +601,44 @@ def render_html(rep: dict[str, Any]) -> str:
     what the report holds, hence no original value of a protected attribute unless the
     report was made with ``internal=True``.
     """
-    h = _Html()
+    h = Html()
     o, p = rep["original"]["name"], rep["protected"]["name"]
-    title = f"sdc evaluate: {o} vs {p}"
-    h.add("<!DOCTYPE html>")
-    h.add('<html xmlns="http://www.w3.org/1999/xhtml" lang="en">')
-    h.add("<head>")
-    h.add('<meta charset="utf-8"/>')
-    h.add('<meta name="viewport" content="width=device-width, initial-scale=1"/>')
-    h.add(f'<meta name="generator" content="sdc {escape(str(rep["tool"]["version"]))}"/>')
-    h.add(f"<title>{escape(title)}</title>")
-    h.add(f"<style>{_CSS}</style>")
-    h.add("</head>")
-    h.add("<body>")
+    m = rep["measures"]
+    k = get(m, "risk", "parameters", "k")
     h.add("<header>")
     h.el("h1", "Risk and utility of a protected file")
-    m = rep["measures"]
     h.el("p", f"{o} (original) vs {p} (protected): {m['n']} records, {m['p']} evaluated column(s) in "
-              f"{len(rep.get('blocks') or [])} block(s), k = {_get(m, 'risk', 'parameters', 'k')}.", "sub")
+              f"{len(rep.get('blocks') or [])} block(s), k = {fmt(k, 0)}.", "sub")
     h.add("</header>")
     if rep.get("internal"):
         h.add('<div class="banner internal">INTERNAL report: it contains original values of protected '
               "attributes. Do not release it.</div>")
     s = rep["summary"]
-    k = _get(m, "risk", "parameters", "k")
-    _cards(h, [
+    cards = [
         ("IL_SSE", fmt(s["il_sse"], 4), "% information loss (lower = better)"),
         ("LB_NN", fmt(s["lb_nn"], 4), "lower bound on IL_SSE at this k"),
+    ]
+    cg = cg_rows(rep)
+    if cg is not None:
+        cards.append(("lb_cg", fmt(cg["overall"][0], 4), f"certified bound; gap {_pct(cg['overall'][1])}"))
+    cards += [
         ("IL_score", fmt(s["il_score"], 2), "% score family IL1-IL5"),
         ("DR", fmt(s["dr"], 2), "% disclosure risk (lower = safer)"),
         ("score", fmt(s["score"], 2), "IL/DR trade-off (lower = better)"),
-        ("k'", fmt(s["k_prime"], 3), f"all columns known (k = {k})"),
+        ("k'", fmt(s["k_prime"], 3), f"all columns known (k = {fmt(k, 0)})"),
         ("DLD", fmt(s["dld"], 2), f"% linked, mean; worst {fmt(s['worst_dld'], 2)}"),
         ("ID", fmt(s["id"], 2), f"% disclosed, mean; worst {fmt(s['worst_id'], 2)}"),
-    ])
+    ]
+    h.cards(cards)
     _gates_html(h, rep)
     _risk_section(h, rep)
     _utility_section(h, rep)
     _internal_section(h, rep)
     _parameters_section(h, rep)
-    h.add(audit_html(rep.get("audit")))
+    audit_section(h, rep.get("audit"))
     privacy = ("INTERNAL: contains original values." if rep.get("internal") else
                "This report holds no original value of a protected attribute: only counts, shares and "
                "losses.")
-    h.add(f"<footer>Generated by sdc {escape(str(rep['tool']['version']))} "
-          f"(report schema {escape(str(rep['schema_version']))}). {escape(privacy)}</footer>")
-    h.add("</body>")
-    h.add("</html>")
-    return h.text() + "\n"
+    version = str(rep["tool"]["version"])
+    return h.page(title=f"sdc evaluate: {o} vs {p}", version=version,
+                  footer=f"Generated by sdc {version} (report schema {rep['schema_version']}). {privacy}")

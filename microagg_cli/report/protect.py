@@ -1,0 +1,61 @@
+"""``sdc protect``: the terminal summary of a protect report (the JSON is the report dict).
+
+``sdc protect`` writes no HTML page; its JSON report is built by the library
+(:func:`microagg_cli.api.protect`) and written as is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import fmt
+from .evaluate import print_risk_summary
+
+__all__ = ["print_protect_summary", "CG_HINT"]
+
+#: Where to get a certified bound, shown next to LB_NN.
+CG_HINT = ("LB_NN is a quick, loose lower bound; for a certified one (lb_cg) and how far this "
+           "partition is from optimal: sdc evaluate ORIGINAL PROTECTED --bound cg")
+
+
+def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
+    """Blocks, groups, IL_SSE, LB_NN, k' and times of a ``sdc protect`` report, then
+    strata, missing values, columns, engine and (``--evaluate``) the risk summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(stderr=True, highlight=False)
+    table = Table(title=f"sdc protect: {rep['input']['name']} -> {rep['output']['name'] or 'stdout'}",
+                  title_justify="left")
+    for col in ("block", "method", "k", "columns", "groups", "IL_SSE", "LB_NN", "k'", "seconds"):
+        table.add_column(col, justify="right" if col not in ("block", "method") else "left")
+    for b in rep["blocks"]:
+        groups = b.get("n_groups", "per column")
+        table.add_row(b["name"], b["method"]["name"], str(b["k"]), str(len(b["columns"])), str(groups),
+                      fmt(b["il_sse"]), fmt(b.get("lb_nn")), fmt(b["k_prime"], 2), fmt(b["seconds"], 2))
+    console.print(table)
+    if any(b.get("lb_nn") is not None for b in rep["blocks"]):
+        console.print(CG_HINT, markup=False, highlight=False)
+    for b in rep["blocks"]:
+        st = b.get("strata")
+        if st:
+            console.print(f"{b['name']}: {st['count']} strata on {', '.join(st['columns'])}; "
+                          f"merged {len(st['merged'])}, suppressed {len(st['suppressed'])} ({st['policy']})",
+                          markup=False)
+        miss = b.get("missing", {})
+        if miss.get("missing_cells"):
+            console.print(f"{b['name']}: {miss['missing_cells']} missing cell(s), policy {miss['policy']}; "
+                          f"{miss['records_not_grouped']} record(s) not grouped", markup=False)
+    cols = rep["columns"]
+    console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
+                  f"dropped {len(cols['dropped'])} column(s); k-check passed.")
+    passed = cols["passthrough"]
+    console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}", markup=False)
+    eng = rep.get("engine")
+    if eng:
+        peaks = [w["peak_rss_bytes"] for w in eng.get("workers", [])]
+        console.print(f"engine {eng['name']} ({eng.get('scheduler', 'this process')}), streamed in batches of "
+                      f"{eng['batch_rows']} rows" + (f"; peak memory per worker {max(peaks) / 1e9:.2f} GB" if peaks
+                                                      else ""), markup=False)
+    if "evaluation" in rep:
+        print_risk_summary(rep["evaluation"], console)
