@@ -25,7 +25,7 @@ from ._version import __version__
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, ThresholdExceeded
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
-from .metrics import evaluate_arrays
+from .metrics import GATE_ORDER, METRICS, evaluate_arrays
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
 from .protection import ProtectResult
@@ -45,9 +45,10 @@ EVALUATION_SCHEMA_VERSION = "1.1"
 class Gate:
     """A release gate of ``sdc evaluate``: a threshold on one headline figure.
 
-    ``stat`` is ``"scenarios"`` for figures computed per intruder scenario (the gate
-    checks the worst scenario or the mean, see ``gate_on``) and ``"overall"`` for
-    figures that have one value.
+    Built from the measure's :class:`microagg_cli.metrics.GateSpec`. ``stat`` is
+    ``"scenarios"`` for figures computed per intruder scenario (the gate checks the
+    worst scenario or the mean, see ``gate_on``) and ``"overall"`` for figures that
+    have one value.
     """
 
     key: str
@@ -58,31 +59,16 @@ class Gate:
     field: str  # key in the risk summaries (scenario figures) or in "summary"
 
 
-#: The gates, keyed like :func:`evaluate`'s ``gates`` argument.
+#: The gates, keyed like :func:`evaluate_tables`'s ``gates`` argument (from :data:`METRICS`).
 GATES: dict[str, Gate] = {
-    g.key: g
-    for g in (
-        Gate("max_dld", "--max-dld", "DLD", "max", "scenarios", "dld"),
-        Gate("max_id", "--max-id", "ID", "max", "scenarios", "id"),
-        Gate("max_score", "--max-score", "score", "max", "overall", "score"),
-        Gate("min_kprime", "--min-kprime", "k'", "min", "scenarios", "k_prime"),
-        Gate("max_il", "--max-il", "IL_SSE", "max", "overall", "il_sse"),
-    )
+    spec.gate.key: Gate(spec.gate.key, spec.gate.option, spec.heading, spec.gate.direction, spec.gate.stat,
+                        spec.gate.field)
+    for spec in (METRICS[name] for name in GATE_ORDER) if spec.gate is not None
 }
 
-FORMULAS = {
-    "il_sse": "IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 (Z, Z' z-scored with the original's "
-              "means and population sds; per block and overall = sums over blocks)",
-    "lb_nn": "LB_NN = 100 * (1/(2k)) * sum_i sum_{l=1..k-1} d^2(z_i, l-th nearest neighbour) / SST "
-             "(a lower bound on IL_SSE of any k-partition); gap = IL_SSE - LB_NN",
-    "il1s": "IL1s = mean over cells of |x - x'| / (sqrt(2) * s_j), s_j the sample sd of original column j",
-    "dld": "DLD = 100 * (links to the true record by nearest z-scored distance, ties 1/t) / n",
-    "pld": "PLD = 100 * (links to the true record by highest Fellegi-Sunter weight, EM-fitted, ties 1/t) / n",
-    "id": "ID = mean over p = 1..10 % of 100 * (original values inside the rank interval of width "
-          "p % around the protected value) / (n * |S|)",
-    "sdid": "SDID = share of records whose every protected value lies within 0.05 * sd(x'_j) of its original",
-    "k_prime": "k' = n / (number of distinct protected rows over the known attributes); k_min = smallest "
-                "class; share_below_k = share of records in classes smaller than k",
+#: The formulas of the evaluate report (from :data:`METRICS`).
+FORMULAS: dict[str, str] = {
+    name: METRICS[name].formula for name in ("il_sse", "lb_nn", "il1s", "dld", "pld", "id", "sdid", "k_prime")
 }
 
 

@@ -76,7 +76,7 @@ from .report.compare import (  # rendering lives in report/; re-exported for cal
     table_text,
     to_csv,
 )
-from .metrics import disclosure_risk
+from .metrics import METRICS, disclosure_risk
 from .protection import protect_table
 
 __all__ = [
@@ -113,15 +113,11 @@ COMPARE_SCHEMA_VERSION = "1.1"
 #: Default cap on the intruder scenarios evaluated per cell (see the module notes).
 DEFAULT_MAX_SCENARIOS = 64
 
+#: The formulas of the compare result (from :data:`microagg_cli.metrics.METRICS`); risk
+#: figures are means over the intruder scenarios of each cell.
 _FORMULAS = {
-    "il_sse": "IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 over all protected columns (Z, Z' z-scored "
-              "with the original's means and population sds)",
-    "il_score": "IL_score = 100 * mean of IL1..IL5, each capped at 1",
-    "dld": "DLD = mean over the intruder scenarios of the % of records linked to their original by distance",
-    "pld": "PLD = mean over the scenarios of the % linked by Fellegi-Sunter weights (EM-fitted)",
-    "id": "ID = mean over the scenarios of the interval-disclosure % (intervals of 1..10 % of the records)",
-    "k_prime": "k' = n / number of distinct protected rows over all protected columns; per label: mean "
-                "over the label's scenarios of the same figure over the known columns",
+    **{name: METRICS[name].formula + ("; mean over the intruder scenarios" if METRICS[name].kind == "risk" else "")
+       for name in ("il_sse", "il_score", "dld", "pld", "id", "k_prime")},
     "labels": "a scenario's label mG says how many blocks of the plan its known columns touch",
 }
 

@@ -14,6 +14,7 @@ import click
 from ._options import check_delimiter
 
 from ..errors import InvalidParameterError
+from ..metrics import GATE_ORDER, METRICS
 
 __all__ = [
     "GATE_OPTIONS",
@@ -26,18 +27,10 @@ __all__ = [
     "parse_weights",
 ]
 
-#: (option name, keyword of :func:`microagg_cli.api.evaluate`'s ``gates``, metavar, help)
-GATE_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
-    ("--max-dld", "max_dld", "PCT",
-     "Fail (exit code 5) when DLD, the share of records linked correctly by distance, exceeds PCT %."),
-    ("--max-id", "max_id", "PCT",
-     "Fail (exit code 5) when ID, the interval-disclosure share averaged over 1..10 % intervals, exceeds PCT %."),
-    ("--max-score", "max_score", "S",
-     "Fail (exit code 5) when score = 0.5 * IL_score + 0.5 * DR exceeds S."),
-    ("--min-kprime", "min_kprime", "K",
-     "Fail (exit code 5) when the real anonymity k' (records per distinct protected row) is below K."),
-    ("--max-il", "max_il", "PCT",
-     "Fail (exit code 5) when IL_SSE over all evaluated columns exceeds PCT %."),
+#: (option name, keyword of :func:`microagg_cli.api.evaluate`'s ``gates``, metavar, help),
+#: from the measure catalogue :data:`microagg_cli.metrics.METRICS`.
+GATE_OPTIONS: tuple[tuple[str, str, str, str], ...] = tuple(
+    (g.option, g.key, g.metavar, g.help) for g in (METRICS[name].gate for name in GATE_ORDER) if g is not None
 )
 
 

@@ -94,7 +94,9 @@ from .utility import (
 __all__ = [
     "SCHEMA",
     "MetricSpec",
+    "GateSpec",
     "METRICS",
+    "GATE_ORDER",
     "evaluate_arrays",
     "il_sse",
     "il_sse_blocks",
@@ -339,6 +341,10 @@ class MetricSpec:
     params : names of the keyword parameters ``func`` accepts.
     identity : value under identity protection (Xp = X) of a file with distinct
         values in every column, or None when it depends on the data.
+    heading : the column heading in tables and reports (``"IL_SSE"``, ``"k'"``).
+    digits : decimals shown in tables.
+    formula : the definition as one line of text (the reports' "formulas").
+    gate : the release gate of ``sdc evaluate`` on this measure, or None.
     """
 
     name: str
@@ -351,6 +357,34 @@ class MetricSpec:
     func: Callable[..., float | None] = field(repr=False)
     params: tuple[str, ...] = ()
     identity: float | None = None
+    heading: str = ""
+    digits: int = 2
+    formula: str = ""
+    gate: GateSpec | None = None
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """A release gate of ``sdc evaluate`` on a measure (see :data:`METRICS`).
+
+    ``direction``: ``"max"`` (the value must be <= the threshold) or ``"min"``;
+    ``stat``: ``"scenarios"`` for figures computed per intruder scenario (the gate
+    checks the worst scenario or the mean) or ``"overall"``; ``field``: key in the risk
+    summaries or the evaluate report's ``summary``; ``metavar`` and ``help`` make the
+    CLI option ``--max-NAME`` / ``--min-NAME``.
+    """
+
+    option: str
+    direction: str
+    stat: str
+    field: str
+    metavar: str
+    help: str
+
+    @property
+    def key(self) -> str:
+        """The keyword of :func:`microagg_cli.api.evaluate`'s ``gates`` (``max_dld``)."""
+        return self.option.lstrip("-").replace("-", "_")
 
 
 def _score_term(term: str) -> Callable[..., float | None]:
@@ -373,83 +407,131 @@ _MS_DF = ("Mateo-Sanz & Domingo-Ferrer (1998), A comparative study of microaggre
 _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("il_sse", "utility", "100 * SSE / SST on z-scores (the microaggregation IL)",
                "percent", "lower", "utility.il_sse.overall", _DF_MS,
-               func=lambda X, Xp: il_sse(X, Xp), identity=0.0),
+               func=lambda X, Xp: il_sse(X, Xp), identity=0.0,
+               heading="IL_SSE", digits=4, formula="IL_SSE = 100 * ||Z - Z'||^2 / ||Z - mean(Z)||^2 (Z, Z' z-scored with the "
+               "original's means and population sds; per block and overall = sums over blocks)",
+               gate=GateSpec("--max-il", "max", "overall", "il_sse", "PCT",
+                             "Fail (exit code 5) when IL_SSE over all evaluated columns exceeds PCT %.")),
     MetricSpec("il1", "utility", "mean |x - x'| / |x| over cells", "ratio", "lower",
-               "utility.il1.value", _DF_T, func=_score_term("il1"), identity=0.0),
+               "utility.il1.value", _DF_T, func=_score_term("il1"), identity=0.0,
+               heading="IL1", digits=3),
     MetricSpec("il2", "utility", "mean relative change of attribute means", "ratio", "lower",
-               "utility.il2.value", _DF_T, func=_score_term("il2"), identity=0.0),
+               "utility.il2.value", _DF_T, func=_score_term("il2"), identity=0.0,
+               heading="IL2", digits=3),
     MetricSpec("il3", "utility", "mean relative change of covariances (i <= j)", "ratio",
-               "lower", "utility.il3.value", _DF_T, func=_score_term("il3"), identity=0.0),
+               "lower", "utility.il3.value", _DF_T, func=_score_term("il3"), identity=0.0,
+               heading="IL3", digits=3),
     MetricSpec("il4", "utility", "mean relative change of variances", "ratio", "lower",
-               "utility.il4.value", _DF_T, func=_score_term("il4"), identity=0.0),
+               "utility.il4.value", _DF_T, func=_score_term("il4"), identity=0.0,
+               heading="IL4", digits=3),
     MetricSpec("il5", "utility", "mean |r - r'| over attribute pairs", "ratio", "lower",
-               "utility.il5.value", _DF_T, func=_score_term("il5"), identity=0.0),
+               "utility.il5.value", _DF_T, func=_score_term("il5"), identity=0.0,
+               heading="IL5", digits=3),
     MetricSpec("il_score", "utility", "100 * mean of IL1..IL5 capped at 1", "percent", "lower",
-               "utility.il_score.value", _DF_T, func=_score_term("il_score"), identity=0.0),
+               "utility.il_score.value", _DF_T, func=_score_term("il_score"), identity=0.0,
+               heading="IL_score", formula="IL_score = 100 * mean of IL1..IL5, each capped at 1"),
     MetricSpec("il1s", "utility", "mean |x - x'| / (sqrt(2) s) over cells", "ratio", "lower",
                "utility.il1s.value", _DF_T,
-               func=lambda X, Xp: il1s(X, Xp)["value"], identity=0.0),
+               func=lambda X, Xp: il1s(X, Xp)["value"], identity=0.0,
+               heading="IL1s", digits=3, formula="IL1s = mean over cells of |x - x'| / (sqrt(2) * s_j), s_j the sample sd of "
+               "original column j"),
     MetricSpec("il_sse_raw", "utility",
                "100 * SSE / SST on unstandardised values (sdc evaluate --scale raw)",
                "percent", "lower", "utility.il_sse_raw.overall", _DF_MS,
-               func=lambda X, Xp: il_sse_blocks(X, Xp, scale="raw")["overall"], identity=0.0),
+               func=lambda X, Xp: il_sse_blocks(X, Xp, scale="raw")["overall"], identity=0.0,
+               heading="IL_SSE raw", digits=4),
     MetricSpec("eigen", "utility", "sum |e - e'| / e of the correlation matrix's eigenvalues",
                "ratio", "lower", "utility.eigen.value", _TM,
-               func=lambda X, Xp: eigen(X, Xp)["value"], identity=0.0),
+               func=lambda X, Xp: eigen(X, Xp)["value"], identity=0.0,
+               heading="eigen", digits=3),
     MetricSpec("robeigen", "utility", "sum |e - e'| / e of the MCD correlation's eigenvalues",
                "ratio", "lower", "utility.robeigen.value", _TM,
-               func=lambda X, Xp: robeigen(X, Xp)["value"], identity=0.0),
+               func=lambda X, Xp: robeigen(X, Xp)["value"], identity=0.0,
+               heading="robeigen", digits=3),
     MetricSpec("mean_sd_z", "utility",
                "mean sd of the z-scored protected attributes (1 = none lost)",
                "ratio", "higher", "utility.data_quality.mean_sd_z.value", _MS_DF,
-               func=lambda X, Xp: data_quality(X, Xp)["mean_sd_z"]["value"], identity=1.0),
+               func=lambda X, Xp: data_quality(X, Xp)["mean_sd_z"]["value"], identity=1.0,
+               heading="mean sd(z')", digits=3),
     MetricSpec("correlation_discrepancy", "utility", "mean |r - r'| of the correlation matrix",
                "ratio", "lower", "utility.data_quality.correlation_discrepancy.mean", _MS_DF,
                func=lambda X, Xp: data_quality(X, Xp)["correlation_discrepancy"]["mean"],
-               identity=None),  # None for p = 1
+               identity=None,
+               heading="|r - r'|", digits=3),  # None for p = 1
     MetricSpec("pc1_loading_change", "utility", "mean |l - l'| of the first PC's loadings",
                "ratio", "lower", "utility.data_quality.pc1.loading_change", _MS_DF,
-               func=lambda X, Xp: data_quality(X, Xp)["pc1"]["loading_change"], identity=0.0),
+               func=lambda X, Xp: data_quality(X, Xp)["pc1"]["loading_change"], identity=0.0,
+               heading="PC1 loadings", digits=3),
     MetricSpec("lb_nn", "utility",
                "lower bound on IL_SSE of any k-partition (k-1 nearest neighbours)",
                "percent", "lower", "utility.optimality.lb_nn.overall",
                "this project (see spec/metrics.md)",
-               func=lambda X, Xp, k=3: lb_nn(X, k), params=("k",), identity=None),
+               func=lambda X, Xp, k=3: lb_nn(X, k), params=("k",), identity=None,
+               heading="LB_NN", digits=4, formula="LB_NN = 100 * (1/(2k)) * sum_i sum_{l=1..k-1} d^2(z_i, l-th nearest neighbour) / "
+               "SST (a lower bound on IL_SSE of any k-partition); gap = IL_SSE - LB_NN"),
     MetricSpec("optimality_gap", "utility", "IL_SSE - LB_NN (percentage points)", "percent",
                "lower", "utility.optimality.gap.overall", "this project (see spec/metrics.md)",
                func=lambda X, Xp, k=3: optimality_gap(X, Xp, k)["gap"]["overall"],
-               params=("k",), identity=None),
+               params=("k",), identity=None,
+               heading="gap", digits=4),
     MetricSpec("dld", "risk", "distance-based record linkage, % linked correctly", "percent",
                "lower", "risk.mean.dld", _DF_T,
-               func=lambda X, Xp: dld(X, Xp), identity=100.0),
+               func=lambda X, Xp: dld(X, Xp), identity=100.0,
+               heading="DLD", formula="DLD = 100 * (links to the true record by nearest z-scored distance, ties 1/t) / n",
+               gate=GateSpec("--max-dld", "max", "scenarios", "dld", "PCT",
+                             "Fail (exit code 5) when DLD, the share of records linked correctly by distance, "
+                             "exceeds PCT %.")),
     MetricSpec("pld", "risk", "probabilistic (Fellegi-Sunter/EM) record linkage, % linked",
                "percent", "lower", "risk.mean.pld",
                "Jaro (1989), Advances in record-linkage methodology, JASA 84(406)",
                func=lambda X, Xp, window_share=0.01: pld(X, Xp, window_share=window_share)["value"],
-               params=("window_share",), identity=None),
+               params=("window_share",), identity=None,
+               heading="PLD", formula="PLD = 100 * (links to the true record by highest Fellegi-Sunter weight, EM-fitted, "
+               "ties 1/t) / n"),
     MetricSpec("id", "risk", "rank-based interval disclosure, mean of ID(1..10)", "percent",
                "lower", "risk.mean.id",
                "Mateo-Sanz, Sebe & Domingo-Ferrer (2004), Outlier protection in continuous "
                "microdata masking, PSD 2004, LNCS 3050",
-               func=lambda X, Xp: interval_disclosure(X, Xp)["value"], identity=100.0),
+               func=lambda X, Xp: interval_disclosure(X, Xp)["value"], identity=100.0,
+               heading="ID", formula="ID = mean over p = 1..10 % of 100 * (original values inside the rank interval of "
+               "width p % around the protected value) / (n * |S|)",
+               gate=GateSpec("--max-id", "max", "scenarios", "id", "PCT",
+                             "Fail (exit code 5) when ID, the interval-disclosure share averaged over 1..10 % "
+                             "intervals, exceeds PCT %.")),
     MetricSpec("sdid", "risk", "sdcMicro dRisk: share of records within 0.05 sd everywhere",
                "share", "lower", "risk.mean.sdid",
                "Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data "
                "using the R package sdcMicro, JSS 67(4)",
                func=lambda X, Xp, factor=0.05: sdid(X, Xp, factor=factor),
-               params=("factor",), identity=1.0),
+               params=("factor",), identity=1.0,
+               heading="SDID", digits=4, formula="SDID = share of records whose every protected value lies within 0.05 * sd(x'_j) "
+               "of its original"),
     MetricSpec("k_prime", "risk", "real anonymity n / distinct protected rows", "records",
                "higher", "risk.anonymity.k_prime",
                "Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous "
                "k-anonymity through microaggregation, DMKD 11(2)",
-               func=lambda X, Xp: real_anonymity(Xp)["k_prime"], identity=1.0),
+               func=lambda X, Xp: real_anonymity(Xp)["k_prime"], identity=1.0,
+               heading="k'", formula="k' = n / (number of distinct protected rows over the known attributes); k_min = "
+               "smallest class; share_below_k = share of records in classes smaller than k",
+               gate=GateSpec("--min-kprime", "min", "scenarios", "k_prime", "K",
+                             "Fail (exit code 5) when the real anonymity k' (records per distinct protected row) "
+                             "is below K.")),
     MetricSpec("dr", "risk", "DR = 0.25 DLD + 0.25 PLD + 0.5 ID over the intruder scenarios",
                "percent", "lower", "risk.dr.value", _DF_T,
-               func=lambda X, Xp: evaluate_arrays(X, Xp)["risk"]["dr"]["value"], identity=None),
+               func=lambda X, Xp: evaluate_arrays(X, Xp)["risk"]["dr"]["value"], identity=None,
+               heading="DR"),
     MetricSpec("score", "risk", "score = 0.5 IL_score + 0.5 DR (lower is better)", "percent",
                "lower", "score.value", _DF_T,
-               func=lambda X, Xp: evaluate_arrays(X, Xp)["score"]["value"], identity=None),
+               func=lambda X, Xp: evaluate_arrays(X, Xp)["score"]["value"], identity=None,
+               heading="score",
+               gate=GateSpec("--max-score", "max", "overall", "score", "S",
+                             "Fail (exit code 5) when score = 0.5 * IL_score + 0.5 * DR exceeds S.")),
 )
 
-#: name -> MetricSpec, in report order.
+#: name -> MetricSpec, in report order: the one catalogue of measures. The gates of
+#: ``sdc evaluate`` (:data:`microagg_cli.evaluation.GATES` and the CLI options), the
+#: formulas of every report and the headings of every table derive from it.
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
+
+#: The gates, in CLI option order (--max-dld, --max-id, --max-score, --min-kprime, --max-il).
+GATE_ORDER: tuple[str, ...] = ("dld", "id", "score", "k_prime", "il_sse")
