@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from conftest import SAMPLE
 from microagg_cli import api, report
 from microagg_cli.errors import ThresholdExceeded
 
@@ -161,3 +163,212 @@ def test_terminal_summary_fits_80_columns(rep):
         assert re.search(rf"^\s*{label}\s", text, flags=re.M)
     assert "gate --max-dld 100" in text and "pass" in text
     assert "gate --min-kprime 5" in text and "FAIL" in text
+
+
+# ------------------------------------------------------------------ fixed defects (#17)
+
+
+def _text_of(html: str) -> str:
+    """The page's visible text (markup dropped)."""
+    return re.sub(r"<[^>]+>", " ", html.split("<body>", 1)[1])
+
+
+def test_html_prints_no_python_booleans_and_shows_k_per_block(rep):
+    html = report.render_html(rep)
+    words = set(re.findall(r"\w+", _text_of(html)))
+    assert not {"True", "False", "None"} & words
+    assert "partition_based" in html  # the boolean parameter is there, as yes/no
+    row = re.search(r"<td>partition_based</td><td>(\w+)</td>|<td class=\"l\">partition_based</td>"
+                    r"<td class=\"l\">(\w+)</td>", html)
+    assert row and (row.group(1) or row.group(2)) in ("yes", "no")
+    # the blocks were given without their own k: the IL table shows the run's k = 3, not "-"
+    il = html.split("<h2>Information loss</h2>", 1)[1].split("</table>", 1)[0]
+    for b in rep["blocks"]:
+        assert b.get("k") is None
+        assert re.search(rf'<td class="l">{re.escape(b["name"])}</td><td class="l">[^<]*</td><td>3</td>', il)
+
+
+def test_every_table_scrolls_in_its_own_box_and_print_css_fits_a4(rep):
+    html = report.render_html(rep)
+    assert html.count("<table>") == html.count('<div class="scroll"><table>') > 5
+    css = html.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert ".scroll" in css and "overflow-x: auto" in css
+    assert "@page { size: A4" in css and "@media print" in css
+
+
+def _text_boxes(svg_text: str) -> list[tuple[str, tuple[float, float, float, float]]]:
+    from microagg_cli.report.svg import text_box
+
+    root = ET.fromstring(svg_text)
+    out = []
+    for e in root.iter():
+        if e.tag.rsplit("}", 1)[-1] != "text" or e.get("transform"):
+            continue
+        size = float(e.get("font-size", 11))
+        out.append((e.text, text_box(float(e.get("x")), float(e.get("y")), e.text, size,
+                                     e.get("text-anchor", "start"), e.get("font-weight", "normal"))))
+    return out
+
+
+def _overlapping(boxes):
+    bad = []
+    for i, (sa, a) in enumerate(boxes):
+        for sb, b in boxes[i + 1:]:
+            if min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5:
+                bad.append((sa, sb))
+    return bad
+
+
+def test_compare_map_places_labels_of_close_points_apart():
+    def row(label, k, il, dr):
+        return {"label": label, "plan": "p", "k": k, "k_counts": "values", "il_sse": il, "il_score": il,
+                "dr": dr, "score": 1.0, "k_prime": 1.0}
+
+    # mic1d 300 and 900 nearly on top of each other (the reported overlap), plus a crowd
+    rows = [row("mic1d", 300, 0.02, 95.1), row("mic1d", 900, 0.03, 95.4), row("mdav", 3, 0.04, 95.0),
+            row("mdav", 5, 0.05, 95.3), row("zscores", 3, 30.0, 12.0)]
+    svg = report.risk_utility_svg({"rows": rows, "plans": [{"name": "p"}]})
+    boxes = _text_boxes(svg)
+    labels = [s for s, _b in boxes]
+    for expected in ("mic1d 300", "mic1d 900", "mdav 3", "mdav 5", "zscores 3"):
+        assert expected in labels
+    assert _overlapping(boxes) == []
+
+
+def test_evaluate_charts_have_no_overlapping_texts(rep):
+    html = report.render_html(rep)
+    for svg in re.findall(r"<svg .*?</svg>", html, flags=re.S):
+        assert _overlapping(_text_boxes(svg)) == [], svg[:200]
+
+
+def test_svg_place_moves_a_label_off_a_taken_spot():
+    from microagg_cli.report.svg import Svg, text_box
+
+    svg = Svg(300, 200, "t", "d")
+    texts = [f"label {i}" for i in range(10)]  # ten labels for one point: the near places run out
+    placed = [svg.place(150, 100, t, size=10) for t in texts]
+    boxes = [(t, text_box(x, y, t, 10, anchor)) for t, (x, y, anchor) in zip(texts, placed)]
+    assert _overlapping(boxes) == []
+    assert all(0 <= b[0] and b[2] <= 300 and 0 <= b[1] and b[3] <= 200 for _t, b in boxes)
+    assert "<line" in svg.close()  # a label moved further out has a leader line to its point
+
+
+# ----------------------------------------------------------- certified bound (#19)
+
+
+@pytest.fixture(scope="module")
+def cg_rep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cg")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 4)).round(3)
+    orig = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    prot = orig.copy()
+    groups = np.repeat(np.arange(4), 3)
+    prot[["a", "b"]] = orig[["a", "b"]].groupby(groups).transform("mean")
+    prot[["c", "d"]] = orig[["c", "d"]].groupby(groups[::-1]).transform("mean")
+    o, p = tmp / "o.csv", tmp / "p.csv"
+    orig.to_csv(o, index=False)
+    prot.to_csv(p, index=False)
+    return api.evaluate(o, p, blocks=[["a", "b"], ["c", "d"]], k=3, bound="cg", time_limit=60,
+                        max_scenarios=4)
+
+
+def test_html_and_terminal_show_lb_cg_and_the_certified_gap_per_block_and_overall(cg_rep):
+    cg = cg_rep["measures"]["utility"]["cg_bound"]
+    html = report.render_html(cg_rep)
+    il = html.split("<h2>Information loss</h2>", 1)[1].split("</table>", 1)[0]
+    assert "lb_cg (%)" in il and "certified gap" in il
+    for i, b in enumerate(cg_rep["blocks"]):
+        lb = report.fmt(cg["lb_cg"]["per_block"][i])
+        assert re.search(rf'<td class="l">{b["name"]}</td>.*?<td>{re.escape(lb)}</td>', il)
+    assert f'<td>{report.fmt(cg["lb_cg"]["overall"])}</td>' in il.split('<td class="l">overall</td>', 1)[1]
+    gap = cg["cg_gap"]["overall"]
+    assert f"{100 * gap:.2f} %" in il
+    assert '<div class="l">lb_cg</div>' in html  # a headline card
+    buf = io.StringIO()
+    report.print_summary(cg_rep, Console(file=buf, width=80, highlight=False, color_system=None))
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80 and "\u2026" not in text
+    assert "lb_cg" in text and f"{100 * gap:.2f} %" in text
+    for b in cg_rep["blocks"]:
+        assert re.search(rf"^\s*{b['name']}\s", text, flags=re.M)
+
+
+def test_evaluate_page_without_cg_points_to_it(rep):
+    assert "--bound cg" in report.render_html(rep)
+
+
+def test_protect_summary_points_to_the_certified_bound(tmp_path):
+    o = tmp_path / "o.csv"
+    pd.DataFrame(np.random.default_rng(1).normal(size=(12, 2)), columns=["a", "b"]).to_csv(o, index=False)
+    rep = api.protect(o, tmp_path / "p.csv", k=3)
+    buf = io.StringIO()
+    report.print_protect_summary(rep, Console(file=buf, width=100, highlight=False, color_system=None))
+    text = buf.getvalue()
+    assert "LB_NN" in text and "sdc evaluate ORIGINAL PROTECTED --bound cg" in text
+
+
+# ----------------------------------------------------------- the page's hash (#20)
+
+
+def test_attach_html_adds_the_pages_bytes_to_the_audit_files():
+    doc = {"audit": {"files": [{"role": "output", "path": "x.csv"}]}}
+    data = report.attach_html(doc, "dir/page.html", "<p>\u00e9</p>")
+    assert data == "<p>\u00e9</p>".encode()
+    entry = doc["audit"]["files"][-1]
+    assert entry == {"role": "HTML report", "path": "dir/page.html", "name": "page.html",
+                     "size_bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    report.attach_html(doc, "dir/page.html", "<p/>")  # a second render replaces the entry
+    assert [f["path"] for f in doc["audit"]["files"]] == ["x.csv", "dir/page.html"]
+
+
+def test_compare_json_lists_the_html_page_with_its_hash(tmp_path):
+    out, page = tmp_path / "g.json", tmp_path / "g.html"
+    api.compare(SAMPLE / "census.csv", methods=["mdav"], k=[3], known=[["AGI"]], output=out, html=page)
+    doc = json.loads(out.read_text())
+    entry = next(f for f in doc["audit"]["files"] if f["role"] == "HTML report")
+    data = page.read_bytes()
+    assert entry["path"] == str(page) and entry["size_bytes"] == len(data)
+    assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+# ----------------------------------------------------------------- the package
+
+
+def test_report_imports_no_orchestration_and_no_private_names():
+    import ast
+    from pathlib import Path
+
+    pkg = Path(report.__file__).parent
+    for path in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                mod = node.module or ""
+                if node.level == 2:  # microagg_cli.<mod>
+                    assert mod.split(".")[0] not in ("api", "grid", "engines", "blocking", "evaluation",
+                                                     "protection"), f"{path.name} imports {mod}"
+                for a in node.names:
+                    assert not (a.name.startswith("_") and not a.name.startswith("__")), \
+                        f"{path.name} imports {mod}.{a.name}"
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("microagg_cli") for a in node.names)
+
+
+def test_blocks_text_views_read_the_json_document():
+    doc = {
+        "candidates": [{
+            "name": "correlated", "mean_abs_corr": 0.5, "block_mean_abs_corr": {"b1": 0.7, "b2": 0.3},
+            "plan": {"version": 1, "drop": ["id"], "blocks": [
+                {"name": "b1", "columns": ["x", "y"], "method": "mdav", "k": 3},
+                {"name": "b2", "columns": ["z"], "method": "mdav"}]},
+            "il_sse": 4.25, "k": 3, "blocks": [],
+            "risk": {"labels": {"1G": {"scenarios": 3, "k_prime_mean": 3.5, "k_prime_worst": 3.0,
+                                       "k_min_worst": 3, "share_below_k_mean": 0.0}},
+                     "worst": {"k_prime_worst": 3.0, "worst_known": ["x"]}},
+        }],
+        "recommended": "correlated", "max_il": 5.0,
+    }
+    text = report.blocks_text(doc)
+    assert "correlated: 2 block(s), 3 column(s)" in text and "drop: id" in text
+    ev = report.evaluation_text(doc)
+    assert "recommended: correlated (worst k' 3.00, IL_SSE 4.2500 <= 5)" in ev
