@@ -1,26 +1,29 @@
-"""Reading and writing microdata files: CSV and Parquet, column checks, atomic writes.
+"""Reading and writing microdata files: CSV and Parquet as Arrow, column checks, atomic writes.
 
-CSV files are read as text so that columns ``sdc`` does not protect are written back
-exactly as they were read (leading zeros, number formats, codes). Protected columns are
-parsed strictly: a value that is not a finite number is a :class:`DataError`.
+A :class:`Table` holds the file as read, as a ``pyarrow.Table``: a CSV file as text
+(every column ``pa.string()``, exactly as in the file), so that columns ``sdc`` does
+not protect are written back exactly as they were read (leading zeros, number formats,
+codes); a Parquet file with its own schema and metadata, so that untouched columns keep
+their types (nullable integers, decimals, dictionaries, time zones, lists, structs).
+Protected columns are parsed strictly: a value that is not a finite number is a
+:class:`DataError`. :func:`assemble_output` builds the output table without pandas;
+:func:`write_table` writes it. The CSV machinery lives in :mod:`microagg_cli.csvio`.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io as _io
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .audit import digesting
+from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, open_csv_source, parse_numbers
+from .csvio import read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .outputs import (
     COMMIT_LOCK,
@@ -34,15 +37,29 @@ from .outputs import (
     file_mode,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
+
 __all__ = [
     "Table",
     "detect_format",
     "read_table",
     "numeric_matrix",
     "numeric_columns",
+    "column_values",
     "resolve_columns",
     "mostly_numeric_error",
     "missing_mask",
+    "assemble_output",
+    "output_schema",
+    "take_rows",
+    "with_column",
+    "id_type",
+    "PARQUET_ROW_GROUP_ROWS",
+    "CsvSource",
+    "CsvWriter",
+    "open_csv_source",
     "file_fingerprint",
     "check_output_path",
     "atomic_write_bytes",
@@ -60,30 +77,126 @@ __all__ = [
 ]
 
 _FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
-_MISSING_TOKENS = {"", "NA", "N/A", "NaN", "nan", "NULL", "null", "."}
+_MISSING_TOKENS = set(MISSING_TOKENS)
+
+#: Rows per row group of a Parquet output (the streaming engine's batch size, so that
+#: the in-memory and streaming paths write the same row groups).
+PARQUET_ROW_GROUP_ROWS = 65_536
 
 
-@dataclass
+def _is_arrow_table(obj: Any) -> bool:
+    mod = type(obj).__module__
+    if not mod.startswith("pyarrow"):
+        return False
+    import pyarrow as pa
+
+    return isinstance(obj, pa.Table)
+
+
 class Table:
     """A data file held in memory.
 
+    ``Table(data, fmt, path, delimiter=",", decimal=".")`` with ``data`` a
+    ``pyarrow.Table`` (what :func:`read_table` builds) or a pandas DataFrame (kept for
+    callers that build tables from frames; such a table behaves exactly as before).
+
     Attributes
     ----------
-    frame : the data. For CSV input every column is text (``object``), exactly as read.
+    data : ``pyarrow.Table``, the file as read. CSV: every column ``pa.string()``, the
+        text exactly as in the file (empty cells ``""``, never null). Parquet: the file's
+        own schema and schema metadata. (A DataFrame-built table: ``from_pandas``.)
+    frame : a pandas view, built from ``data`` on first use and cached: CSV text columns
+        (``str``), Parquet ``to_pandas()`` (the index restored from the pandas metadata).
     fmt : ``"csv"`` or ``"parquet"``.
     path : where it was read from (``None`` for stdin).
     delimiter, decimal : the CSV dialect found or given.
     """
 
-    frame: pd.DataFrame
-    fmt: str
-    path: Path | None
-    delimiter: str = ","
-    decimal: str = "."
+    def __init__(self, data: Any, fmt: str = "csv", path: Path | None = None, delimiter: str = ",",
+                 decimal: str = "."):
+        if _is_arrow_table(data):
+            self._data, self._frame, self._arrow = data, None, True
+        else:
+            self._data, self._frame, self._arrow = None, data, False
+        self.fmt = fmt
+        self.path = path
+        self.delimiter = delimiter
+        self.decimal = decimal
+
+    def __repr__(self) -> str:
+        return (f"Table(<{self.n_rows} x {len(self.columns)}>, fmt={self.fmt!r}, path={self.path!r}, "
+                f"delimiter={self.delimiter!r}, decimal={self.decimal!r})")
+
+    @property
+    def arrow_backed(self) -> bool:
+        """True when the table was built from Arrow data (read from a file)."""
+        return self._arrow
+
+    @property
+    def data(self) -> pa.Table:
+        if self._data is None:
+            import pyarrow as pa
+
+            self._data = pa.Table.from_pandas(self._frame, preserve_index=False)
+        return self._data
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = self._data.to_pandas()
+        return self._frame
+
+    @frame.setter
+    def frame(self, value: pd.DataFrame) -> None:
+        self._frame, self._data, self._arrow = value, None, False
 
     @property
     def columns(self) -> list[str]:
-        return [str(c) for c in self.frame.columns]
+        """Column names (a Parquet file's stored pandas index is not a column)."""
+        if not self._arrow:
+            return [str(c) for c in self._frame.columns]
+        index = set(_pandas_index_columns(self._data.schema))
+        return [c for c in self._data.column_names if c not in index]
+
+    @property
+    def n_rows(self) -> int:
+        return int(self._data.num_rows) if self._arrow else int(self._frame.shape[0])
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        """One column of :attr:`data`, as stored."""
+        return self.data.column(name)
+
+    def pandas_column(self, name: str) -> pd.Series:
+        """One column as the pandas view shows it (without building the whole view)."""
+        if self._frame is not None or not self._arrow:
+            return self.frame[name]
+        return self._data.select([name]).to_pandas()[name]
+
+    def cell_text(self, name: str, row: int) -> str:
+        """The cell as text (the file's text for CSV; the pandas value's ``str`` otherwise)."""
+        if self._arrow and self.fmt == "csv":
+            return str(self._data.column(name)[row].as_py())
+        return str(self.pandas_column(name).iloc[row])
+
+
+def _pandas_meta(schema: Any) -> dict[str, Any] | None:
+    raw = (schema.metadata or {}).get(b"pandas")
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _pandas_index_columns(schema: Any) -> list[str]:
+    """Stored pandas index columns named in the schema's pandas metadata (and present)."""
+    meta = _pandas_meta(schema)
+    if not meta:
+        return []
+    names = set(schema.names)
+    return [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]
 
 
 def detect_format(path: str | Path, override: str | None = None) -> str:
@@ -104,14 +217,7 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     return _FORMATS[suffix]
 
 
-def _sniff_delimiter(sample: str) -> str:
-    first = sample.splitlines()[0] if sample else ""
-    try:
-        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
-    except csv.Error:
-        counts = {d: first.count(d) for d in ",;\t|"}
-        best = max(counts, key=lambda d: counts[d])
-        return best if counts[best] else ","
+_sniff_delimiter = sniff_delimiter
 
 
 def read_table(
@@ -121,10 +227,12 @@ def read_table(
     delimiter: str | None = None,
     decimal: str = ".",
 ) -> Table:
-    """Read a CSV or Parquet file (``-`` = CSV on stdin).
+    """Read a CSV or Parquet file (``-`` = CSV on stdin) into an Arrow-backed :class:`Table`.
 
-    Raises :class:`DataError` for a missing, unreadable or empty file, a CSV without
-    a header row, or duplicate column names.
+    CSV is parsed by pyarrow, every column as text; the delimiter is sniffed when not
+    given. Raises :class:`DataError` for a missing, unreadable or empty file, a file
+    that is not UTF-8, malformed CSV, a CSV without a header row or without data rows,
+    or duplicate column names.
     """
     fmt = detect_format(path, fmt)
     src = None if str(path) == "-" else Path(path)
@@ -139,27 +247,11 @@ def read_table(
         return Table(_read_parquet(src), "parquet", src)
     try:
         raw = sys.stdin.buffer.read() if src is None else src.read_bytes()
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DataError(f"{_name(src)}: not a UTF-8 text file") from None
     except OSError as exc:
         raise DataError(f"{_name(src)}: cannot read ({exc.strerror})") from None
-    if not text.strip():
-        raise DataError(f"{_name(src)}: the file is empty")
-    delim = delimiter or _sniff_delimiter(text[:65536])
-    header = next(csv.reader(_io.StringIO(text), delimiter=delim), [])
-    _check_header(header, src)
-    try:
-        frame = pd.read_csv(
-            _io.StringIO(text), sep=delim, dtype=str, keep_default_na=False,
-            na_filter=False, engine="c",
-        )
-    except (pd.errors.ParserError, ValueError) as exc:
-        msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"{_name(src)}: malformed CSV ({msg})") from None
-    if frame.shape[0] == 0:
-        raise DataError(f"{_name(src)}: the file has a header but no data rows")
-    return Table(frame, "csv", src, delim, decimal)
+    data, delim = read_csv_arrow(raw, _name(src), delimiter)
+    del raw
+    return Table(data, "csv", src, delim, decimal)
 
 
 def _name(src: Path | None) -> str:
@@ -167,28 +259,10 @@ def _name(src: Path | None) -> str:
 
 
 def _check_header(header: list[str], src: Path | None) -> None:
-    names = [h.strip() for h in header]
-    if not names or all(not h for h in names):
-        raise DataError(f"{_name(src)}: no header row")
-    if any(not h for h in names):
-        raise DataError(f"{_name(src)}: the header has an empty column name")
-    seen: set[str] = set()
-    for h in names:
-        if h in seen:
-            raise DataError(f"{_name(src)}: duplicate column {h!r} in the header")
-        seen.add(h)
-    numeric = 0
-    for h in names:
-        try:
-            float(h)
-            numeric += 1
-        except ValueError:
-            pass
-    if numeric == len(names):
-        raise DataError(f"{_name(src)}: the first row looks like data, not a header row")
+    check_header(header, _name(src))
 
 
-def _read_parquet(src: Path | None) -> pd.DataFrame:
+def _read_parquet(src: Path | None) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -204,11 +278,13 @@ def _read_parquet(src: Path | None) -> pd.DataFrame:
         raise DataError(f"{src}: duplicate column {dup[0]!r}")
     if table.num_rows == 0:
         raise DataError(f"{src}: the file has no rows")
-    return table.to_pandas()
+    return table
 
 
 def _parse_numbers(values: pd.Series, decimal: str) -> tuple[np.ndarray, np.ndarray]:
     """Strict float parse of text values: (numbers with NaN where missing, bad mask)."""
+    import pandas as pd
+
     text = values.astype(str).str.strip()
     if decimal != ".":
         text = text.str.replace(decimal, ".", regex=False)
@@ -219,18 +295,82 @@ def _parse_numbers(values: pd.Series, decimal: str) -> tuple[np.ndarray, np.ndar
     return num, bad
 
 
+def _arrow_kind(t: Any) -> str:
+    """"int", "float", "text" or "other" (an Arrow type as column_values treats it)."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    return "other"
+
+
 def missing_mask(table: Table, name: str) -> np.ndarray:
     """Cells of ``name`` that are missing: empty or NA-like text (CSV), null (Parquet)."""
-    col = table.frame[name]
+    if table.arrow_backed:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        col = table.column(name)
+        kind = _arrow_kind(col.type)
+        if table.fmt == "csv":
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            out = pc.is_in(pc.utf8_trim(col, " "), value_set=_token_array()).to_numpy(zero_copy_only=False)
+            out = np.array(out, dtype=bool)
+            # cells with characters other than printable ASCII: the old code decides
+            odd = np.flatnonzero(~np.asarray(pc.match_substring_regex(col, r"^[\x20-\x7e]*$")
+                                             .to_numpy(zero_copy_only=False), dtype=bool))
+            if odd.size:
+                import pandas as pd
+
+                sub = pd.Series(col.take(pa.array(odd)).to_pylist(), dtype=object)
+                out[odd] = sub.astype("string").fillna("").str.strip().isin(_MISSING_TOKENS).to_numpy(dtype=bool)
+            return out
+        if kind == "int":
+            return np.array(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+        if kind == "float":
+            return np.array(pc.is_null(col, nan_is_null=True).to_numpy(zero_copy_only=False), dtype=bool)
+    col = table.pandas_column(name)
     if table.fmt == "csv" or col.dtype == object:
         text = col.astype("string").fillna("").str.strip()
         return text.isin(_MISSING_TOKENS).to_numpy(dtype=bool)
     return col.isna().to_numpy(dtype=bool)
 
 
+def _token_array() -> Any:
+    import pyarrow as pa
+
+    return pa.array(sorted(_MISSING_TOKENS))
+
+
 def column_values(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A column as float64 with NaN for missing cells, and a mask of non-numeric cells."""
-    col = table.frame[name]
+    if table.arrow_backed:
+        col = table.column(name)
+        if table.fmt == "csv":
+            return parse_numbers(col, table.decimal)
+        kind = _arrow_kind(col.type)
+        if kind in ("int", "float"):
+            import pyarrow as pa
+
+            n = len(col)
+            arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if kind == "int":  # a C cast, as pandas' conversion (int64 -> float64 rounds to nearest)
+                values = arr.to_numpy(zero_copy_only=False)
+                out = np.asarray(values, dtype=np.float64) if not arr.null_count else \
+                    np.where(arr.is_null().to_numpy(zero_copy_only=False), np.nan,
+                             np.asarray(arr.fill_null(0).to_numpy(), dtype=np.float64))
+            else:
+                out = np.array(arr.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+            return np.array(out, dtype=np.float64), np.zeros(n, dtype=bool)
+        if kind == "text":
+            return parse_numbers(col, ".")
+    import pandas as pd
+
+    col = table.pandas_column(name) if table.arrow_backed else table.frame[name]
     if table.fmt == "csv":
         return _parse_numbers(col, table.decimal)
     if pd.api.types.is_bool_dtype(col.dtype):
@@ -274,7 +414,7 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
     i = int(np.flatnonzero(bad)[0])
     return DataError(
         f"column {name!r} is mostly numeric ({n_num} of {n_num + n_bad} non-empty cells) but row {i + 1} "
-        f"holds {str(table.frame[name].iloc[i])!r}: fix the cell, protect it explicitly with --columns, "
+        f"holds {table.cell_text(name, i)!r}: fix the cell, protect it explicitly with --columns, "
         f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}"
     )
 
@@ -339,13 +479,13 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
     row) for a non-numeric value, a missing value (unless ``allow_missing``, then NaN)
     or an infinite value.
     """
-    out = np.empty((table.frame.shape[0], len(columns)), dtype=np.float64)
+    out = np.empty((table.n_rows, len(columns)), dtype=np.float64)
     for j, name in enumerate(columns):
         values, bad = column_values(table, name)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DataError(
-                f"column {name!r} is not numeric: row {i + 1} holds {str(table.frame[name].iloc[i])!r}"
+                f"column {name!r} is not numeric: row {i + 1} holds {table.cell_text(name, i)!r}"
             )
         nan = np.isnan(values)
         if nan.any() and not allow_missing:
@@ -402,8 +542,192 @@ def _csv_text(frame: pd.DataFrame, delimiter: str, decimal: str) -> str:
     return frame.to_csv(index=False, sep=delimiter, decimal=decimal, lineterminator="\n")
 
 
+# ------------------------------------------------------------------ output assembly
+
+
+def output_schema(schema: pa.Schema, columns: Sequence[str], changed: Mapping[str, pa.DataType],
+                  *, n_rows: int | None = None) -> pa.Schema:
+    """The schema of an output: ``columns`` of ``schema`` in that order, the columns in
+    ``changed`` (protected columns, a regenerated id) with their new type, every other
+    field as it is (type, nullability, field metadata), the schema metadata kept.
+
+    Notes
+    -----
+    The ``pandas`` entry of the schema metadata describes every column's pandas dtype
+    (nullable ``Int64``, categorical order, time zone, ``object`` strings) and the
+    index. It is kept as is when it still describes the output; else it is rewritten,
+    not dropped, so that pass-through columns keep their pandas dtypes when the output
+    is read back: entries of columns not in the output (dropped columns, a stored index)
+    are removed, a changed column gets the entry of its new type (``float64``), the
+    index becomes the default range index (the output never stores one, as the pandas
+    path wrote with ``preserve_index=False``; a stored range index is kept only while it
+    is the default ``0..n``, which it stays when rows are permuted). Should the entry
+    hold something this does not understand, it is dropped instead (it would be wrong).
+    """
+    import pyarrow as pa
+
+    fields = []
+    for name in columns:
+        if name in changed:
+            fields.append(pa.field(name, changed[name]))
+        else:
+            fields.append(schema.field(name))
+    metadata = dict(schema.metadata or {})
+    if b"pandas" in metadata:
+        new = _rewrite_pandas_meta(metadata[b"pandas"], list(columns), changed, n_rows)
+        if new is None:
+            del metadata[b"pandas"]
+        else:
+            metadata[b"pandas"] = new
+    return pa.schema(fields, metadata=metadata or None)
+
+
+_PANDAS_TYPES = {"double": ("float64", "float64"), "int64": ("int64", "int64"), "string": ("unicode", "object"),
+                 "large_string": ("unicode", "object")}
+
+
+def _rewrite_pandas_meta(raw: bytes, columns: list[str], changed: Mapping[str, Any],
+                         n_rows: int | None) -> bytes | None:
+    try:
+        meta = json.loads(raw)
+        entries = {e["field_name"]: e for e in meta["columns"]}
+        index = meta.get("index_columns", [])
+    except (ValueError, KeyError, TypeError):
+        return None
+    default_range = all(isinstance(i, dict) and i.get("kind") == "range" and i.get("start") == 0
+                        and i.get("step") == 1 and i.get("name") is None
+                        and (n_rows is None or i.get("stop") == n_rows) for i in index)
+    index_fields = {i for i in index if isinstance(i, str)}
+    listed = [f for f in entries if f not in index_fields]
+    if listed == columns and not changed and default_range:
+        return raw  # still exact
+    out_entries = []
+    for name in columns:
+        if name in changed:
+            kind = _PANDAS_TYPES.get(str(changed[name]))
+            if kind is None:
+                return None
+            out_entries.append({"name": name, "field_name": name, "pandas_type": kind[0],
+                                "numpy_type": kind[1], "metadata": None})
+        elif name in entries:
+            out_entries.append(entries[name])
+        else:
+            return None
+    meta["columns"] = out_entries
+    if not default_range:
+        meta["index_columns"] = []
+    return json.dumps(meta).encode("utf-8")
+
+
+def assemble_output(table: Table, values: Mapping[str, np.ndarray], drop: Sequence[str]) -> pa.Table:
+    """The output table: the input's columns minus ``drop``, in input order, with the
+    columns in ``values`` replaced by float64 (NaN written as null, as the pandas path
+    wrote a blanked value: an empty CSV cell, a Parquet null), every other column the
+    very same Arrow array (type, nullability, dictionary, decimals, zones, nesting).
+
+    Parameters
+    ----------
+    table : the input (:func:`read_table`).
+    values : protected column -> its n new values.
+    drop : columns left out of the output.
+
+    Returns
+    -------
+    ``pyarrow.Table``; its schema metadata is the input's (see :func:`output_schema`
+    for the ``pandas`` entry).
+
+    Examples
+    --------
+    >>> import numpy as np, pyarrow as pa
+    >>> t = Table(pa.table({"id": ["007", "008"], "x": ["1", "3"], "z": ["a", "b"]}), "csv", None)
+    >>> out = assemble_output(t, {"x": np.array([2.0, 2.0])}, drop=["z"])
+    >>> out.column_names, out.column("id").to_pylist(), out.column("x").to_pylist()
+    (['id', 'x'], ['007', '008'], [2.0, 2.0])
+    """
+    import pyarrow as pa
+
+    have = table.columns
+    drop_set = set(drop)
+    for name in list(drop_set) + list(values):
+        if name not in have:
+            raise ValueError(f"no column {name!r} in the table")
+    both = drop_set & set(values)
+    if both:
+        raise ValueError(f"column {sorted(both)[0]!r} is both replaced and dropped")
+    data = table.data
+    n = data.num_rows
+    names = [c for c in have if c not in drop_set]
+    arrays = []
+    for name in names:
+        if name in values:
+            v = np.asarray(values[name], dtype=np.float64)
+            if v.shape != (n,):
+                raise ValueError(f"column {name!r}: {v.shape} values for {n} rows")
+            arrays.append(pa.array(v, type=pa.float64(), from_pandas=True))
+        else:
+            arrays.append(data.column(name))
+    schema = output_schema(data.schema, names, {c: pa.float64() for c in values}, n_rows=n)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def take_rows(data: pa.Table, order: Any) -> pa.Table:
+    """Rows of ``data`` in the order ``order`` (a permutation of ``0..n-1``; every column
+    and the schema metadata kept). ``assemble_output(...)`` then ``take_rows(out,
+    rng.permutation(n))`` is ``--shuffle-rows``."""
+    import pyarrow as pa
+
+    idx = pa.array(np.asarray(order, dtype=np.int64))
+    return data.take(idx)
+
+
+def with_column(data: pa.Table, name: str, values: Any, *, type: pa.DataType | None = None,
+                position: int | None = None) -> pa.Table:
+    """``data`` with column ``name`` replaced (same position) or inserted (at
+    ``position``, default the end); the schema metadata follows (:func:`output_schema`).
+
+    ``type``: the Arrow type of the new column (default: that of ``values``). For ids
+    (``--regenerate-ids``) ``id_type(data.schema.field(name).type)`` keeps a text id
+    text and an integer id an integer.
+    """
+    import pyarrow as pa
+
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(values))
+    if type is not None and arr.type != type:
+        if pa.types.is_string(type) or pa.types.is_large_string(type):
+            arr = pa.array([str(v) for v in arr.to_pylist()], type=type) if not (
+                pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) else arr.cast(type)
+        else:
+            arr = arr.cast(type)
+    if len(arr) != data.num_rows:
+        raise ValueError(f"column {name!r}: {len(arr)} values for {data.num_rows} rows")
+    names = list(data.column_names)
+    if name in names:
+        i = names.index(name)
+        columns = [data.column(j) if j != i else arr for j in range(len(names))]
+    else:
+        i = len(names) if position is None else position
+        names.insert(i, name)
+        columns = [data.column(c) for c in data.column_names]
+        columns.insert(i, arr)
+    schema = output_schema(data.schema.append(pa.field(name, arr.type)) if name not in data.column_names
+                           else data.schema, names, {name: arr.type}, n_rows=data.num_rows)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def id_type(current: pa.DataType) -> pa.DataType:
+    """The type of regenerated ids 1..n in a column of type ``current``: text stays text
+    (same string type), an integer column of at least 32 bits keeps its type, else int64."""
+    import pyarrow as pa
+
+    if pa.types.is_string(current) or pa.types.is_large_string(current):
+        return current
+    if pa.types.is_integer(current) and current.bit_width >= 32:
+        return current
+    return pa.int64()
+
+
 def write_table(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | pa.Table,
     path: Path | None,
     *,
     fmt: str,
@@ -412,26 +736,51 @@ def write_table(
     decimal: str = ".",
     into: OutputSet | None = None,
 ) -> None:
-    """Write ``frame`` as CSV or Parquet atomically (``path=None``: CSV to stdout).
+    """Write a table as CSV or Parquet atomically (``path=None``: CSV to stdout).
 
-    With ``into``, the file is staged in that :class:`OutputSet` (renamed into place by
-    its commit) instead of being committed at once.
+    ``frame``: a ``pyarrow.Table`` (e.g. :func:`assemble_output`) or a pandas DataFrame.
+    Arrow: Parquet keeps the schema and its metadata (row groups of
+    :data:`PARQUET_ROW_GROUP_ROWS` rows); CSV is written by
+    :class:`microagg_cli.csvio.CsvWriter` (text as it is, floats as pandas wrote them).
+    A DataFrame is written by pandas as before. With ``into``, the file is staged in
+    that :class:`OutputSet` (renamed into place by its commit) instead of being
+    committed at once.
     """
+    arrow = _is_arrow_table(frame)
     if path is None:
         if fmt != "csv":
             raise InvalidParameterError("only CSV can be written to stdout (-o -)")
-        sys.stdout.write(_csv_text(frame, delimiter, decimal))
+        if arrow:
+            out = getattr(sys.stdout, "buffer", None)
+            sys.stdout.flush()
+            if out is not None:
+                write_csv(frame, out, delimiter=delimiter, decimal=decimal)
+                out.flush()
+            else:
+                from .csvio import csv_bytes
+
+                sys.stdout.write(csv_bytes(frame, delimiter=delimiter, decimal=decimal).decode("utf-8"))
+        else:
+            sys.stdout.write(_csv_text(frame, delimiter, decimal))
         sys.stdout.flush()
         return
     if fmt == "csv":
-        data = _csv_text(frame, delimiter, decimal).encode("utf-8")
-        writer: Callable[[Any], None] = lambda fh: fh.write(data)  # noqa: E731
+        if arrow:
+            writer: Callable[[Any], None] = lambda fh: write_csv(  # noqa: E731
+                frame, fh, delimiter=delimiter, decimal=decimal)
+        else:
+            data = _csv_text(frame, delimiter, decimal).encode("utf-8")
+            writer = lambda fh: fh.write(data)  # noqa: E731
     else:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        writer = lambda fh: pq.write_table(table, fh)  # noqa: E731
+        if arrow:
+            table = frame
+            writer = lambda fh: pq.write_table(table, fh, row_group_size=PARQUET_ROW_GROUP_ROWS)  # noqa: E731
+        else:
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            writer = lambda fh: pq.write_table(table, fh)  # noqa: E731
     _stage_or_write(path, writer, force=force, into=into, what="output")
 
 
