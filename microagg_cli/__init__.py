@@ -21,6 +21,8 @@ _LAZY = {
     "DataError": "errors", "InfeasibleError": "errors", "InvalidParameterError": "errors",
     "PrivacyCheckError": "errors", "SdcError": "errors", "ThresholdExceeded": "errors",
     "METHODS": "methods", "MethodSpec": "methods", "ParamSpec": "methods",
+    "protect_frame": "frames", "evaluate_frame": "frames", "compare_frames": "frames", "propose_blocks": "frames",
+    "ProtectResult": "protection", "BlockResult": "protection", "METRICS": "metrics",
 }
 
 
@@ -45,6 +47,13 @@ __all__ = [
     "compare",
     "protect_array",
     "protect_table",
+    "protect_frame",
+    "evaluate_frame",
+    "compare_frames",
+    "propose_blocks",
+    "ProtectResult",
+    "BlockResult",
+    "METRICS",
     "Block",
     "BlockPlan",
     "load_plan",

@@ -31,7 +31,7 @@ from .blocking import (
     plan_to_json,
     plan_to_toml,
 )
-from .errors import DataError, InvalidParameterError
+from .errors import InvalidParameterError
 from .evaluation import EVALUATION_SCHEMA_VERSION, check_gates, evaluate_protected, evaluate_tables, raise_for_gates
 from .io import (
     OutputSet,
@@ -40,13 +40,12 @@ from .io import (
     detect_format,
     file_fingerprint,
     read_table,
-    resolve_columns,
     write_json,
     write_table,
 )
 from .methods import get_method
 from .protection.block import check_stat
-from .protection.table import REPORT_SCHEMA_VERSION, build_report, output_hygiene, protect_table
+from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, protect_run, single_plan
 
 __all__ = ["protect", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION", "EVALUATION_SCHEMA_VERSION"]
 
@@ -153,40 +152,21 @@ def protect(
     if decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
     if plan is None:
-        get_method(method)
-        if k is None:
-            raise InvalidParameterError("k is required (-k K)")
-        roles = list(strata or []) + [c for c in (weights, id_column) if c]
-        protected, dropped = resolve_columns(table, columns, drop, passthrough, roles=roles)
-        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
-                                passthrough=tuple(passthrough or ()))
-    if id_column is not None:
-        if id_column not in table.columns:
-            raise DataError(f"--id-column: no column {id_column!r} in the input")
-        if id_column in plan.columns or id_column in plan.drop:
-            raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
-    result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-                           weights=weights, missing=missing, partition_size=partition_size,
-                           strata_missing=strata_missing)
-    evaluation = evaluate_protected(table, plan, result, seed=seed) if evaluate_risk else None
-    hygiene = output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows,
-                              id_column=id_column if regenerate_ids else None)
-    rep = build_report(
-        table, plan, result, seed=seed, stat=stat,
-        output=None if out_path is None else out_path.name,
-        seconds=time.perf_counter() - t0,
+        plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
+                           passthrough=passthrough, roles=list(strata or []) + [c for c in (weights, id_column) if c])
+    check_id_column(table.columns, plan, id_column)
+    result, rep = protect_run(
+        table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
+        shuffle_rows=shuffle_rows, id_column=id_column if regenerate_ids else None,
+        output=None if out_path is None else out_path.name, decimal=decimal, started=t0,
     )
-    rep["parameters"].update(partition_size=partition_size, plan=plan.source.name if getattr(plan, "source", None) else None,
-                             strata=list(strata or []), small_strata=small_strata,
-                             strata_missing=strata_missing, weights=weights,
-                             missing=missing, decimal=decimal)
-    rep["output_hygiene"] = hygiene
-    if evaluation is not None:
-        rep["evaluation"] = evaluation
+    if evaluate_risk:
+        rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
     # one transaction: the output and the report appear together or not at all
     with OutputSet(force=force) as files:
         write_table(
-            result.frame, out_path, fmt=out_fmt, force=force,
+            result.data, out_path, fmt=out_fmt, force=force,
             delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
             decimal=decimal, into=files,
         )
@@ -280,7 +260,7 @@ def evaluate(
     ThresholdExceeded : a gate failed (after the reports were written); the report is
         in the exception's ``report`` attribute.
     """
-    from .report import render_html
+    from .report import attach_html, render_html
 
     t0 = time.perf_counter()
     check_gates(gates, gate_on)
@@ -312,13 +292,14 @@ def evaluate(
     )
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     rep["audit"] = audit.trail(t0, files=[audit.read_entry(protected, "protected (read)", rep["protected"])])
+    # the page first: its size and SHA-256 go into the JSON's audit files (#20)
+    page = attach_html(rep, html, render_html(rep)) if html_path is not None else None
     # one transaction; a report holding original values (--internal) is private (0600)
     with OutputSet(force=force) as files:
         if report is not None:
             write_json(rep, rep_path, force=force, into=files, private=bool(internal))
-        if html_path is not None:
-            data = render_html(rep).encode("utf-8")
-            files.add_file(html_path, lambda fh: fh.write(data), what="HTML report", private=bool(internal))
+        if page is not None:
+            files.add_file(html_path, lambda fh: fh.write(page), what="HTML report", private=bool(internal))
         files.commit()
     raise_for_gates(rep)
     return rep

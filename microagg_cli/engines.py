@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
-import pandas as pd
 
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, OutputExistsError
@@ -57,14 +56,17 @@ from .audit import digesting, digesting_folder, file_entry, reproduce_entry, tra
 from .io import (
     OutputSet,
     Table,
+    PARQUET_ROW_GROUP_ROWS,
     check_output_path,
     detect_format,
     file_mode,
     missing_mask,
     numeric_matrix,
+    output_schema,
     resolve_columns,
     write_json,
 )
+from .io import id_type as io_id_type
 from .methods import get_method
 from .protection import LocalRunner, ProtectResult, protect_blocks
 from .protection.table import HYGIENE_KEY, build_report, check_run, overall_stats
@@ -106,7 +108,7 @@ class ParquetSource:
         order of their paths relative to the directory).
     rows : rows of each file.
     schema : the common Arrow schema (without metadata).
-    metadata : the schema metadata of the first file (the ``pandas`` entry removed).
+    metadata : the schema metadata of the first file.
     is_dataset : True for a directory.
     """
 
@@ -146,14 +148,14 @@ class ParquetSource:
         path does (:func:`microagg_cli.io.numeric_matrix`); one column in memory at a time."""
         out = np.empty((self.n_rows, len(names)), dtype=np.float64)
         for j, name in enumerate(names):
-            frame = self.read_column(name).to_pandas()
-            out[:, j] = numeric_matrix(Table(frame, "parquet", self.path), [name], allow_missing=allow_missing)[:, 0]
+            column = Table(self.read_column(name), "parquet", self.path)
+            out[:, j] = numeric_matrix(column, [name], allow_missing=allow_missing)[:, 0]
         return out
 
     def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, missing mask) of a stratum column, as the in-memory path sees them."""
-        table = Table(self.read_column(name).to_pandas(), "parquet", self.path)
-        return table.frame[name].to_numpy(), missing_mask(table, name)
+        table = Table(self.read_column(name), "parquet", self.path)
+        return table.pandas_column(name).to_numpy(), missing_mask(table, name)
 
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 (a dataset: of the lines ``<sha256>  <relative path>``)."""
@@ -215,7 +217,7 @@ def open_parquet(path: str | Path) -> ParquetSource:
         bare = fschema.remove_metadata()
         if schema is None:
             schema = bare
-            metadata = {key: v for key, v in (fschema.metadata or {}).items() if key != b"pandas"}
+            metadata = dict(fschema.metadata or {})
             names = list(bare.names)
             dup = sorted({n for n in names if names.count(n) > 1})
             if dup:
@@ -299,19 +301,14 @@ def _output_target(output: str | Path, output_format: str | None, src: ParquetSo
 
 def _output_schema(src: ParquetSource, drop: set[str], protected: set[str], id_type: Any | None,
                    id_column: str | None) -> Any:
+    """The output schema, built as the in-memory path builds it (:func:`microagg_cli.io.output_schema`)."""
     import pyarrow as pa
 
-    fields = []
-    for field in src.schema:
-        if field.name in drop:
-            continue
-        if field.name in protected:
-            fields.append(pa.field(field.name, pa.float64()))
-        elif field.name == id_column and id_type is not None:
-            fields.append(pa.field(field.name, id_type))
-        else:
-            fields.append(field)
-    return pa.schema(fields, metadata=src.metadata or None)
+    names = [c for c in src.columns if c not in drop]
+    changed = {c: pa.float64() for c in names if c in protected}
+    if id_column is not None and id_type is not None:
+        changed[id_column] = id_type
+    return output_schema(src.schema.with_metadata(src.metadata or {}), names, changed, n_rows=src.n_rows)
 
 
 def _batches(src: ParquetSource, index: int, columns: list[str]) -> Iterator[tuple[int, Any]]:
@@ -347,6 +344,22 @@ def _write_pass(
     read_cols = [f.name for f in schema if f.name not in replaced]
 
     def write_file(writer: Any, index: int, row0: int) -> int:
+        # row groups of exactly PARQUET_ROW_GROUP_ROWS rows, as the in-memory writer makes
+        # them, so that both paths write the same bytes
+        pending: list[Any] = []
+        held = 0
+
+        def flush(final: bool) -> None:
+            nonlocal pending, held
+            if not pending:
+                return
+            whole = pa.Table.from_batches(pending, schema=schema)
+            cut = held if final else (held // PARQUET_ROW_GROUP_ROWS) * PARQUET_ROW_GROUP_ROWS
+            if cut:
+                writer.write_table(whole.slice(0, cut), row_group_size=PARQUET_ROW_GROUP_ROWS)
+            rest = whole.slice(cut)
+            pending, held = (rest.to_batches() if rest.num_rows else []), rest.num_rows
+
         for rows, batch in _batches(src, index, read_cols):
             arrays = []
             for field in schema:
@@ -354,8 +367,12 @@ def _write_pass(
                     arrays.append(pa.array(replaced[field.name][row0:row0 + rows], type=field.type, from_pandas=True))
                 else:
                     arrays.append(batch.column(batch.schema.get_field_index(field.name)))
-            writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            held += rows
             row0 += rows
+            if held >= PARQUET_ROW_GROUP_ROWS:
+                flush(False)
+        flush(True)
         return row0
 
     if not target.is_dataset:
@@ -653,9 +670,9 @@ def protect_parquet(
         rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
         ids = rng.permutation(n) + 1
         # the in-memory path writes text ids for a text column (object dtype), else integers
-        as_text = src.schema.empty_table().select([id_column]).to_pandas()[id_column].dtype == object
+        id_type = io_id_type(src.schema.field(id_column).type)
+        as_text = pa.types.is_string(id_type) or pa.types.is_large_string(id_type)
         replaced[id_column] = ids.astype(str) if as_text else ids
-        id_type = pa.string() if as_text else pa.int64()
     schema = _output_schema(src, set(plan.drop), protected, id_type, id_column)
     t1 = time.perf_counter()
     files = OutputSet(force=force)
@@ -667,8 +684,8 @@ def protect_parquet(
     engine_info["pass2_seconds"] = time.perf_counter() - t1
 
     overall = overall_stats(results, il_parts)
-    stand_in = Table(pd.DataFrame(columns=src.columns), "parquet", None)
-    result = ProtectResult(pd.DataFrame(columns=list(schema.names)), results, {}, overall)
+    stand_in = Table(src.schema.empty_table(), "parquet", None)
+    result = ProtectResult(schema.empty_table(), results, {}, overall)
     rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,
                        seconds=time.perf_counter() - t0)
     rep["input"] = {**src.fingerprint(), "format": "parquet", "rows": n, "columns": len(src.columns)}
@@ -750,7 +767,7 @@ def protect_streaming(
     if regenerate_ids and not id_column:
         raise InvalidParameterError("--regenerate-ids needs --id-column COL")
     src = open_parquet(input)
-    stand_in = Table(pd.DataFrame(columns=src.columns), "parquet", src.path)
+    stand_in = Table(src.schema.empty_table(), "parquet", src.path)
     if plan is None:
         get_method(method)
         if k is None:

@@ -94,6 +94,9 @@ __all__ = [
     "build_document",
     "check_cells",
     "compare_file",
+    "compare_table",
+    "grid_options",
+    "plan_cells",
     "parse_method",
     "print_tables",
     "render_html",
@@ -541,7 +544,7 @@ def run_cell(
     saved = None
     if save_dir is not None:
         saved = saved_name(cell)
-        write_table(result.frame, save_dir / saved, fmt="csv", force=force,
+        write_table(result.data, save_dir / saved, fmt="csv", force=force,
                     delimiter=table.delimiter if table.fmt == "csv" else ",", decimal=table.decimal)
     util, risk = m["utility"], m["risk"]
     opt = util.get("optimality")
@@ -815,6 +818,132 @@ def output_format(fmt: str | None, output: str | Path | None) -> str:
     return "table"
 
 
+def grid_options(
+    *,
+    methods: Sequence[str | MethodChoice] | None,
+    k: Sequence[int] | None,
+    mic1d_k: Sequence[int] | None,
+    plans: Sequence[str | Path | BlockPlan] | None,
+    strategies: Sequence[str] | None,
+    block_size: int | None,
+    columns: Sequence[str] | None,
+    preset: str | None,
+    known: Sequence[Sequence[str]] | None,
+    max_scenarios: int | None,
+    seed: int,
+    dr_weights: Mapping[str, float] | None,
+    score_weights: Mapping[str, float] | None,
+) -> tuple[Preset | None, list[MethodChoice], list[int], list[int] | None, EvalOptions]:
+    """Check a grid's options (before any file is read): the preset, the methods, the k
+    values (a preset fills in what is not given) and the evaluation options."""
+    pre = resolve_preset(preset) if preset is not None else None
+    if plans and strategies:
+        raise InvalidParameterError("give either --plans or --strategies, not both")
+    if (plans or (pre is not None and pre.plans and not strategies)) and columns is not None:
+        raise InvalidParameterError("--columns cannot be combined with plans (the plans name the columns)")
+    if block_size is not None and not strategies:
+        raise InvalidParameterError("--block-size applies to --strategies only")
+    if max_scenarios is not None and (isinstance(max_scenarios, bool) or int(max_scenarios) < 0):
+        raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = every subset), got {max_scenarios!r}")
+    # the method list and k values (a preset fills in what is not given)
+    if methods is None:
+        choices = list(pre.methods) if pre is not None else [MethodChoice("mdav", {}, "mdav")]
+    else:
+        choices = [m if isinstance(m, MethodChoice) else parse_method(str(m)) for m in methods]
+    ks = list(k) if k is not None else (list(pre.ks) if pre is not None else [3, 5, 10])
+    vks = list(mic1d_k) if mic1d_k is not None else (list(pre.mic1d_ks) if pre is not None and pre.mic1d_ks else None)
+    options = EvalOptions(
+        seed=int(seed),
+        known=tuple(tuple(s) for s in known) if known is not None else None,
+        max_scenarios=None if max_scenarios is None else int(max_scenarios),
+        dr_weights=dict(dr_weights) if dr_weights else None,
+        score_weights=dict(score_weights) if score_weights else None,
+    )
+    return pre, choices, ks, vks, options
+
+
+def plan_cells(
+    table: Table,
+    pre: Preset | None,
+    choices: Sequence[MethodChoice],
+    ks: Sequence[int],
+    vks: Sequence[int] | None,
+    *,
+    plans: Sequence[str | Path | BlockPlan] | None,
+    strategies: Sequence[str] | None,
+    block_size: int | None,
+    columns: Sequence[str] | None,
+    seed: int,
+) -> list[Cell]:
+    """The grid's plans (given, proposed by strategies, the preset's, or one block of the
+    columns) and its cells, checked against ``table``."""
+    # the plans
+    if plans:
+        plan_choices = []
+        for i, p in enumerate(plans):
+            if isinstance(p, BlockPlan):
+                plan_choices.append(PlanChoice.from_plan(f"plan{i + 1}", p, "given plan"))
+            else:
+                plan_choices += file_plans([p])
+    else:
+        if columns is not None:
+            cols, _ = resolve_columns(table, list(columns), None)
+        elif pre is not None and pre.columns is not None:
+            cols = list(pre.columns)
+        elif pre is not None and pre.plans is not None:
+            cols = [c for p in pre.plans for c in p.columns]
+        else:
+            cols, _ = resolve_columns(table, None, None)
+        missing = [c for c in cols if c not in table.columns]
+        if missing:
+            what = f"preset {pre.name!r} needs" if pre is not None else "the grid needs"
+            raise DataError(f"{what} column {missing[0]!r}, which the input lacks (columns: "
+                            f"{', '.join(table.columns[:20])})")
+        if strategies:
+            plan_choices = strategy_plans(table, cols, strategies, block_size, seed=seed)
+        elif pre is not None and pre.plans is not None:
+            plan_choices = list(pre.plans)
+        else:
+            plan_choices = [single_plan(cols)]
+    cells = build_cells(choices, ks, plan_choices, mic1d_ks=vks)
+    check_cells(table, cells)
+    return cells
+
+
+def compare_table(
+    table: Table,
+    *,
+    methods: Sequence[str | MethodChoice] | None = None,
+    k: Sequence[int] | None = None,
+    mic1d_k: Sequence[int] | None = None,
+    plans: Sequence[str | Path | BlockPlan] | None = None,
+    strategies: Sequence[str] | None = None,
+    block_size: int | None = None,
+    columns: Sequence[str] | None = None,
+    preset: str | None = None,
+    known: Sequence[Sequence[str]] | None = None,
+    max_scenarios: int | None = DEFAULT_MAX_SCENARIOS,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run a grid on a table in memory (nothing written); see :func:`microagg_cli.api.compare`."""
+    t0 = time.perf_counter()
+    pre, choices, ks, vks, options = grid_options(
+        methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies, block_size=block_size,
+        columns=columns, preset=preset, known=known, max_scenarios=max_scenarios, seed=seed,
+        dr_weights=dr_weights, score_weights=score_weights,
+    )
+    cells = plan_cells(table, pre, choices, ks, vks, plans=plans, strategies=strategies, block_size=block_size,
+                       columns=columns, seed=seed)
+    jobs = resolve_jobs(jobs, len(cells))
+    final = run_grid(table, cells, options, jobs=jobs, progress=progress)
+    return build_document(table=table, cells=cells, rows=final, options=options, preset=pre,
+                          seconds=time.perf_counter() - t0, jobs=jobs)
+
+
 def compare_file(
     input: str | Path,
     *,
@@ -846,28 +975,10 @@ def compare_file(
     t0 = time.perf_counter()
     if decimal not in (".", ","):
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
-    pre = resolve_preset(preset) if preset is not None else None
-    if plans and strategies:
-        raise InvalidParameterError("give either --plans or --strategies, not both")
-    if (plans or (pre is not None and pre.plans and not strategies)) and columns is not None:
-        raise InvalidParameterError("--columns cannot be combined with plans (the plans name the columns)")
-    if block_size is not None and not strategies:
-        raise InvalidParameterError("--block-size applies to --strategies only")
-    if max_scenarios is not None and (isinstance(max_scenarios, bool) or int(max_scenarios) < 0):
-        raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = every subset), got {max_scenarios!r}")
-    # the method list and k values (a preset fills in what is not given)
-    if methods is None:
-        choices = list(pre.methods) if pre is not None else [MethodChoice("mdav", {}, "mdav")]
-    else:
-        choices = [m if isinstance(m, MethodChoice) else parse_method(str(m)) for m in methods]
-    ks = list(k) if k is not None else (list(pre.ks) if pre is not None else [3, 5, 10])
-    vks = list(mic1d_k) if mic1d_k is not None else (list(pre.mic1d_ks) if pre is not None and pre.mic1d_ks else None)
-    options = EvalOptions(
-        seed=int(seed),
-        known=tuple(tuple(s) for s in known) if known is not None else None,
-        max_scenarios=None if max_scenarios is None else int(max_scenarios),
-        dr_weights=dict(dr_weights) if dr_weights else None,
-        score_weights=dict(score_weights) if score_weights else None,
+    pre, choices, ks, vks, options = grid_options(
+        methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies, block_size=block_size,
+        columns=columns, preset=preset, known=known, max_scenarios=max_scenarios, seed=seed,
+        dr_weights=dr_weights, score_weights=score_weights,
     )
     # the outputs, checked before any work
     src = None if str(input) == "-" else Path(input)
@@ -881,36 +992,8 @@ def compare_file(
         if out_path is not None and out_path.resolve() == html_path.resolve():
             raise InvalidParameterError("-o and --html name the same file")
     table = read_table(input, fmt=detect_format(input, input_format), delimiter=delimiter, decimal=decimal)
-    # the plans
-    if plans:
-        plan_choices = []
-        for i, p in enumerate(plans):
-            if isinstance(p, BlockPlan):
-                plan_choices.append(PlanChoice.from_plan(f"plan{i + 1}", p, "given plan"))
-            else:
-                plan_choices += file_plans([p])
-    else:
-        if columns is not None:
-            cols, _ = resolve_columns(table, list(columns), None)
-        elif pre is not None and pre.columns is not None:
-            cols = list(pre.columns)
-        elif pre is not None and pre.plans is not None:
-            cols = [c for p in pre.plans for c in p.columns]
-        else:
-            cols, _ = resolve_columns(table, None, None)
-        missing = [c for c in cols if c not in table.columns]
-        if missing:
-            what = f"preset {pre.name!r} needs" if pre is not None else "the grid needs"
-            raise DataError(f"{what} column {missing[0]!r}, which the input lacks (columns: "
-                            f"{', '.join(table.columns[:20])})")
-        if strategies:
-            plan_choices = strategy_plans(table, cols, strategies, block_size, seed=seed)
-        elif pre is not None and pre.plans is not None:
-            plan_choices = list(pre.plans)
-        else:
-            plan_choices = [single_plan(cols)]
-    cells = build_cells(choices, ks, plan_choices, mic1d_ks=vks)
-    check_cells(table, cells)
+    cells = plan_cells(table, pre, choices, ks, vks, plans=plans, strategies=strategies, block_size=block_size,
+                       columns=columns, seed=seed)
     save_dir = None
     if save_protected is not None:
         save_dir = Path(save_protected)

@@ -130,7 +130,7 @@ def test_debug_shows_traceback_for_bugs(small_csv, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(api, "protect_table", boom)
+    monkeypatch.setattr(api, "protect_run", boom)
     res = run("protect", small_csv, "-o", tmp_path / "o.csv", "-k", 3, "--drop", "id,name")
     assert res.exit_code == 1
     assert "internal error" in only_error_line(res)

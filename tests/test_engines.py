@@ -113,10 +113,11 @@ def test_streaming_reads_only_key_columns_in_pass_one_and_batches_pass_two(tmp_p
 
     monkeypatch.setattr(engines.ParquetSource, "read_column", spy)
     monkeypatch.setattr(engines, "BATCH_ROWS", 64)
+    monkeypatch.setattr(engines, "PARQUET_ROW_GROUP_ROWS", 64)
     protect_parquet(src, out, PLAN, partition_size=150, weights="w")
     assert sorted(read) == ["a", "b", "c", "w"]  # never the id or text columns
     meta = pq.read_metadata(out)
-    assert meta.num_rows == 700 and meta.num_row_groups == 11  # batches of 64 rows
+    assert meta.num_rows == 700 and meta.num_row_groups == 11  # row groups of 64 rows, written as read
     _, expected = _in_memory(df, PLAN, partition_size=150, weights="w")
     assert pq.read_table(out).to_pydict() == expected.to_pydict()
 

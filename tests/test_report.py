@@ -372,3 +372,18 @@ def test_blocks_text_views_read_the_json_document():
     assert "correlated: 2 block(s), 3 column(s)" in text and "drop: id" in text
     ev = report.evaluation_text(doc)
     assert "recommended: correlated (worst k' 3.00, IL_SSE 4.2500 <= 5)" in ev
+
+
+def test_evaluate_json_lists_the_html_page_with_its_hash(tmp_path):
+    import hashlib
+
+    from microagg_cli import api
+
+    orig, prot = tmp_path / "o.csv", tmp_path / "p.csv"
+    orig.write_text("a,b\n1,10\n2,11\n3,12\n4,30\n5,31\n6,32\n")
+    prot.write_text("a,b\n2,11\n2,11\n2,11\n5,31\n5,31\n5,31\n")
+    rep = api.evaluate(orig, prot, k=3, report=tmp_path / "r.json", html=tmp_path / "r.html")
+    entry = [f for f in rep["audit"]["files"] if f["role"] == "HTML report"]
+    page = (tmp_path / "r.html").read_bytes()
+    assert len(entry) == 1 and entry[0]["sha256"] == hashlib.sha256(page).hexdigest()
+    assert entry[0]["size_bytes"] == len(page)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from .. import api
-from .. import grid
+from .. import grid, report
 from ..errors import InvalidParameterError
 from ._common_eval import parse_known, parse_weights
 from ._options import (
@@ -171,9 +171,9 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
             from rich.console import Console
 
             console = Console(highlight=False) if sys.stdout.isatty() else Console(width=200, highlight=False)
-            grid.print_tables(doc, console)
+            report.print_tables(doc, console)
         else:
-            click.echo(grid.to_json(doc) if out_fmt == "json" else grid.to_csv(doc), nl=False)
+            click.echo(report.render_compare(doc, out_fmt), nl=False)
     elif not quiet:
         stderr_console().print(f"sdc compare: {doc['finished']} cells written to {kwargs['output']}"
                                + (f"; HTML page {html}" if html else ""))

@@ -141,22 +141,9 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     if fmt == "json":
         click.echo(render.to_json(rep), nl=False)
     if not quiet:
-        render.print_summary(rep, stderr_console())
-        if bound == "cg":
-            _print_cg(rep)
+        render.print_summary(rep, stderr_console())  # lb_cg and the certified gap too (--bound cg)
     if failure is not None:
         raise failure
-
-
-def _print_cg(rep: dict) -> None:
-    """One stderr line for --bound cg (the summary table predates it)."""
-    s = rep["summary"]
-    lb, gap = s.get("lb_cg"), s.get("cg_gap")
-    text = "lb_cg: " + ("-" if lb is None else f"{lb:.4f}")
-    if gap is not None:
-        text += f"  certified gap {100 * gap:.2f} % of IL_SSE"
-    text += f"  ({s.get('cg_status')}, {s.get('cg_seconds', 0.0):.1f} s)"
-    click.echo(text, err=True)
 
 
 def _with_progress(kwargs: dict, original: str, protected: str) -> dict:

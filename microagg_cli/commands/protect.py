@@ -139,43 +139,6 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
         engine=engine, scheduler=scheduler,
     )
     if not quiet:
-        _summary(rep)
+        from ..report import print_protect_summary
 
-
-def _summary(rep: dict) -> None:
-    from rich.table import Table
-
-    console = stderr_console()
-    table = Table(title=f"sdc protect: {rep['input']['name']} -> {rep['output']['name'] or 'stdout'}",
-                  title_justify="left")
-    for col in ("block", "method", "k", "columns", "groups", "IL_SSE", "LB_NN", "k'", "seconds"):
-        table.add_column(col, justify="right" if col not in ("block", "method") else "left")
-    for b in rep["blocks"]:
-        groups = b.get("n_groups", "per column")
-        lb = "-" if b.get("lb_nn") is None else f"{b['lb_nn']:.4f}"
-        table.add_row(b["name"], b["method"]["name"], str(b["k"]), str(len(b["columns"])), str(groups),
-                      f"{b['il_sse']:.4f}", lb, f"{b['k_prime']:.2f}", f"{b['seconds']:.2f}")
-    console.print(table)
-    for b in rep["blocks"]:
-        st = b.get("strata")
-        if st:
-            console.print(f"{b['name']}: {st['count']} strata on {', '.join(st['columns'])}; "
-                          f"merged {len(st['merged'])}, suppressed {len(st['suppressed'])} ({st['policy']})")
-        miss = b.get("missing", {})
-        if miss.get("missing_cells"):
-            console.print(f"{b['name']}: {miss['missing_cells']} missing cell(s), policy {miss['policy']}; "
-                          f"{miss['records_not_grouped']} record(s) not grouped")
-    cols = rep["columns"]
-    console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
-                  f"dropped {len(cols['dropped'])} column(s); k-check passed.")
-    passed = cols["passthrough"]
-    console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}")
-    eng = rep.get("engine")
-    if eng:
-        peaks = [w["peak_rss_bytes"] for w in eng.get("workers", [])]
-        console.print(f"engine {eng['name']} ({eng.get('scheduler', 'this process')}), streamed in batches of "
-                      f"{eng['batch_rows']} rows" + (f"; peak memory per worker {max(peaks) / 1e9:.2f} GB" if peaks else ""))
-    if "evaluation" in rep:
-        from ..report import print_risk_summary
-
-        print_risk_summary(rep["evaluation"], console)
+        print_protect_summary(rep, stderr_console())

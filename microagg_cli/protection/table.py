@@ -15,15 +15,16 @@ Examples
 >>> from microagg_cli.io import Table
 >>> frame = pd.DataFrame({"id": ["a", "b", "c", "d"], "x": ["1", "2", "10", "11"]})
 >>> res = protect_table(Table(frame, "csv", None), BlockPlan.single(["x"], k=2))
->>> res.frame["x"].tolist(), res.frame["id"].tolist()
+>>> res.data.column("x").to_pylist(), res.data.column("id").to_pylist()
 ([1.5, 1.5, 10.5, 10.5], ['a', 'b', 'c', 'd'])
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,17 @@ from .. import audit
 from .._version import __version__
 from ..blocking import Block, BlockPlan
 from ..errors import DataError, InfeasibleError, InvalidParameterError
-from ..io import Table, file_fingerprint, missing_mask, numeric_matrix
+from ..io import (
+    Table,
+    assemble_output,
+    file_fingerprint,
+    id_type,
+    missing_mask,
+    numeric_matrix,
+    resolve_columns,
+    take_rows,
+    with_column,
+)
 from ..methods import get_method
 from ..metrics import lb_nn
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
@@ -44,7 +55,7 @@ __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
     "check_run", "protect_blocks", "protect_table", "il_parts", "LB_MAX_ROWS", "optimality",
     "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
-    "REPORT_SCHEMA_VERSION", "build_report",
+    "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "protect_run",
 ]
 
 log = logging.getLogger("microagg_cli")
@@ -84,26 +95,38 @@ class TableSource:
 
     @property
     def n_rows(self) -> int:
-        return int(self.table.frame.shape[0])
+        return int(self.table.n_rows)
 
     def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
         return numeric_matrix(self.table, names, allow_missing=allow_missing)
 
     def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        return self.table.frame[name].to_numpy(), missing_mask(self.table, name)
+        return self.table.pandas_column(name).to_numpy(), missing_mask(self.table, name)
 
 
 @dataclass
 class ProtectResult:
-    """Protected table plus the report (a JSON-ready dict)."""
+    """The protected table and what protecting it produced.
 
-    frame: pd.DataFrame
+    Attributes
+    ----------
+    data : the output as a ``pyarrow.Table`` (:func:`microagg_cli.io.assemble_output`):
+        the input's columns minus the dropped ones, protected columns as float64, every
+        other column the very same Arrow array as read.
+    blocks : per-block results (values in input row order).
+    report : the JSON report (filled by :func:`protect_run`).
+    overall : the file's IL_SSE (and LB_NN) over all blocks.
+    """
+
+    data: Any
     blocks: list[BlockResult]
     report: dict[str, Any]
     overall: dict[str, Any] = field(default_factory=dict)
 
-
-
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The output as a pandas DataFrame (CSV text columns as ``object`` strings)."""
+        return self.data.to_pandas()
 
 
 def check_run(
@@ -308,10 +331,8 @@ def protect_table(
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
         runner=runner, progress=progress,
     )
-    out = table.frame.drop(columns=list(plan.drop)).copy()
-    for res in results:
-        for j, col in enumerate(res.block.columns):
-            out[col] = res.values[:, j]
+    values = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
+    out = assemble_output(table, values, plan.drop)
     return ProtectResult(out, results, {}, overall_stats(results, parts))
 
 
@@ -429,16 +450,20 @@ HYGIENE_KEY = (2**31 - 1,)
 
 
 def output_hygiene(result: ProtectResult, *, seed: int, shuffle_rows: bool, id_column: str | None) -> dict[str, Any]:
-    """Shuffle rows and/or regenerate ids in ``result.frame`` (seeded); describe it."""
+    """Shuffle rows and/or regenerate ids in ``result.data`` (seeded); describe it.
+
+    The ids are a seeded permutation of 1..n, of the column's own type (text stays
+    text; :func:`microagg_cli.io.id_type`); the streaming engines draw the same ids.
+    """
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
-    frame = result.frame
-    n = frame.shape[0]
+    data = result.data
+    n = data.num_rows
     if shuffle_rows:
-        frame = frame.iloc[rng.permutation(n)].reset_index(drop=True)
+        data = take_rows(data, rng.permutation(n))
     if id_column is not None:
         ids = rng.permutation(n) + 1
-        frame[id_column] = ids.astype(str) if frame[id_column].dtype == object else ids
-    result.frame = frame
+        data = with_column(data, id_column, ids, type=id_type(data.schema.field(id_column).type))
+    result.data = data
     return {"rows_shuffled": bool(shuffle_rows), "ids_regenerated": id_column}
 
 
@@ -482,10 +507,8 @@ def build_report(
         "schema_version": REPORT_SCHEMA_VERSION,
         "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
         "command": "protect",
-        "input": {**fp, "format": table.fmt, "rows": int(table.frame.shape[0]),
-                  "columns": int(table.frame.shape[1])},
-        "output": {"name": output, "rows": int(result.frame.shape[0]),
-                   "columns": int(result.frame.shape[1])},
+        "input": {**fp, "format": table.fmt, "rows": int(table.n_rows), "columns": len(table.columns)},
+        "output": {"name": output, "rows": int(result.data.num_rows), "columns": int(result.data.num_columns)},
         "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough},
         "parameters": {"seed": seed, "stat": stat, "distance": "euclidean on z-scored attributes (population sd)"},
         "privacy_check": {
@@ -497,3 +520,77 @@ def build_report(
         "timing": {"seconds": seconds},
     }
 
+
+def single_plan(
+    table: Table,
+    *,
+    k: int | None,
+    method: str = "mdav",
+    params: Mapping[str, Any] | None = None,
+    columns: list[str] | None = None,
+    drop: list[str] | None = None,
+    passthrough: list[str] | None = None,
+    roles: list[str] | None = None,
+) -> BlockPlan:
+    """The one-block plan of ``sdc protect`` without ``--plan``: the given columns, or by
+    default every numeric column that is not dropped, passed through or in a ``role``
+    (strata, weights, identifier); see :func:`microagg_cli.io.resolve_columns`."""
+    get_method(method)
+    if k is None:
+        raise InvalidParameterError("k is required (-k K)")
+    protected, dropped = resolve_columns(table, columns, drop, passthrough, roles=roles)
+    return BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
+                            passthrough=tuple(passthrough or ()))
+
+
+def check_id_column(columns: list[str], plan: BlockPlan, id_column: str | None) -> None:
+    """An identifier column to regenerate exists and is neither protected nor dropped."""
+    if id_column is None:
+        return
+    if id_column not in columns:
+        raise DataError(f"--id-column: no column {id_column!r} in the input")
+    if id_column in plan.columns or id_column in plan.drop:
+        raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
+
+
+def protect_run(
+    table: Table,
+    plan: BlockPlan,
+    *,
+    seed: int = 0,
+    stat: str = "mean",
+    strata: list[str] | None = None,
+    small_strata: str = "error",
+    strata_missing: str = "error",
+    weights: str | None = None,
+    missing: str = "error",
+    partition_size: int | None = None,
+    shuffle_rows: bool = False,
+    id_column: str | None = None,
+    output: str | None = None,
+    decimal: str = ".",
+    started: float | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[ProtectResult, dict[str, Any]]:
+    """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
+    reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
+
+    ``id_column`` is regenerated (a seeded permutation of 1..n). ``output`` is the output
+    file's name for the report; ``started`` the run's ``time.perf_counter()`` start.
+    """
+    t0 = time.perf_counter() if started is None else started
+    check_id_column(table.columns, plan, id_column)
+    result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+                           weights=weights, missing=missing, partition_size=partition_size,
+                           strata_missing=strata_missing, progress=progress)
+    hygiene = output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows, id_column=id_column)
+    rep = build_report(table, plan, result, seed=seed, stat=check_stat(stat), output=output,
+                       seconds=time.perf_counter() - t0)
+    rep["parameters"].update(partition_size=partition_size,
+                             plan=plan.source.name if getattr(plan, "source", None) else None,
+                             strata=list(strata or []), small_strata=small_strata,
+                             strata_missing=strata_missing, weights=weights,
+                             missing=missing, decimal=decimal)
+    rep["output_hygiene"] = hygiene
+    result.report = rep
+    return result, rep

@@ -1,0 +1,269 @@
+"""Library API for data in memory: pandas DataFrames and Arrow tables.
+
+The same validation, errors and report dicts as the CLI and the file-level API
+(:mod:`microagg_cli.api`), without files: a notebook user passes a frame and gets a
+frame back. A ``pyarrow.Table`` in gives a ``pyarrow.Table`` out, with the
+pass-through columns untouched (types, nulls, dictionary encoding, metadata).
+
+Keywords mean one thing everywhere: ``columns``, ``strata``, ``weights`` and
+``id_column`` are column *names*; ``plan`` is a :class:`microagg_cli.blocking.BlockPlan`.
+
+Examples
+--------
+>>> import pandas as pd
+>>> from microagg_cli.frames import protect_frame, evaluate_frame
+>>> df = pd.DataFrame({"id": [1, 2, 3, 4, 5, 6],
+...                    "income": [10.0, 11.0, 12.0, 50.0, 52.0, 54.0],
+...                    "age": [30.0, 31.0, 32.0, 60.0, 61.0, 62.0]})
+>>> out, report = protect_frame(df, 3, columns=["income", "age"])
+>>> out["income"].tolist()
+[11.0, 11.0, 11.0, 52.0, 52.0, 52.0]
+>>> out["id"].tolist() == df["id"].tolist(), report["privacy_check"]["passed"]
+(True, True)
+>>> ev = evaluate_frame(df, out, columns=["income", "age"], k=3)
+>>> round(ev["summary"]["il_sse"], 4), ev["summary"]["k_prime"]
+(0.3452, 3.0)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from .advice import advise
+from .blocking import STRATEGIES, BlockPlan, check_k_option
+from .errors import DataError, InvalidParameterError
+from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
+from .io import Table
+from .protection.table import check_id_column, protect_run, single_plan
+
+__all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
+
+
+def as_table(data: Any, what: str = "data") -> Table:
+    """A pandas DataFrame or a pyarrow Table as an in-memory :class:`microagg_cli.io.Table`.
+
+    Column names must be unique non-empty strings and there must be at least one row
+    (:class:`DataError` otherwise, as for files). The DataFrame's index is not data:
+    it is neither protected nor returned.
+    """
+    import pyarrow as pa
+
+    if isinstance(data, pd.DataFrame):
+        names = list(data.columns)
+        frame = data.reset_index(drop=True)
+    elif isinstance(data, pa.Table):
+        names = list(data.column_names)
+        frame = data
+    else:
+        raise InvalidParameterError(f"{what}: expected a pandas DataFrame or a pyarrow Table, got {type(data).__name__}")
+    bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+    if bad:
+        raise DataError(f"{what}: column names must be non-empty strings, got {bad[0]!r}")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DataError(f"{what}: duplicate column {dup[0]!r}")
+    if len(data) == 0:
+        raise DataError(f"{what}: the table has no rows")
+    return Table(frame, "parquet", None)
+
+
+def _same_kind(result: Any, like: Any) -> Any:
+    """The protected table as the kind of object the caller passed in."""
+    if isinstance(like, pd.DataFrame):
+        return result.frame
+    return result.data
+
+
+def protect_frame(
+    df: Any,
+    k: int | None = None,
+    *,
+    columns: list[str] | None = None,
+    plan: BlockPlan | None = None,
+    method: str = "mdav",
+    params: Mapping[str, Any] | None = None,
+    drop: list[str] | None = None,
+    passthrough: list[str] | None = None,
+    strata: list[str] | None = None,
+    small_strata: str = "error",
+    strata_missing: str = "error",
+    weights: str | None = None,
+    stat: str = "mean",
+    missing: str = "error",
+    seed: int = 0,
+    shuffle_rows: bool = False,
+    id_column: str | None = None,
+    partition_size: int | None = None,
+    evaluate_risk: bool = False,
+) -> tuple[Any, dict[str, Any]]:
+    """Protect a DataFrame (or Arrow table): ``sdc protect`` in memory.
+
+    Parameters are those of :func:`microagg_cli.api.protect` (``id_column`` here means
+    "regenerate this identifier column"). Returns ``(protected, report)``: the
+    protected table, of the same kind as ``df`` (rows in input order unless
+    ``shuffle_rows``), and the report dict of the CLI (``report["privacy_check"]``,
+    ``report["blocks"]``...; no ``audit`` section, since no file is written).
+
+    Raises the errors of the CLI: :class:`InvalidParameterError` (bad options),
+    :class:`DataError` (bad data), :class:`InfeasibleError`,
+    :class:`PrivacyCheckError` (a group below k: nothing is returned).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> t = pa.table({"code": pa.array(["a", "b", "c", "d"]).dictionary_encode(),
+    ...               "x": [1.0, 2.0, 3.0, 4.0]})
+    >>> out, rep = protect_frame(t, 2, columns=["x"])
+    >>> out.column("x").to_pylist(), out.schema.field("code").type
+    ([1.5, 1.5, 3.5, 3.5], DictionaryType(dictionary<values=string, indices=int32, ordered=0>))
+    """
+    t0 = time.perf_counter()
+    table = as_table(df)
+    if plan is not None:
+        if columns is not None:
+            raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
+        if passthrough:
+            plan = plan.with_passthrough(passthrough)
+    else:
+        plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
+                           passthrough=passthrough, roles=list(strata or []) + [c for c in (weights, id_column) if c])
+    check_id_column(table.columns, plan, id_column)
+    result, rep = protect_run(
+        table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
+        shuffle_rows=shuffle_rows, id_column=id_column, started=t0,
+    )
+    if evaluate_risk:
+        rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
+    return _same_kind(result, df), rep
+
+
+def evaluate_frame(
+    original: Any,
+    protected: Any,
+    *,
+    columns: list[str] | None = None,
+    key: str | None = None,
+    blocks: list[list[str]] | None = None,
+    plan: BlockPlan | None = None,
+    k: int | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = None,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    gates: Mapping[str, float] | None = None,
+    gate_on: str = "worst",
+    missing: str = "error",
+    scale: str = "z",
+    bound: str = "nn",
+    time_limit: float | None = 600.0,
+) -> dict[str, Any]:
+    """Risk and utility of a protected frame against its original: ``sdc evaluate`` in memory.
+
+    Parameters and the report dict are those of :func:`microagg_cli.api.evaluate`
+    (without files, so without ``internal`` details or an audit section). A failed
+    gate raises :class:`microagg_cli.errors.ThresholdExceeded` with the report in its
+    ``report`` attribute.
+    """
+    t0 = time.perf_counter()
+    rep = evaluate_tables(
+        as_table(original, "original"), as_table(protected, "protected"), columns=columns, key=key,
+        blocks=blocks, plan=plan, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
+        dr_weights=dr_weights, score_weights=score_weights, gates=gates, gate_on=gate_on, missing=missing,
+        scale=scale, bound=bound, time_limit=time_limit,
+    )
+    rep["timing"] = {"seconds": time.perf_counter() - t0}
+    raise_for_gates(rep)
+    return rep
+
+
+def compare_frames(
+    df: Any,
+    *,
+    methods: list[str] | None = None,
+    k: list[int] | None = None,
+    mic1d_k: list[int] | None = None,
+    plans: list[str | Path | BlockPlan] | None = None,
+    strategies: list[str] | None = None,
+    block_size: int | None = None,
+    columns: list[str] | None = None,
+    preset: str | None = None,
+    known: list[list[str]] | None = None,
+    max_scenarios: int | None = 64,
+    seed: int = 0,
+    dr_weights: Mapping[str, float] | None = None,
+    score_weights: Mapping[str, float] | None = None,
+    jobs: int = 1,
+) -> dict[str, Any]:
+    """Every method x k x plan cell on a frame: ``sdc compare`` in memory.
+
+    Parameters and the result dict are those of :func:`microagg_cli.api.compare`
+    (one row per cell in ``rows``); nothing is written.
+    """
+    from .grid import compare_table
+
+    return compare_table(
+        as_table(df), methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies,
+        block_size=block_size, columns=columns, preset=preset, known=known, max_scenarios=max_scenarios,
+        seed=seed, dr_weights=dr_weights, score_weights=score_weights, jobs=jobs,
+    )
+
+
+def propose_blocks(
+    df: Any,
+    *,
+    strategy: str = "correlated",
+    size: int | None = None,
+    seed: int = 0,
+    columns: list[str] | None = None,
+    drop: list[str] | None = None,
+    method: str = "mdav",
+    k: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    check: BlockPlan | None = None,
+    evaluate: bool = False,
+    recommend: bool = False,
+    max_il: float | None = None,
+    max_known: int | None = None,
+    stat: str = "mean",
+) -> dict[str, Any]:
+    """Blocking plans for a frame, optionally measured and ranked: ``sdc blocks`` in memory.
+
+    ``strategy`` is one of :data:`microagg_cli.blocking.STRATEGIES` or ``"all"``;
+    ``check`` a plan to check instead. Returns ``{"columns", "candidates",
+    "recommended", "chosen", "warnings"}``: each candidate holds its ``plan``
+    (:class:`BlockPlan`), mean |r| inside its blocks and, with ``evaluate``, IL_SSE and
+    k' per intruder scenario.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame(rng.normal(size=(60, 4)), columns=list("abcd"))
+    >>> res = propose_blocks(df, strategy="random", size=2, seed=1)
+    >>> [b.columns for b in res["candidates"]["random"]["plan"].blocks]
+    [('a', 'b'), ('c', 'd')]
+    """
+    check_k_option(k)
+    recommend = recommend or max_il is not None
+    evaluate = evaluate or recommend
+    if check is not None:
+        names: Sequence[str] = []
+    elif strategy == "all":
+        names = list(STRATEGIES)
+    elif strategy in STRATEGIES:
+        names = [strategy]
+    else:
+        raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
+    if any(STRATEGIES[n][1] for n in names) and size is None:
+        raise InvalidParameterError(f"strategy {strategy!r} needs the block size --size S")
+    if evaluate and k is None and check is None:
+        raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
+    return advise(as_table(df), names=names, check_plan=check, check_name="plan" if check is not None else None,
+                  size=size, seed=seed, columns=columns, drop=drop, method=method, k=k, params=params,
+                  evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known, stat=stat)
