@@ -170,5 +170,11 @@ def test_gates_options_formulas_and_headings_derive_from_the_metric_catalogue():
     for name, text in grid._FORMULAS.items():
         if name in METRICS:
             assert text.startswith(METRICS[name].formula)
+    from microagg_cli.report import compare as report_compare
+
+    for key, heading, digits in report_compare.MEASURES:
+        assert (heading, digits) == (METRICS[key].heading, METRICS[key].digits)
+    for key, heading in report_compare.LABEL_MEASURES:
+        assert heading == METRICS[key].heading
     # every measure has a heading and a reference
     assert all(m.heading and m.reference for m in METRICS.values())

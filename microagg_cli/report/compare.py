@@ -18,6 +18,7 @@ import io
 from html import escape
 from typing import Any, Mapping
 
+from ..metrics import METRICS
 from .common import fixed, label_order, to_json
 from .html import Html, audit_section
 from .svg import PALETTE, Svg, marker, nice_max, text_width, tick_text
@@ -34,25 +35,16 @@ __all__ = [
     "to_csv",
 ]
 
-#: The headline measures of a row: (key, column heading, decimals in tables).
-MEASURES: tuple[tuple[str, str, int], ...] = (
-    ("il_sse", "IL_SSE", 4),
-    ("il_score", "IL_score", 2),
-    ("dld", "DLD", 2),
-    ("pld", "PLD", 2),
-    ("id", "ID", 2),
-    ("dr", "DR", 2),
-    ("score", "score", 2),
-    ("k_prime", "k'", 2),
+#: The headline measures of a row: (key, column heading, decimals in tables), from the
+#: measure catalogue :data:`microagg_cli.metrics.METRICS`.
+MEASURES: tuple[tuple[str, str, int], ...] = tuple(
+    (key, METRICS[key].heading, METRICS[key].digits)
+    for key in ("il_sse", "il_score", "dld", "pld", "id", "dr", "score", "k_prime")
 )
 
 #: Measures given per intruder-knowledge label (1G, 2G, ...): (key, heading).
-LABEL_MEASURES: tuple[tuple[str, str], ...] = (
-    ("k_prime", "k'"),
-    ("dld", "DLD"),
-    ("pld", "PLD"),
-    ("id", "ID"),
-    ("dr", "DR"),
+LABEL_MEASURES: tuple[tuple[str, str], ...] = tuple(
+    (key, METRICS[key].heading) for key in ("k_prime", "dld", "pld", "id", "dr")
 )
 
 #: Axis tops of the maps: finer steps than the evaluate charts (more of the box used).

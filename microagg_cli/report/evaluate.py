@@ -18,15 +18,18 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Iterable, Sequence
 
+from ..metrics import METRICS
 from .common import fmt, get, json_value, scenario_text
 from .html import Html, audit_section
 from .svg import COLORS, LABEL_COLORS, Svg, axes, nice_max, text_box, tick_text, ticks
 
 __all__ = ["print_summary", "print_risk_summary", "render_html", "cg_rows"]
 
+#: Headings of the worst-scenario table: the catalogue's (:data:`microagg_cli.metrics.METRICS`),
+#: plus the two class-size figures that are not measures of their own.
 _MEASURE_NAMES = {
-    "dld": "DLD", "pld": "PLD", "id": "ID", "sdid": "SDID", "k_prime": "k'", "k_min": "k_min",
-    "share_below_k": "share < k",
+    **{key: METRICS[key].heading for key in ("dld", "pld", "id", "sdid", "k_prime")},
+    "k_min": "k_min", "share_below_k": "share < k",
 }
 
 
@@ -123,16 +126,16 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
     head.add_column("meaning")
     gap = f"; gap {fmt(s['optimality_gap'])}" if s["optimality_gap"] is not None else ""
     rows = [
-        ("IL_SSE", fmt(s["il_sse"]), "% information loss, 100 * SSE / SST on z-scores"),
+        (METRICS["il_sse"].heading, fmt(s["il_sse"]), "% information loss, 100 * SSE / SST on z-scores"),
         ("LB_NN", fmt(s["lb_nn"]), f"lower bound on IL_SSE at k = {k}{gap}" if s["lb_nn"] is not None
          else "not shown: the protected file is not a k-partition"),
         ("IL_score", fmt(s["il_score"], 2), "% mean of IL1..IL5, each capped at 1"),
-        ("DLD", fmt(s["dld"], 2), f"% linked by distance (mean; worst {fmt(s['worst_dld'], 2)})"),
+        (METRICS["dld"].heading, fmt(s["dld"], 2), f"% linked by distance (mean; worst {fmt(s['worst_dld'], 2)})"),
         ("PLD", fmt(s["pld"], 2), "% linked by Fellegi-Sunter weights (mean)"),
         ("ID", fmt(s["id"], 2), f"% interval disclosure (mean; worst {fmt(s['worst_id'], 2)})"),
         ("DR", fmt(s["dr"], 2), section["formulas"]["dr"]),
         ("score", fmt(s["score"], 2), section["formulas"]["score"] + " (lower is better)"),
-        ("k'", fmt(s["k_prime"], 2), f"records per distinct row, all {p} columns known "
+        (METRICS["k_prime"].heading, fmt(s["k_prime"], 2), f"records per distinct row, all {p} columns known "
                                     f"(k_min {fmt(s['k_min'], 0)})"),
     ]
     if s.get("il_sse_raw") is not None:
@@ -615,7 +618,7 @@ def render_html(rep: dict[str, Any]) -> str:
               "attributes. Do not release it.</div>")
     s = rep["summary"]
     cards = [
-        ("IL_SSE", fmt(s["il_sse"], 4), "% information loss (lower = better)"),
+        (METRICS["il_sse"].heading, fmt(s["il_sse"], 4), "% information loss (lower = better)"),
         ("LB_NN", fmt(s["lb_nn"], 4), "lower bound on IL_SSE at this k"),
     ]
     cg = cg_rows(rep)
@@ -625,8 +628,8 @@ def render_html(rep: dict[str, Any]) -> str:
         ("IL_score", fmt(s["il_score"], 2), "% score family IL1-IL5"),
         ("DR", fmt(s["dr"], 2), "% disclosure risk (lower = safer)"),
         ("score", fmt(s["score"], 2), "IL/DR trade-off (lower = better)"),
-        ("k'", fmt(s["k_prime"], 3), f"all columns known (k = {fmt(k, 0)})"),
-        ("DLD", fmt(s["dld"], 2), f"% linked, mean; worst {fmt(s['worst_dld'], 2)}"),
+        (METRICS["k_prime"].heading, fmt(s["k_prime"], 3), f"all columns known (k = {fmt(k, 0)})"),
+        (METRICS["dld"].heading, fmt(s["dld"], 2), f"% linked, mean; worst {fmt(s['worst_dld'], 2)}"),
         ("ID", fmt(s["id"], 2), f"% disclosed, mean; worst {fmt(s['worst_id'], 2)}"),
     ]
     h.cards(cards)
