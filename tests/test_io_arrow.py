@@ -130,6 +130,24 @@ def test_parquet_in_memory_write_equals_streamed_row_groups(tmp_path):
     assert (tmp_path / "mem.parquet").read_bytes() == (tmp_path / "stream.parquet").read_bytes()
 
 
+@pytest.mark.parametrize("sep,dec", [(",", "."), (";", ",")])
+def test_parquet_to_csv_equals_the_pandas_path(tmp_path, sep, dec):
+    src = rich_table()
+    pq.write_table(src, tmp_path / "in.parquet")
+    frame = pd.DataFrame({"n": pd.array([1, None, 3, 4, 5, 6, 7], dtype="Int64"), "f": [0.5, None, 2, 3, 4, 5, 6],
+                          "b": [True, False] * 3 + [True], "c": pd.Categorical(list("abcabca"))})
+    frame.to_parquet(tmp_path / "pandas.parquet")
+    for name in ("in.parquet", "pandas.parquet"):
+        table = io.read_table(tmp_path / name)
+        first = table.columns[1]
+        Xp = np.linspace(-1, 1e6, 7)
+        Xp[3] = np.nan
+        old = pq.read_table(tmp_path / name).to_pandas().drop(columns=[table.columns[-1]])
+        old[first] = Xp
+        new = io.assemble_output(table, {first: Xp}, drop=[table.columns[-1]])
+        assert csv_bytes(new, delimiter=sep, decimal=dec) == pandas_csv(old, sep, dec), name
+
+
 # ------------------------------------------------------------------------ CSV text
 
 TRICKY = (
