@@ -165,6 +165,19 @@ def method_table() -> str:
     return "\n".join(rows)
 
 
+#: The Census table of every method, written by ``benchmarks/methods_census.py --write``.
+#: benchmarks/ is not installed with the package: the README is refreshed from a source
+#: checkout, and the section is left as it is when the file is absent.
+CENSUS_RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "methods_census.md"
+
+
+def census_table() -> str | None:
+    """The README's census-table section: the benchmark's results file, or None."""
+    if not CENSUS_RESULTS.is_file():
+        return None
+    return CENSUS_RESULTS.read_text(encoding="utf-8").strip("\n")
+
+
 def refresh_readme(path: str | Path) -> bool:
     """Rewrite the generated sections of README.md; True when something changed."""
     import re
@@ -172,7 +185,11 @@ def refresh_readme(path: str | Path) -> bool:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     new = text
-    for tag, body in (("exit-codes", exit_code_table()), ("methods", method_table())):
+    sections = [("exit-codes", exit_code_table()), ("methods", method_table())]
+    census = census_table()
+    if census is not None:
+        sections.append(("census-table", census))
+    for tag, body in sections:
         new = re.sub(
             rf"(<!-- {tag}:start -->)\n.*?(<!-- {tag}:end -->)",
             lambda m, body=body: m.group(1) + "\n" + body + "\n" + m.group(2),
