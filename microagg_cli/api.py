@@ -81,6 +81,7 @@ def protect(
     partition_size: int | None = None,
     engine: str | None = None,
     scheduler: Any = None,
+    bound: str = "auto",
 ) -> dict[str, Any]:
     """Protect a file: read, microaggregate each block, check, write atomically.
 
@@ -109,6 +110,9 @@ def protect(
         (:mod:`microagg_cli.engines`), the parts run here or as Dask tasks on the
         cluster at ``scheduler`` (default: a local cluster). A Parquet dataset
         directory as ``input`` is always streamed (locally unless ``engine="dask"``).
+    bound : the report's lower bound LB_NN: ``"auto"`` (computed when it costs at most
+        25 % of the method's time), ``"on"`` or ``"off"``
+        (:func:`microagg_cli.protection.table.optimality`).
     evaluate_risk : add the full risk and utility section of ``sdc evaluate`` (intruder
         scenarios over the blocks, DLD/PLD/ID, k', DR, score) as ``report["evaluation"]``.
 
@@ -129,7 +133,7 @@ def protect(
             strata_missing=strata_missing, weights=weights,
             missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
             evaluate_risk=evaluate_risk, partition_size=partition_size, engine=engine or "local",
-            scheduler=scheduler,
+            scheduler=scheduler, bound=bound,
         )
     t0 = time.perf_counter()
     in_fmt = detect_format(input, input_format)
@@ -159,7 +163,7 @@ def protect(
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
         shuffle_rows=shuffle_rows, id_column=id_column if regenerate_ids else None,
-        output=None if out_path is None else out_path.name, decimal=decimal, started=t0,
+        output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
     )
     if evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)

@@ -574,6 +574,7 @@ def protect_parquet(
     output_format: str | None = None,
     cluster: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    bound: str = "auto",
 ) -> dict[str, Any]:
     """Protect a Parquet file or dataset directory in two streaming passes.
 
@@ -654,7 +655,7 @@ def protect_parquet(
         results, il_parts = protect_blocks(
             src, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-            runner=runner, progress=tick,
+            runner=runner, progress=tick, bound=bound,
         )
         engine_info = runner.describe()
     engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
@@ -695,7 +696,7 @@ def protect_parquet(
     rep["parameters"].update(partition_size=partition_size,
                              plan=plan.source.name if getattr(plan, "source", None) else None,
                              strata=list(strata or []), small_strata=small_strata,
-                             strata_missing=strata_missing, weights=weights, missing=missing,
+                             strata_missing=strata_missing, weights=weights, missing=missing, bound=bound,
                              decimal=".", engine=engine)
     rep["output_hygiene"] = hygiene
     rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
@@ -743,6 +744,7 @@ def protect_streaming(
     scheduler: Any = None,
     cluster: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    bound: str = "auto",
 ) -> dict[str, Any]:
     """:func:`microagg_cli.api.protect` for the streaming engines (``--engine``, or a
     Parquet dataset directory as input): checks the options the streaming mode
@@ -792,5 +794,5 @@ def protect_streaming(
         input, output, plan, partition_size=partition_size, seed=seed, stat=stat, weights=weights,
         missing=missing, small_strata=small_strata, strata=strata, strata_missing=strata_missing,
         id_column=id_column if regenerate_ids else None, engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
-        cluster=cluster, progress=progress,
+        cluster=cluster, progress=progress, bound=bound,
     )

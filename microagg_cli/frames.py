@@ -99,6 +99,7 @@ def protect_frame(
     id_column: str | None = None,
     partition_size: int | None = None,
     evaluate_risk: bool = False,
+    bound: str = "auto",
 ) -> tuple[Any, dict[str, Any]]:
     """Protect a DataFrame (or Arrow table): ``sdc protect`` in memory.
 
@@ -135,7 +136,7 @@ def protect_frame(
     result, rep = protect_run(
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        shuffle_rows=shuffle_rows, id_column=id_column, started=t0,
+        shuffle_rows=shuffle_rows, id_column=id_column, started=t0, bound=bound,
     )
     if evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import CENSUS_LB_NN, CENSUS_MDAV_IL, SAMPLE, run_cli
 from microagg_cli import api, protection
-import microagg_cli.protection.table  # noqa: F401  (LB_MAX_ROWS)
+import microagg_cli.protection.table  # noqa: F401  (the bound policy)
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.io import numeric_matrix, read_table
 from microagg_cli.metrics import lb_nn
@@ -67,14 +67,53 @@ def test_no_bound_with_missing_values(tmp_path):
     assert "lb_nn" not in res.blocks[0].stats
 
 
-def test_bound_skipped_beyond_the_row_limit(census_table, monkeypatch):
-    monkeypatch.setattr(protection.table, "LB_MAX_ROWS", 1000)
+def test_bound_skipped_when_it_would_cost_more_than_a_quarter_of_the_method(census_table, monkeypatch):
+    """The default policy: LB_NN when cheap, else a note (the estimate is faked expensive here)."""
+    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda X, k: 7.5)
     cols = tuple(census_table.frame.columns)
-    res = protection.protect_table(census_table, BlockPlan((Block("all", cols, "mdav", 3, {}),)))
+    plan = BlockPlan((Block("all", cols, "mdav", 3, {}),))
+    res = protection.protect_table(census_table, plan)
     st = res.blocks[0].stats
     assert st["lb_nn"] is None and st["optimality_gap"] is None
-    assert st["lb_nn_skipped"] == "more than 1,000 records; sdc evaluate computes it"
+    assert st["lb_nn_skipped"].startswith("would take about 7.5 s, more than 25% of the method's")
+    assert "sdc evaluate ORIGINAL PROTECTED" in st["lb_nn_skipped"] and "--bound" in st["lb_nn_skipped"]
+    assert st["lb_nn_policy"]["mode"] == "auto" and st["lb_nn_policy"]["estimated_seconds"] == 7.5
     assert "lb_nn" not in res.overall
+    forced = protection.protect_table(census_table, plan, bound="on").blocks[0].stats
+    assert round(forced["lb_nn"], 4) == CENSUS_LB_NN[3] and forced["lb_nn_policy"] == {
+        "mode": "on", "seconds": forced["lb_nn_policy"]["seconds"]}
+    off = protection.protect_table(census_table, plan, bound="off").blocks[0].stats
+    assert off["lb_nn"] is None and off["lb_nn_skipped"].startswith("--no-bound")
+
+
+def test_cheap_bound_is_computed_by_default(census_table):
+    cols = tuple(census_table.frame.columns)
+    st = protection.protect_table(census_table, BlockPlan((Block("all", cols, "mdav", 3, {}),))).blocks[0].stats
+    assert round(st["lb_nn"], 4) == CENSUS_LB_NN[3] and st["lb_nn_policy"]["estimated_seconds"] < 0.1
+
+
+def test_lb_nn_cost_estimate_is_of_the_right_size():
+    import time
+
+    from microagg_cli.metrics.utility import lb_nn, lb_nn_seconds
+
+    X = np.random.default_rng(0).normal(size=(40_000, 6))
+    t0 = time.perf_counter()
+    lb_nn(X, 3)
+    real = time.perf_counter() - t0
+    est = lb_nn_seconds(X, 3)
+    assert real / 5 < est < real * 5
+
+
+def test_cli_no_bound_and_bound_flags(tmp_path):
+    for flag, present in (("--no-bound", False), ("--bound", True)):
+        rep = tmp_path / f"r{flag}.json"
+        result = run_cli("protect", str(SAMPLE / "census.csv"), "-o", str(tmp_path / f"o{flag}.csv"), "-k", "3",
+                         flag, "--report", str(rep), "-q")
+        assert result.exit_code == 0, result.output
+        doc = json.loads(rep.read_text())
+        assert (doc["blocks"][0]["lb_nn"] is not None) is present
+        assert doc["parameters"]["bound"] == ("on" if present else "off")
 
 
 def test_cli_report_and_summary_show_the_bound(tmp_path):

@@ -502,6 +502,31 @@ def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     return total / (2.0 * k)
 
 
+def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 2000) -> float:
+    """Estimated seconds of :func:`lb_nn` on ``X``, measured on a sample.
+
+    Builds the k-d tree of every record (part of the real cost) and times the
+    nearest-neighbour query of ``sample`` evenly spaced records; the estimate is the
+    build time plus the query time scaled to all records. Used by ``sdc protect`` to
+    decide whether the report's bound is cheap enough (:func:`microagg_cli.protection.table.optimality`).
+    """
+    import time
+
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if n < k or k <= 1:
+        return 0.0
+    t0 = time.perf_counter()
+    sd = X.std(axis=0)
+    Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    tree = cKDTree(Z)
+    t1 = time.perf_counter()
+    rows = np.linspace(0, n - 1, min(n, sample)).astype(np.int64)
+    tree.query(Z[rows], k=k, workers=threads.limit())
+    t2 = time.perf_counter()
+    return (t1 - t0) + (t2 - t1) * n / rows.size
+
+
 def lb_nn_blocks(
     X: np.ndarray, k: int, blocks: Sequence[Sequence[int]] | None = None
 ) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from ..io import (
 )
 from ..methods import get_method
 from ..metrics import lb_nn
+from ..metrics.utility import lb_nn_seconds
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
@@ -53,7 +54,7 @@ from .parts import protect_rows
 
 __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
-    "check_run", "protect_blocks", "protect_table", "il_parts", "LB_MAX_ROWS", "optimality",
+    "check_run", "protect_blocks", "protect_table", "il_parts", "LB_SHARE", "BOUND_MODES", "optimality",
     "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
     "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "protect_run",
 ]
@@ -61,7 +62,7 @@ __all__ = [
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.1"
+REPORT_SCHEMA_VERSION = "1.2"
 
 MISSING_POLICIES = ("error", "complete", "available")
 SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
@@ -185,6 +186,7 @@ def protect_blocks(
     partition_size: int | None = None,
     runner: Any = None,
     progress: Callable[[int], None] | None = None,
+    bound: str = "auto",
 ) -> tuple[list[BlockResult], list[tuple[float, float]]]:
     """The block loop: protect every block of ``plan`` read from ``source``.
 
@@ -192,9 +194,11 @@ def protect_blocks(
     not grouped or was suppressed) and each block's IL_SSE parts (numerator,
     denominator; see :func:`il_parts`). ``runner`` runs the parts of the partitioned
     mode (:class:`microagg_cli.protection.parts.LocalRunner` by default);
-    ``progress(records)`` is told the records of every finished part. Options as in
-    :func:`protect_table`.
+    ``progress(records)`` is told the records of every finished part; ``bound`` is the
+    report's LB_NN policy (:func:`optimality`). Options as in :func:`protect_table`.
     """
+    if bound not in BOUND_MODES:
+        raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {bound!r}")
     stat = check_run(source.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
                      strata_missing=strata_missing, weights=weights, missing=missing)
     n = source.n_rows
@@ -262,7 +266,7 @@ def protect_blocks(
         assert Xp is not None
         first = stratum_results[0]
         resolved_block = Block(block.name, block.columns, first.block.method, first.block.k, first.block.params)
-        stats = block_stats(X, Xp, labels_all, grouped, stratum_results, resolved_block, w)
+        stats = block_stats(X, Xp, labels_all, grouped, stratum_results, resolved_block, w, bound=bound)
         if strata:
             stats["strata"] = {
                 "columns": list(strata),
@@ -304,6 +308,7 @@ def protect_table(
     strata_missing: str = "error",
     runner: Any = None,
     progress: Callable[[int], None] | None = None,
+    bound: str = "auto",
 ) -> ProtectResult:
     """Protect every block of ``plan`` in ``table``; return the output table and stats.
 
@@ -324,12 +329,12 @@ def protect_table(
         records (:func:`microagg_cli.partitioning.split_indices`), each protected on its
         own with the block's z-scaling and its own seed; the extra information loss
         against one exact run is estimated on two neighbouring parts and reported.
-    runner, progress : see :func:`protect_blocks`.
+    runner, progress, bound : see :func:`protect_blocks`.
     """
     results, parts = protect_blocks(
         TableSource(table), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        runner=runner, progress=progress,
+        runner=runner, progress=progress, bound=bound,
     )
     values = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
     out = assemble_output(table, values, plan.drop)
@@ -348,25 +353,43 @@ def il_parts(X: np.ndarray, Xp: np.ndarray) -> tuple[float, float]:
     return float(((Z - Zp)[both] ** 2).sum()), float((dev[both] ** 2).sum())
 
 
-#: Largest block (records) whose lower bound LB_NN a protect report computes: the exact
-#: nearest-neighbour query grows faster than MDAV on spread-out data (10 Gaussian
-#: columns, k=3: 6 s at 100,000 records against 3 s for MDAV; over 10 minutes at
-#: 1,000,000). ``sdc evaluate`` computes it for any size.
-LB_MAX_ROWS = 200_000
+#: The report's lower bound LB_NN is computed when it costs at most this share of the
+#: method's time (or less than :data:`LB_FREE_SECONDS`); ``--bound`` / ``--no-bound``
+#: force it either way. Its k-d tree query grows faster than MDAV on spread-out data.
+LB_SHARE = 0.25
+LB_FREE_SECONDS = 0.1
+BOUND_MODES = ("auto", "on", "off")
 
 
-def optimality(X: np.ndarray, k: int, il: float | None) -> dict[str, Any]:
+def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float = 0.0,
+               bound: str = "auto") -> dict[str, Any]:
     """LB_NN of a block's records (metrics spec) and the gap IL_SSE - LB_NN.
 
     LB_NN bounds the IL_SSE of *every* k-partition of the block's records (strata only
     make the best achievable IL larger), so the gap is how far the method can at most
-    be from the optimum.
+    be from the optimum. ``bound``: ``"auto"`` computes it when its estimated cost
+    (:func:`microagg_cli.metrics.utility.lb_nn_seconds`) is at most
+    :data:`LB_SHARE` of ``method_seconds`` or under :data:`LB_FREE_SECONDS`, else
+    skips it with a note; ``"on"`` always, ``"off"`` never. The choice is recorded
+    in ``lb_nn_policy``.
     """
-    if X.shape[0] > LB_MAX_ROWS:
-        return {"lb_nn": None, "optimality_gap": None,
-                "lb_nn_skipped": f"more than {LB_MAX_ROWS:,} records; sdc evaluate computes it"}
+    policy: dict[str, Any] = {"mode": bound}
+    hint = "sdc evaluate ORIGINAL PROTECTED computes it (--bound cg for a certified, tighter one)"
+    if bound == "off":
+        return {"lb_nn": None, "optimality_gap": None, "lb_nn_skipped": f"--no-bound; {hint}",
+                "lb_nn_policy": policy}
+    if bound == "auto":
+        estimate = lb_nn_seconds(X, k)
+        policy.update(estimated_seconds=estimate, method_seconds=method_seconds, share=LB_SHARE)
+        if estimate > max(LB_SHARE * method_seconds, LB_FREE_SECONDS):
+            return {"lb_nn": None, "optimality_gap": None,
+                    "lb_nn_skipped": (f"would take about {estimate:.1f} s, more than {LB_SHARE:.0%} of the "
+                                      f"method's {method_seconds:.1f} s; {hint}, or protect with --bound"),
+                    "lb_nn_policy": policy}
+    t0 = time.perf_counter()
     lb = lb_nn(X, k)
-    return {"lb_nn": lb, "optimality_gap": None if lb is None or il is None else il - lb}
+    policy["seconds"] = time.perf_counter() - t0
+    return {"lb_nn": lb, "optimality_gap": None if lb is None or il is None else il - lb, "lb_nn_policy": policy}
 
 
 def overall_stats(results: list[BlockResult], parts: list[tuple[float, float]]) -> dict[str, Any]:
@@ -395,8 +418,9 @@ def block_stats(
     parts: list[BlockResult],
     block: Block,
     w: np.ndarray | None,
+    bound: str = "auto",
 ) -> dict[str, Any]:
-    """Block statistics over all strata, in the block's own z-scale."""
+    """Block statistics over all strata, in the block's own z-scale (``bound``: see :func:`optimality`)."""
     first = parts[0].stats
     stats: dict[str, Any] = {}
     rows = np.flatnonzero(grouped & ~np.isnan(Xp).all(axis=1))
@@ -431,7 +455,8 @@ def block_stats(
     if values_k:
         stats["k_counts"] = "values"
     if stats.get("sse") is not None:
-        stats.update(optimality(X if rows.size == X.shape[0] else X[rows], block.k, stats["il_sse"]))
+        stats.update(optimality(X if rows.size == X.shape[0] else X[rows], block.k, stats["il_sse"],
+                                method_seconds=stats["seconds"], bound=bound))
     if w is not None:
         totals = {}
         for j, col in enumerate(block.columns):
@@ -571,6 +596,7 @@ def protect_run(
     decimal: str = ".",
     started: float | None = None,
     progress: Callable[[int], None] | None = None,
+    bound: str = "auto",
 ) -> tuple[ProtectResult, dict[str, Any]]:
     """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
     reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
@@ -582,7 +608,7 @@ def protect_run(
     check_id_column(table.columns, plan, id_column)
     result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
                            weights=weights, missing=missing, partition_size=partition_size,
-                           strata_missing=strata_missing, progress=progress)
+                           strata_missing=strata_missing, progress=progress, bound=bound)
     hygiene = output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows, id_column=id_column)
     rep = build_report(table, plan, result, seed=seed, stat=check_stat(stat), output=output,
                        seconds=time.perf_counter() - t0)
@@ -590,7 +616,7 @@ def protect_run(
                              plan=plan.source.name if getattr(plan, "source", None) else None,
                              strata=list(strata or []), small_strata=small_strata,
                              strata_missing=strata_missing, weights=weights,
-                             missing=missing, decimal=decimal)
+                             missing=missing, decimal=decimal, bound=bound)
     rep["output_hygiene"] = hygiene
     result.report = rep
     return result, rep

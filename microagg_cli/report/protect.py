@@ -37,6 +37,9 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
     if any(b.get("lb_nn") is not None for b in rep["blocks"]):
         console.print(CG_HINT, markup=False, highlight=False)
     for b in rep["blocks"]:
+        if b.get("lb_nn_skipped"):
+            console.print(f"{b['name']}: LB_NN not computed: {b['lb_nn_skipped']}", markup=False, highlight=False)
+    for b in rep["blocks"]:
         st = b.get("strata")
         if st:
             console.print(f"{b['name']}: {st['count']} strata on {', '.join(st['columns'])}; "
