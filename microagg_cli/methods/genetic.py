@@ -400,7 +400,9 @@ def genetic(
     (90 / 60 / 40 macrogroups): rounds=2 5.08 / 5.33 / 4.75 % (IL 5.4028 / 5.3887 /
     5.4220, 8-12 s each); rounds=1 3.18 / 4.13 / 3.39 % (IL 5.5114 / 5.4572 /
     5.4992, 4-5 s); seeds 1 and 2 with rounds=2: 5.83 / 5.90 / 4.30 % and
-    5.54 / 5.75 / 4.50 % (the paper: 4 / 4 / 1 %). Groups larger than k are rare
+    5.54 / 5.75 / 4.50 % (the paper: 4 / 4 / 1 %). With the defaults (K = 7k = 21 at
+    k = 3) IL 5.3948 / 7.1656 / 8.6264 / 13.4582 at k = 3 / 4 / 5 / 10
+    (benchmarks/methods_census.py). Groups larger than k are rare
     on Census at k = 3. Unchanged children (no crossover, no mutation) keep their
     parent's SSE instead of being decoded again.
 

@@ -973,9 +973,10 @@ def ils(
     11.3589 (k=10; seed 1: 11.3438); 60 s budget (the former default) 4.6847, 7.2589, 11.3433;
     200,000 iterations per search (reproducible) IL = 4.6893 (k=3, 10 s), 7.2743
     (k=5, 12 s), 11.3810 (k=10, 29 s; 11.4075 with the re-partitioning search
-    alone); 1,000,000 (the default, :data:`ILS_ITERATIONS`) IL = 4.6926 (k=3, 64 s
-    at load 4; more iterations are not always better for one seed: the cooling is
-    slower), 7.2691 (k=5). Issue #8 asked for 11.30 at k=10 in 120 s: not reached; both searches
+    alone); 1,000,000 (the default, :data:`ILS_ITERATIONS`) IL = 4.6926 / 6.0414 /
+    7.2691 / 11.3495 at k = 3 / 4 / 5 / 10 (k=3 in 25-64 s depending on the load,
+    k=10 several minutes; more iterations are not always better for one seed: the
+    cooling is slower; benchmarks/methods_census.py). Issue #8 asked for 11.30 at k=10 in 120 s: not reached; both searches
     level off near 11.34 (11.343 after 4 million kicks, 4 minutes), and on their
     results no move, swap, 3-cycle, move-swap chain, optimal re-split of two
     neighbouring groups or reassignment to fixed centroids improves
