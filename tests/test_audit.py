@@ -99,8 +99,11 @@ def test_evaluate_records_the_protected_file_read(census_path, tmp_path):
                   "--max-scenarios", 4)
     assert res.exit_code == 0, res.output
     a = json.loads(rep.read_text())["audit"]
-    assert a["files"] == [{"role": "protected (read)", "path": str(prot), "name": "p.csv",
-                           "size_bytes": prot.stat().st_size, "sha256": sha(prot)}]
+    assert a["files"][0] == {"role": "protected (read)", "path": str(prot), "name": "p.csv",
+                             "size_bytes": prot.stat().st_size, "sha256": sha(prot)}
+    # the HTML page is hashed in the JSON (written first, so its bytes are known)
+    assert [f["role"] for f in a["files"]] == ["protected (read)", "HTML report"]
+    assert a["files"][1]["sha256"] == sha(html) and a["files"][1]["size_bytes"] == html.stat().st_size
     assert a["argv"][:2] == ["sdc", "evaluate"]
     page = html.read_text()
     assert "Audit trail" in page and sha(prot) in page
