@@ -44,6 +44,7 @@ from .io import (
     write_table,
 )
 from .methods import get_method
+from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, protect_run, single_plan
 
@@ -152,7 +153,8 @@ def protect(
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
     if regenerate_ids and not id_column:
         raise InvalidParameterError("--regenerate-ids needs --id-column COL")
-    table = read_table(input, fmt=in_fmt, delimiter=delimiter, decimal=decimal)
+    with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
+        table = read_table(input, fmt=in_fmt, delimiter=delimiter, decimal=decimal)
     if decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
     if plan is None:
@@ -168,7 +170,8 @@ def protect(
     if evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
     # one transaction: the output and the report appear together or not at all
-    with OutputSet(force=force) as files:
+    with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
+            OutputSet(force=force) as files:
         write_table(
             result.data, out_path, fmt=out_fmt, force=force,
             delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",

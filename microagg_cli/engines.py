@@ -68,6 +68,8 @@ from .io import (
 )
 from .io import id_type as io_id_type
 from .methods import get_method
+from .progress import advance
+from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
 from .protection.table import HYGIENE_KEY, build_report, check_run, overall_stats
 
@@ -370,6 +372,7 @@ def _write_pass(
             pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
             held += rows
             row0 += rows
+            advance(rows)
             if held >= PARQUET_ROW_GROUP_ROWS:
                 flush(False)
         flush(True)
@@ -678,7 +681,8 @@ def protect_parquet(
     t1 = time.perf_counter()
     files = OutputSet(force=force)
     try:
-        _write_pass(src, target, schema, replaced, files=files)
+        with progress_phase(f"writing {target.path.name}", total=n, unit="rows"):
+            _write_pass(src, target, schema, replaced, files=files)
     except BaseException:
         files.discard()
         raise

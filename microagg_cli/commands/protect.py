@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import api
+from .. import api, progress
 from ..blocking import load_plan
 from ..errors import InvalidParameterError
 from ..methods import METHODS
@@ -13,6 +13,7 @@ from ._options import (
     format_options,
     listing_option,
     parse_params,
+    plain_output,
     setup_logging,
     split_names,
     stderr_console,
@@ -133,15 +134,18 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
             raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
         block_plan = load_plan(plan, default_k=k, default_method=method,
                                default_params=parse_params(params)).with_drop(split_names(drop))
-    rep = api.protect(
-        input, output, k=k, method=method, params=parse_params(params), plan=block_plan,
-        columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report, seed=seed,
-        stat=stat, force=force, input_format=input_format, output_format=output_format,
-        delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
-        strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
-        regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk, partition_size=partition_size,
-        engine=engine, scheduler=scheduler, bound={None: "auto", True: "on", False: "off"}[bound],
-    )
+    # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise
+    mode = "off" if quiet else ("bar" if not plain_output() else ("heartbeat" if verbose else "off"))
+    with progress.tracking(progress.Tracker(mode, console=stderr_console())):
+        rep = api.protect(
+            input, output, k=k, method=method, params=parse_params(params), plan=block_plan,
+            columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report, seed=seed,
+            stat=stat, force=force, input_format=input_format, output_format=output_format,
+            delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
+            strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
+            regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk, partition_size=partition_size,
+            engine=engine, scheduler=scheduler, bound={None: "auto", True: "on", False: "off"}[bound],
+        )
     if not quiet:
         from ..report import print_protect_summary
 

@@ -47,6 +47,8 @@ from ..io import (
 from ..methods import get_method
 from ..metrics import lb_nn
 from ..metrics.utility import lb_nn_seconds
+from ..progress import phase as progress_phase
+from ..progress import set_done
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
@@ -237,32 +239,41 @@ def protect_blocks(
         per_stratum = []
         offset = 0
         stratum_results = []
-        for key, members in zip(resolved.keys, resolved.members):
-            rows = rows_grouped[members]
-            every = rows.size == n  # one stratum holding every record: no copies
-            sname = block.name if not strata else f"{block.name}[{'/'.join(key)}]"
-            res = protect_rows(
-                X if every else X[rows], block,
-                seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
-                stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
-                partition_size=partition_size, runner=runner, progress=progress,
-            )
-            if every:
-                Xp = res.values
-            else:
-                if Xp is None:
-                    Xp = np.full_like(X, np.nan)
-                Xp[rows] = res.values
-            if res.labels is not None:
-                labels_all[rows] = res.labels + offset
-                offset += int(res.labels.max()) + 1
-            stratum_results.append(res)
-            if strata:
-                per_stratum.append({
-                    "stratum": dict(zip(strata, key)), "rows": int(rows.size),
-                    "groups": res.stats.get("n_groups"), "il_sse": res.stats["il_sse"],
-                    "k_prime": res.stats["k_prime"],
-                })
+        with progress_phase(f"{block.name}: {block.method}, k={block.k}", total=int(rows_grouped.size)):
+            done = [0]
+
+            def part_done(records: int, _done: list[int] = done) -> None:
+                _done[0] += records
+                set_done(_done[0])  # the committed count (a kernel may have counted part of it)
+                if progress is not None:
+                    progress(records)
+
+            for key, members in zip(resolved.keys, resolved.members):
+                rows = rows_grouped[members]
+                every = rows.size == n  # one stratum holding every record: no copies
+                sname = block.name if not strata else f"{block.name}[{'/'.join(key)}]"
+                res = protect_rows(
+                    X if every else X[rows], block,
+                    seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
+                    stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
+                    partition_size=partition_size, runner=runner, progress=part_done,
+                )
+                if every:
+                    Xp = res.values
+                else:
+                    if Xp is None:
+                        Xp = np.full_like(X, np.nan)
+                    Xp[rows] = res.values
+                if res.labels is not None:
+                    labels_all[rows] = res.labels + offset
+                    offset += int(res.labels.max()) + 1
+                stratum_results.append(res)
+                if strata:
+                    per_stratum.append({
+                        "stratum": dict(zip(strata, key)), "rows": int(rows.size),
+                        "groups": res.stats.get("n_groups"), "il_sse": res.stats["il_sse"],
+                        "k_prime": res.stats["k_prime"],
+                    })
         assert Xp is not None
         first = stratum_results[0]
         resolved_block = Block(block.name, block.columns, first.block.method, first.block.k, first.block.params)
@@ -387,7 +398,8 @@ def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float
                                       f"method's {method_seconds:.1f} s; {hint}, or protect with --bound"),
                     "lb_nn_policy": policy}
     t0 = time.perf_counter()
-    lb = lb_nn(X, k)
+    with progress_phase("lower bound LB_NN", total=None):
+        lb = lb_nn(X, k)
     policy["seconds"] = time.perf_counter() - t0
     return {"lb_nn": lb, "optimality_gap": None if lb is None or il is None else il - lb, "lb_nn_policy": policy}
 

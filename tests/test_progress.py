@@ -1,0 +1,66 @@
+"""Progress on stderr: a bar on a terminal, a heartbeat in logs, nothing by default."""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+
+from conftest import run_cli
+from microagg_cli import progress
+
+
+def test_without_a_tracker_every_call_is_a_no_op():
+    with progress.phase("block1", total=5):
+        progress.advance(3)
+        progress.set_done(4)
+    assert progress.counter().tolist() == [0]
+
+
+def test_heartbeat_lines_name_the_phase_and_the_records(caplog):
+    tracker = progress.Tracker("heartbeat", interval=0.05, tick=0.01)
+    with caplog.at_level(logging.INFO, logger="microagg_cli"), progress.tracking(tracker):
+        with progress.phase("block1: mdav, k=3", total=1_000_000):
+            progress.counter()[0] = 340_000  # what a kernel does
+            time.sleep(0.3)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines and all(ln.startswith("block1: mdav, k=3: 340,000 / 1,000,000 records grouped, ") for ln in lines)
+    assert lines[0].endswith(" s")
+
+
+def test_bar_shows_for_a_long_phase_only(monkeypatch):
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.05)
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100)
+    tracker = progress.Tracker("bar", console=console, tick=0.01)
+    with progress.tracking(tracker):
+        with progress.phase("quick", total=10):
+            pass
+        with progress.phase("block1: mdav, k=3", total=200):
+            progress.set_done(50)
+            time.sleep(0.3)
+    text = out.getvalue()
+    assert "block1: mdav, k=3" in text and "50/200" in text and "quick" not in text
+
+
+def test_cli_heartbeat_with_verbose_when_not_a_terminal(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.0)
+    monkeypatch.setattr(progress.Tracker, "__init__", _fast_tick(progress.Tracker.__init__))
+    rng = np.random.default_rng(0)
+    pd.DataFrame(rng.normal(size=(20_000, 4)), columns=list("abcd")).to_parquet(tmp_path / "in.parquet")
+    res = run_cli("protect", tmp_path / "in.parquet", "-o", tmp_path / "o.parquet", "-k", 3, "-v")
+    assert res.exit_code == 0, res.output
+    assert "records grouped" in res.stderr and "block1: mdav, k=3: " in res.stderr
+    quiet = run_cli("protect", tmp_path / "in.parquet", "-o", tmp_path / "o2.parquet", "-k", 3)
+    assert "records grouped" not in quiet.stderr  # no -v: no heartbeat in logs
+
+
+def _fast_tick(init):
+    def wrapped(self, *a, **k):
+        k["tick"] = 0.001
+        init(self, *a, **k)
+    return wrapped
