@@ -10,9 +10,10 @@ child's ``ru_maxrss``):
 * ``write``: ``assemble_output`` (ten protected float columns) + ``write_table`` CSV
   (the time of the write alone is reported);
 
-for the current tree (``new``) and, with ``--before REF`` (default ``HEAD``), for
-``microagg_cli/io.py`` of that git revision (pandas ``read_csv(dtype=str)``, pandas
-``to_csv``), imported from a copy in a temporary folder.
+for the current tree (``new``) and for ``microagg_cli/io.py`` of an earlier git revision
+(``old``: ``--before REV``, default the newest commit whose io.py predates the Arrow
+reader, i.e. pandas ``read_csv(dtype=str)`` and pandas ``to_csv``), imported from a copy
+in a temporary folder.
 
 Usage::
 
@@ -50,6 +51,18 @@ def generate(path: Path, n: int, seed: int = 20261126) -> None:
                 v = rng.lognormal(mean=8 + j % 3, sigma=1.0, size=m) * rng.choice([1, -1], size=m, p=[0.9, 0.1])
                 cols.append(np.array([repr(float(x)) for x in v], dtype=object))
             fh.write("\n".join(",".join(row) for row in zip(*cols)) + "\n")
+
+
+def _pandas_revision() -> str:
+    """The newest commit whose microagg_cli/io.py reads CSV with pandas."""
+    revs = subprocess.run(["git", "log", "--format=%H", "--", "microagg_cli/io.py"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.split()
+    for rev in revs:
+        text = subprocess.run(["git", "show", f"{rev}:microagg_cli/io.py"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout
+        if "read_csv_arrow" not in text and "pd.read_csv" in text:
+            return rev
+    raise SystemExit("no revision of microagg_cli/io.py with the pandas reader")
 
 
 def _old_module(ref: str, tmp: Path) -> Path:
@@ -112,7 +125,8 @@ def measure(task: str, which: str, path: Path, oldpath: Path | None) -> dict[str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--before", default="HEAD", help="git revision of the 'before' io.py (default HEAD)")
+    ap.add_argument("--before", default=None,
+                    help="git revision of the 'before' io.py (default: the last one without the Arrow reader)")
     ap.add_argument("--no-before", action="store_true", help="time the current tree only")
     ap.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "sdc-bench")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
@@ -128,7 +142,10 @@ def main() -> None:
         print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.0f} s")
     print(f"{args.rows:,} x 11 CSV, {path.stat().st_size / 1e6:.0f} MB, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        oldpath = None if args.no_before else _old_module(args.before, Path(tmp))
+        before = None if args.no_before else (args.before or _pandas_revision())
+        if before:
+            print(f"old = microagg_cli/io.py of {before[:10]}")
+        oldpath = None if before is None else _old_module(before, Path(tmp))
         rows = []
         for which in (["new"] if oldpath is None else ["new", "old"]):
             for task in ("read", "write"):

@@ -28,14 +28,11 @@ import io as _io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import numpy as np
 
 from .errors import DataError, InvalidParameterError
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
 
 __all__ = [
     "MISSING_TOKENS",
@@ -216,7 +213,7 @@ def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple
         if whole.num_columns == len(header) and not (whole.num_columns == 1 and _blank_values(whole.column(0))):
             names = [str(whole.column(i)[0].as_py()) for i in range(whole.num_columns)]
             table = whole.slice(1).rename_columns(names)
-    except pa.ArrowInvalid:
+    except pa.ArrowException:  # refused by Arrow: the pandas reader decides (and words the error)
         table = None
     if table is None:
         table = _read_with_pandas(body, name, delim)
@@ -606,6 +603,8 @@ class CsvSource:
         each (the last one shorter), in file order."""
         import pyarrow as pa
 
+        if batch_rows < 1:
+            raise ValueError("batch_rows must be at least 1")
         names = self.columns if columns is None else list(columns)
         idx = [self.columns.index(c) for c in names]
         schema = pa.schema([self.schema.field(i) for i in idx])
@@ -621,7 +620,7 @@ class CsvSource:
                 n_pending += batch.num_rows
                 while n_pending >= batch_rows:
                     whole = pa.Table.from_batches(pending, schema=schema).combine_chunks()
-                    yield whole.slice(0, batch_rows).to_batches()[0] if batch_rows else None
+                    yield whole.slice(0, batch_rows).to_batches()[0]
                     rest = whole.slice(batch_rows)
                     pending = rest.to_batches() if rest.num_rows else []
                     n_pending = rest.num_rows

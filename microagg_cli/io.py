@@ -17,7 +17,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -53,6 +53,7 @@ __all__ = [
     "missing_mask",
     "assemble_output",
     "output_schema",
+    "pandas_index_columns",
     "take_rows",
     "with_column",
     "id_type",
@@ -155,7 +156,7 @@ class Table:
         """Column names (a Parquet file's stored pandas index is not a column)."""
         if not self._arrow:
             return [str(c) for c in self._frame.columns]
-        index = set(_pandas_index_columns(self._data.schema))
+        index = set(pandas_index_columns(self._data.schema))
         return [c for c in self._data.column_names if c not in index]
 
     @property
@@ -190,8 +191,10 @@ def _pandas_meta(schema: Any) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def _pandas_index_columns(schema: Any) -> list[str]:
-    """Stored pandas index columns named in the schema's pandas metadata (and present)."""
+def pandas_index_columns(schema: Any) -> list[str]:
+    """Stored pandas index columns (``__index_level_0__``) named in the schema's pandas
+    metadata and present: not data columns (:attr:`Table.columns` leaves them out, and
+    so does the output). A streaming source should leave them out too."""
     meta = _pandas_meta(schema)
     if not meta:
         return []

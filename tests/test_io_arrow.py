@@ -336,3 +336,21 @@ def test_csv_source_batches_equal_whole_read(tmp_path):
 def test_csv_source_checks(tmp_path, text, word):
     with pytest.raises(DataError, match=word):
         open_csv_source(_write(tmp_path / "in.csv", text))
+
+
+def test_csv_source_bom_and_quoted_newlines(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b'\xef\xbb\xbfa,b\n1,"x\ny"\n2,z\n')
+    src = open_csv_source(path)
+    assert src.columns == ["a", "b"] and src.n_rows == 2
+    assert src.read_column("b").column(0).to_pylist() == ["x\ny", "z"]
+    assert io.read_table(path).data.column("b").to_pylist() == ["x\ny", "z"]
+
+
+def test_rows_arrow_refuses_read_as_before(tmp_path):
+    short = io.read_table(_write(tmp_path / "s.csv", "a,b\n1\n3,4\n"))  # pandas pads a short row
+    assert short.data.column("b").to_pylist() == ["", "4"]
+    blank = io.read_table(_write(tmp_path / "b.csv", "a\n1\n   \n2\n"))  # pandas skips a line of spaces
+    assert blank.data.column("a").to_pylist() == ["1", "2"]
+    with pytest.raises(DataError, match="malformed CSV"):
+        io.read_table(_write(tmp_path / "m.csv", 'a,b\n1,2\n"3,4\n'))
