@@ -86,7 +86,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import DataError, InvalidParameterError
+from .errors import DataError, InvalidParameterError, check_k_value, k_message
 
 
 __all__ = [
@@ -437,10 +437,8 @@ class _PlanReader:
         return tuple(out)
 
     def k(self, value: Any, *path: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"k must be an integer >= 2, got {value!r}", *path)
-        if value < 2:
-            raise self.fail(f"k must be an integer >= 2, got {value!r}", *path)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise self.fail(k_message(value), *path)
         return value
 
     def method(self, value: Any, *path: Any) -> str:
@@ -492,9 +490,8 @@ class _PlanReader:
         cli_params = dict(default_params or {})
         d_method = self.method(defaults["method"], "defaults", "method") if "method" in defaults else cli_method
         d_k = self.k(defaults["k"], "defaults", "k") if "k" in defaults else default_k
-        if default_k is not None and not (isinstance(default_k, int) and not isinstance(default_k, bool)
-                                          and default_k >= 2):
-            raise InvalidParameterError(f"k must be an integer >= 2, got {default_k!r}")
+        if default_k is not None:
+            check_k_value(default_k)
         d_params = self.params(defaults["params"], "defaults", "params") if "params" in defaults else {}
         drop = self.names(doc.get("drop", []), "drop", "drop")
         passthrough = self.names(doc.get("passthrough", []), "passthrough", "passthrough")
@@ -973,8 +970,8 @@ def make_plan(
     spec.validate_params(dict(params or {}))
     # keep only the parameters given (converted), so the plan file stays short
     params = {p: spec.validate_params({p: v})[p] for p, v in (params or {}).items()}
-    if k is not None and (isinstance(k, bool) or int(k) != k or k < 2):
-        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+    if k is not None:
+        check_k_value(k)
     blocks = propose_blocks(X, names, strategy, size, seed=seed)
     return BlockPlan(
         tuple(Block(f"block{i + 1}", cols, spec.name, k, dict(params)) for i, cols in enumerate(blocks)),
@@ -1001,8 +998,8 @@ def plan_mean_abs_corr(X: np.ndarray, names: Sequence[str], plan: BlockPlan) -> 
 
 def check_k_option(k: int | None) -> None:
     """A k given as an option (None = not given) must be an integer >= 2."""
-    if k is not None and (isinstance(k, bool) or int(k) != k or k < 2):
-        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+    if k is not None:
+        check_k_value(k)
 
 
 def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:

@@ -17,6 +17,8 @@ __all__ = [
     "ThresholdExceeded",
     "OutputExistsError",
     "Interrupted",
+    "k_message",
+    "check_k_value",
 ]
 
 import signal as _signal
@@ -86,3 +88,29 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (130, "Interrupted", "SIGINT (Ctrl-C): the run stopped, no output or report or temporary file left"),
     (143, "Interrupted", "SIGTERM: as for SIGINT"),
 )
+
+
+def k_message(value: object) -> str:
+    """The one wording of a bad k, everywhere (options, plan files, the API)."""
+    return f"k must be an integer >= 2 (k = 1 is no protection), got {value!r}"
+
+
+def check_k_value(k: object, *, where: str = "") -> int:
+    """``k`` as an int when it is an integer >= 2 (not a bool), else :class:`InvalidParameterError`.
+
+    ``where`` prefixes the message (``"--k: "``).
+
+    >>> check_k_value(3)
+    3
+    >>> check_k_value(1)
+    Traceback (most recent call last):
+    ...
+    microagg_cli.errors.InvalidParameterError: k must be an integer >= 2 (k = 1 is no protection), got 1
+    """
+    try:
+        ok = not isinstance(k, bool) and int(k) == k and int(k) >= 2  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InvalidParameterError(where + k_message(k))
+    return int(k)  # type: ignore[call-overload]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ._version import __version__
 from .blocking import BlockPlan
-from .errors import DataError, InvalidParameterError, ThresholdExceeded
+from .errors import DataError, InvalidParameterError, ThresholdExceeded, check_k_value
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
 from .metrics import GATE_ORDER, METRICS, evaluate_arrays
 from .metrics.risk import real_anonymity
@@ -428,9 +428,7 @@ def evaluate_matrices(
     if k is None:
         ks = [bk for _n, _c, bk in blocks if bk is not None]
         k, k_source = (min(ks), "plan") if ks else (3, "default")
-    if isinstance(k, bool) or int(k) != k or k < 2:
-        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
-    k = int(k)
+    k = check_k_value(k)
     scenarios = known_positions(known, names, what="an evaluated column")
     if scale not in ("z", "raw"):
         raise InvalidParameterError(f"--scale must be z or raw, got {scale!r}")

@@ -52,7 +52,7 @@ import numpy as np
 from . import audit, threads
 from ._version import __version__
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
-from .errors import DataError, InfeasibleError, InvalidParameterError
+from .errors import DataError, InfeasibleError, InvalidParameterError, check_k_value, k_message
 from .evaluation import known_positions, measure
 from .io import (
     Table,
@@ -234,14 +234,10 @@ def parse_method(text: str) -> MethodChoice:
 def _ints(values: Sequence[Any], what: str) -> list[int]:
     out: list[int] = []
     for v in values:
-        if isinstance(v, bool):
-            raise InvalidParameterError(f"{what}: k must be an integer >= 2, got {v!r}")
         try:
-            iv = int(str(v).strip())
+            iv = check_k_value(v if isinstance(v, bool) else int(str(v).strip()), where=f"{what}: ")
         except ValueError:
-            raise InvalidParameterError(f"{what}: k must be an integer >= 2, got {v!r}") from None
-        if iv < 2:
-            raise InvalidParameterError(f"{what}: k must be an integer >= 2 (k = 1 is no protection), got {iv}")
+            raise InvalidParameterError(f"{what}: {k_message(v)}") from None
         if iv in out:
             raise InvalidParameterError(f"{what}: k = {iv} is given twice")
         out.append(iv)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, check_k_value
 
 __all__ = ["split_indices", "principal_axis"]
 
@@ -85,8 +85,7 @@ def split_indices(Z: np.ndarray, max_size: int, k: int) -> list[np.ndarray]:
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
         raise InvalidParameterError("the data matrix must be two-dimensional")
-    if isinstance(k, bool) or int(k) != k or k < 2:
-        raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+    k = check_k_value(k)
     if isinstance(max_size, bool) or int(max_size) != max_size or max_size < 2 * k - 1:
         raise InvalidParameterError(
             f"the partition size must be an integer >= 2k - 1 = {2 * k - 1}, got {max_size!r}"

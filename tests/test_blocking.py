@@ -173,9 +173,9 @@ BAD_PLANS = {
         "line 11: column 'a' is in block 'block1' and block 'two'; blocks must be disjoint",
     ),
     "k below 2": ('[[blocks]]\ncolumns = ["a"]\n[[blocks]]\ncolumns = ["b"]\nk = 1\n',
-                  "line 5: k must be an integer >= 2, got 1"),
+                  "line 5: k must be an integer >= 2 (k = 1 is no protection), got 1"),
     "k not an integer": ('[defaults]\nk = 2.5\n[[blocks]]\ncolumns = ["a"]\n',
-                         "line 2: k must be an integer >= 2, got 2.5"),
+                         "line 2: k must be an integer >= 2 (k = 1 is no protection), got 2.5"),
     "unknown method": ('[defaults]\nmethod = "nope"\n[[blocks]]\ncolumns = ["a"]\n',
                        "line 2: unknown method 'nope'"),
     "unknown parameter": ('[[blocks]]\ncolumns = ["a"]\nmethod = "vmdav"\n[blocks.params]\ngamma = 0.3\nzzz = 1\n',
@@ -213,7 +213,7 @@ def test_bad_plans_precise_messages(case):
 def test_bad_json_plans_have_lines_too():
     text = '{\n  "defaults": {"k": 3},\n  "blocks": [\n    {"columns": ["a", "b"]},\n' \
            '    {"name": "x",\n     "columns": ["c"],\n     "k": 1}\n  ]\n}\n'
-    with pytest.raises(InvalidParameterError, match=r"^p\.json, line 7: k must be an integer >= 2, got 1$"):
+    with pytest.raises(InvalidParameterError, match=r"^p\.json, line 7: k must be an integer >= 2 \(k = 1 is no protection\), got 1$"):
         parse_plan(text, fmt="json", name="p.json")
     with pytest.raises(InvalidParameterError, match=r"p\.json, line 1, column 13: malformed JSON"):
         parse_plan('{"blocks": [}', fmt="json", name="p.json")

@@ -103,7 +103,7 @@ PLAN_ERRORS = {
                        "p.toml, line 2: block 'block1': no column 'nope' in the input"),
     "column in two blocks": ('[defaults]\nk = 2\n[[blocks]]\ncolumns = ["x"]\n[[blocks]]\ncolumns = ["y", "x"]\n', 2,
                              "p.toml, line 6: column 'x' is in block 'block1' and block 'block2'"),
-    "k below 2": ('[[blocks]]\ncolumns = ["x"]\nk = 1\n', 2, "p.toml, line 3: k must be an integer >= 2, got 1"),
+    "k below 2": ('[[blocks]]\ncolumns = ["x"]\nk = 1\n', 2, "p.toml, line 3: k must be an integer >= 2 (k = 1 is no protection), got 1"),
     "unknown method": ('[[blocks]]\ncolumns = ["x"]\nk = 2\nmethod = "mdva"\n', 2,
                        "p.toml, line 4: unknown method 'mdva'"),
     "unknown parameter": ('[[blocks]]\ncolumns = ["x"]\nk = 2\nparams = { gamma = 0.2 }\n', 2,

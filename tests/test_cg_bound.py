@@ -215,3 +215,100 @@ def test_cli_evaluate_bound_cg(tmp_path):
     assert "lb_cg" not in json.loads(res.stdout)["summary"]
     res = run_cli("evaluate", orig, prot, "--bound", "xx")
     assert res.exit_code == 2
+
+
+def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | None, tol: float) -> None:
+    """Every enumerated group's rc is >= its seed's bound (seed: first member in the order)."""
+    from microagg_cli.metrics.cg_bound import pricing_order
+
+    D = squared_distances(Z)
+    low, cols, info = exact_pricing(D, u, k, tol=tol, order=order)
+    assert info["cut_seeds"] == 0
+    rank = np.empty(len(u), dtype=int)
+    rank[pricing_order(u) if order is None else order] = np.arange(len(u))
+    sets, cost = _all_columns(Z, k)
+    for s, c in zip(sets, cost):
+        seed = min(s, key=lambda i: rank[i])
+        rc = c - u[list(s)].sum()
+        assert rc >= low[seed] - 1e-9 * max(1.0, abs(rc)), (s, rc, low[seed])
+    for s in cols:  # the columns handed back do have rc < -tol
+        assert D[np.ix_(s, s)].sum() / (2 * s.size) - u[s].sum() < -tol + 1e-12
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_exact_pricing_any_seed_order_random_and_ties(seed):
+    """Per-seed bounds under the dual order (default), the index order and random orders,
+    on random, tie-heavy (integer levels, duplicated rows) and far-apart clustered data,
+    with random duals and duals shaped like column generation's (large on outliers)."""
+    rng = np.random.default_rng(seed)
+    for trial in range(30):
+        n, k = int(rng.integers(5, 11)), int(rng.integers(2, 4))
+        kind = trial % 3
+        if kind == 0:
+            Z = rng.normal(size=(n, 3))
+        elif kind == 1:
+            Z = rng.integers(0, 2, size=(n, 2)).astype(float)
+        else:
+            Z = np.repeat(rng.normal(size=(n // 2 + 1, 2)) * 5, 2, axis=0)[:n]
+        D = squared_distances(Z)
+        if trial % 2:
+            u = rng.normal(scale=2.0, size=n)
+        else:  # each record's share of a good group, inflated for the far ones
+            u = np.sort(D, axis=1)[:, 1:k].sum(axis=1) / k * rng.uniform(0.8, 1.6, size=n)
+        for order in (None, np.arange(n), rng.permutation(n)):
+            _seed_bounds_hold(Z, k, u, order, tol=float(rng.choice([1e-7, 0.05, 0.5])))
+
+
+def test_exact_pricing_rejects_a_bad_order():
+    from microagg_cli.errors import InvalidParameterError
+
+    D = squared_distances(np.arange(6.0)[:, None])
+    with pytest.raises(InvalidParameterError):
+        exact_pricing(D, np.ones(6), 2, order=np.array([0, 1, 2, 3, 4, 4]))
+
+
+def test_smoothed_bounds_valid():
+    """The dual-smoothing fallback (duals between u and the LB_NN duals) stays below the optimum."""
+    import time
+
+    from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
+
+    rng = np.random.default_rng(8)
+    for _ in range(6):
+        n, k = int(rng.integers(7, 12)), int(rng.integers(2, 4))
+        Z = zscore(rng.normal(size=(n, 2)))[0]
+        D = squared_distances(Z)
+        nnp = _nn_prefix(D, 2 * k - 1)
+        u = rng.normal(scale=3.0, size=n) + 1.0
+        hist: list = []
+        lb = _smoothed_bounds(D, nnp, u, k, time.perf_counter() + 30, 2_000, 1e-6, hist, 0.0, False)
+        assert lb <= _optimum(Z, k) + 1e-9
+        assert lb >= nnp[:, k - 1].sum() / (2 * k) * (1 - 1e-9) - 1e-9  # lam -> 0 is LB_NN
+        assert all(h["bound"] <= lb for h in hist)
+
+
+def test_decomposition_heuristic_mip_then_ils():
+    """CG columns -> MIP -> ils from the MIP solution: never worse, never below the optimum."""
+    from microagg_cli.methods.refine import ils
+
+    rng = np.random.default_rng(9)
+    Z = zscore(rng.normal(size=(14, 2)))[0]
+    opt = _optimum(Z, 3)
+    plain = cg_lower_bound(Z, 3, time_limit=None, mip_seconds=5)
+    res = cg_lower_bound(Z, 3, time_limit=None, mip_seconds=5, polish_seconds=0.2,
+                         rng=np.random.default_rng(0))
+    assert opt - 1e-9 <= res.upper <= plain.upper + 1e-12
+    assert np.bincount(res.labels).min() >= 3
+    # ils itself from a given partition: a k-partition, never worse than its start
+    start = np.repeat(np.arange(4), [3, 3, 4, 4])
+    lab = ils(Z, 3, rng=np.random.default_rng(1), iterations=30, start_labels=start)
+    D = squared_distances(Z)
+    sse = lambda lb: sum(D[np.ix_(g, g)].sum() / (2 * g.size)  # noqa: E731
+                         for g in (np.flatnonzero(lb == c) for c in np.unique(lb)))
+    assert np.bincount(lab).min() >= 3 and sse(lab) <= sse(start) + 1e-9
+    from microagg_cli.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError):
+        ils(Z, 3, rng=np.random.default_rng(1), iterations=30, start_labels=np.zeros(13, dtype=int))
+    with pytest.raises(InvalidParameterError):
+        ils(Z, 3, rng=np.random.default_rng(1), iterations=30, start_labels=np.arange(14) % 7)

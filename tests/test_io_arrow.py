@@ -328,6 +328,9 @@ def test_csv_source_batches_equal_whole_read(tmp_path):
     assert src.read_column("note").column(0).equals(whole.data.column("note"))
     assert src.read_rows(990, 1010, ["x"]).column(0).to_pylist() == whole.data.column("x").to_pylist()[990:1010]
     assert np.array_equal(src.numeric(["x"]), io.numeric_matrix(whole, ["x"]))
+    assert np.array_equal(src.numeric(["x", "id"]), io.numeric_matrix(whole, ["x", "id"]))
+    values, missing = src.keys("note")
+    assert values.tolist() == whole.frame["note"].to_numpy().tolist() and not missing.any()
     assert src.fingerprint() == io.file_fingerprint(path)
 
 
@@ -354,3 +357,33 @@ def test_rows_arrow_refuses_read_as_before(tmp_path):
     assert blank.data.column("a").to_pylist() == ["1", "2"]
     with pytest.raises(DataError, match="malformed CSV"):
         io.read_table(_write(tmp_path / "m.csv", 'a,b\n1,2\n"3,4\n'))
+
+
+ODD_FILES = [
+    b"\xef\xbb\xbfa,b\n1,2\n", b"a,b\n1,2\n   \n3,4\n", b"a,b\n1,2\n\n3,4\n", b'a,b\nab"c,2\n', b'a,b\n"ab"c,2\n',
+    b'a,b\n"a\nb",2\n', b"a,b\n1,2\r\n3,4\r", b"a,b\n1\n3,4\n", b"a,b\n , \n", b'a\n"" \n1\n', b'a,b\n"x" ,1\n',
+    b"a,b\n x,1\n", b"a\n1\n\n", b'a,b\n"1,2",3\n', b'a,b\n1,"2""x"\n', b"a, b\n1,2\n", b"a;b\n1,5;2\n3,25;4\n",
+    b"a\tb\n1\t2\n", b"a|b\n1|2\n", b"a,b\n-0,1\n-0,2\n", b"a,b\n-0,1.5\n2,2\n", b"a,b\n-0,\n", b"a,b\ninf,1\n-inf,2\n",
+    b"a,b\n 1 ,\t2\n", b"a,b\n\xc2\xa01,2\n", b"a,b\n\x1c1,2\n", b"a,b\n1\x0b,2\n", b"a,b\nNA,N/A\nnan,NaN\nNULL,null\n.,3\n",
+    b"a,b\n1_000,0x10\n", b"a,b\n12345678901234567890123456789,1\n", b"a,b\n1e999,1e-999\n", b"a\n   \n1\n",
+    b"a,b\n1.,2\n+1,-2\n", b"a,b\n\xe2\x80\x831,2\n", b"a\xc3\xa9,b\n1,2\n", b"a,b\n1,2\n3,4",
+]
+
+
+@pytest.mark.parametrize("raw", ODD_FILES)
+def test_odd_files_read_as_the_pandas_reader_did(tmp_path, raw):
+    path = tmp_path / "odd.csv"
+    path.write_bytes(raw)
+    table = io.read_table(path)
+    text = raw.decode("utf-8-sig")
+    frame = pd.read_csv(_io.StringIO(text), sep=table.delimiter, dtype=str, keep_default_na=False, na_filter=False)
+    assert table.columns == [str(c) for c in frame.columns]
+    for name in table.columns:
+        assert table.data.column(name).to_pylist() == frame[name].fillna("").tolist()
+        for dec in (".", ","):
+            table.decimal = dec
+            num, bad = io.column_values(table, name)
+            onum, obad = io._parse_numbers(frame[name], dec)
+            assert bad.tolist() == obad.tolist() and np.array_equal(num, onum, equal_nan=True)
+            assert np.signbit(num).tolist() == np.signbit(onum).tolist()
+        assert io.missing_mask(table, name).tolist() == io.missing_mask(io.Table(frame, "csv", None), name).tolist()

@@ -157,7 +157,8 @@ def test_as_table_keeps_an_arrow_table_as_is():
     assert as_table(t).data is t
 
 
-@pytest.mark.parametrize("module", ["microagg_cli.frames", "microagg_cli.protection.block",
+@pytest.mark.parametrize("module", ["microagg_cli.frames", "microagg_cli.protection.block", "microagg_cli.errors",
+                                    "microagg_cli.progress",
                                     "microagg_cli.protection.table"])
 def test_api_examples_run(module):
     import doctest

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..blocking import Block
-from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
+from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError, check_k_value
 from ..methods import MethodSpec, get_method
 from ..methods._common import check_k
 from ..metrics import il_sse
@@ -174,8 +174,7 @@ def protect_array(
         )
     values_k = spec.output == "values"
     if values_k:
-        if isinstance(k, bool) or int(k) != k or k < 2:
-            raise InvalidParameterError(f"k must be an integer >= 2, got {k!r}")
+        k = check_k_value(k)
         if k > n * p:
             raise InfeasibleError(f"block {name!r}: k={k} values exceeds the {n * p} values of the block")
         if stat != "mean" or w is not None:
