@@ -644,23 +644,32 @@ class CsvSource:
                 break
         return pa.Table.from_batches(out, schema=pa.schema([self.schema.field(c) for c in names]))
 
-    def read_column(self, name: str) -> Any:
-        """One column, as a single-column Arrow table."""
+    def read_columns(self, names: Sequence[str]) -> Any:
+        """Columns ``names`` of every row, as an Arrow table (one pass over the file)."""
         import pyarrow as pa
 
-        batches = list(self.batches([name]))
-        return pa.Table.from_batches(batches, schema=pa.schema([self.schema.field(name)]))
+        schema = pa.schema([self.schema.field(c) for c in names])
+        return pa.Table.from_batches(list(self.batches(names)), schema=schema)
+
+    def read_column(self, name: str) -> Any:
+        """One column, as a single-column Arrow table."""
+        return self.read_columns([name])
 
     def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
         """Columns as an (n, p) float matrix, parsed and checked exactly as
-        :func:`microagg_cli.io.numeric_matrix` does; one column in memory at a time."""
+        :func:`microagg_cli.io.numeric_matrix` does (one pass; the text of these columns
+        only is held while they are parsed)."""
         from .io import Table, numeric_matrix
 
-        out = np.empty((self.n_rows, len(names)), dtype=np.float64)
-        for j, name in enumerate(names):
-            table = Table(self.read_column(name), "csv", self.path, self.delimiter, self.decimal)
-            out[:, j] = numeric_matrix(table, [name], allow_missing=allow_missing)[:, 0]
-        return out
+        table = Table(self.read_columns(names), "csv", self.path, self.delimiter, self.decimal)
+        return numeric_matrix(table, list(names), allow_missing=allow_missing)
+
+    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, missing mask) of a stratum column, as the in-memory path sees them."""
+        from .io import Table, missing_mask
+
+        table = Table(self.read_column(name), "csv", self.path, self.delimiter, self.decimal)
+        return table.pandas_column(name).to_numpy(), missing_mask(table, name)
 
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 of the file."""
