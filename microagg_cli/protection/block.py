@@ -129,7 +129,7 @@ def protect_array(
     columns: tuple[str, ...] | None = None,
     seed: int | np.random.SeedSequence = 0,
     stat: str = "mean",
-    weights: np.ndarray | None = None,
+    weight_values: np.ndarray | None = None,
     name: str = "block1",
     scaling: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> BlockResult:
@@ -141,7 +141,8 @@ def protect_array(
     caller's.
 
     Runs the method (on z-scored data when the method asks for it), replaces records
-    by their group statistic (weighted mean with ``weights``) and verifies the
+    by their group statistic (weighted mean with ``weight_values``, the sampling weight
+    of each record; table-level APIs take ``weights`` as a column name) and verifies the
     privacy invariant on the values that would be written: every class of identical
     protected rows has >= k records (per column for per-column methods). Methods
     whose k counts values (``mic1d``) are not k-anonymous by construction: their
@@ -167,7 +168,7 @@ def protect_array(
         raise DataError(f"block {name!r}: a record has no observed value to group on")
     columns = tuple(columns) if columns is not None else tuple(f"x{j}" for j in range(X.shape[1]))
     n, p = X.shape
-    w = check_weights(weights, n)
+    w = check_weights(weight_values, n)
     if spec.max_columns is not None and p > spec.max_columns:
         raise InvalidParameterError(
             f"block {name!r}: method {spec.name!r} takes at most {spec.max_columns} column(s), got {p}"

@@ -29,7 +29,7 @@ def part_task(X: np.ndarray, k: int, entropy: Any, spawn_key: tuple[int, ...], w
                name: str, scaling: tuple[np.ndarray, np.ndarray] | None, kwargs: dict[str, Any]) -> BlockResult:
     """Protect one part (a task: runs in this process or on a Dask worker)."""
     seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
-    return protect_array(X, k, seed=seed, weights=weights, name=name, scaling=scaling, **kwargs)
+    return protect_array(X, k, seed=seed, weight_values=weights, name=name, scaling=scaling, **kwargs)
 
 
 def check_task(X: np.ndarray, block: Block, parts: list[np.ndarray], entropy: Any, spawn_key: tuple[int, ...],
