@@ -134,7 +134,7 @@ def protect(
             strata_missing=strata_missing, weights=weights,
             missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
             evaluate_risk=evaluate_risk, partition_size=partition_size, engine=engine or "local",
-            scheduler=scheduler, bound=bound,
+            scheduler=scheduler, bound=bound, delimiter=delimiter, decimal=decimal,
         )
     t0 = time.perf_counter()
     in_fmt = detect_format(input, input_format)

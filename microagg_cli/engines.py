@@ -1,7 +1,7 @@
 """Engines for large files: streaming Parquet in two passes, locally or on a Dask cluster.
 
 The in-memory path (:func:`microagg_cli.api.protect_table`) holds the whole file. For
-files beyond that, :func:`protect_parquet` streams a Parquet file or a Parquet dataset
+files beyond that, :func:`protect_stream` streams a Parquet file or a Parquet dataset
 directory in two passes:
 
 1. **key columns** -- only the protected columns (and a weights column) are read,
@@ -32,7 +32,7 @@ Examples
 --------
 >>> from microagg_cli.blocking import BlockPlan                     # doctest: +SKIP
 >>> plan = BlockPlan.single(["income", "expend"], k=3)              # doctest: +SKIP
->>> rep = protect_parquet("big/", "out/", plan, partition_size=50_000,
+>>> rep = protect_stream("big/", "out/", plan, partition_size=50_000,
 ...                       engine="dask")                            # doctest: +SKIP
 """
 
@@ -68,16 +68,17 @@ from .io import (
 )
 from .io import id_type as io_id_type
 from .methods import get_method
+from .csvio import CsvSource, CsvWriter, open_csv_source
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
-from .protection.table import HYGIENE_KEY, build_report, check_run, overall_stats
+from .protection.table import HYGIENE_KEY, build_report, check_id_column, check_run, overall_stats
 
 __all__ = [
     "ENGINES",
     "ParquetSource",
     "open_parquet",
-    "protect_parquet",
+    "protect_stream",
     "protect_streaming",
     "dask_client",
     "DASK_INSTALL_HINT",
@@ -235,6 +236,15 @@ def open_parquet(path: str | Path) -> ParquetSource:
     return ParquetSource(src, tuple(files), tuple(rows), schema, metadata, is_dataset)
 
 
+def open_source(path: str | Path, *, input_format: str | None = None, delimiter: str | None = None,
+                decimal: str = ".") -> Any:
+    """A streaming source: :class:`ParquetSource` for a Parquet file or dataset directory,
+    :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole)."""
+    if str(path) != "-" and not Path(path).is_dir() and detect_format(path, input_format) == "csv":
+        return open_csv_source(path, delimiter=delimiter, decimal=decimal)
+    return open_parquet(path)
+
+
 def _numeric_type(t: Any) -> bool:
     import pyarrow.types as pt
 
@@ -269,14 +279,16 @@ def _all_nan(col: Any) -> bool:
 class _Target:
     path: Path
     is_dataset: bool
+    fmt: str = "parquet"
 
 
-def _output_target(output: str | Path, output_format: str | None, src: ParquetSource, *, force: bool) -> _Target:
+def _output_target(output: str | Path, output_format: str | None, src: Any, *, force: bool) -> _Target:
     """A Parquet file (a name ending in .parquet/.pq, or any name with --output-format
-    parquet) or a dataset directory (a name without extension, or an existing directory)."""
+    parquet), a CSV file (.csv, or --output-format csv) or a dataset directory (a name
+    without extension, or an existing directory)."""
     if str(output) == "-":
         raise InvalidParameterError(
-            "streaming mode writes a Parquet file or dataset directory, not stdout; give -o OUT.parquet or -o OUTDIR"
+            "streaming mode writes a file or a dataset directory, not stdout; give -o OUT.parquet, OUT.csv or OUTDIR"
         )
     out = Path(output)
     if out.is_dir() or (not out.suffix and output_format in (None, "parquet") and not out.is_file()):
@@ -289,16 +301,16 @@ def _output_target(output: str | Path, output_format: str | None, src: ParquetSo
         if out.exists() and not force:
             raise OutputExistsError(f"output {str(out)!r} exists; use --force to replace it")
         return _Target(out, True)
-    if detect_format(out, output_format) != "parquet":
+    fmt = detect_format(out, output_format)
+    if fmt == "csv" and src.is_dataset:
         raise InvalidParameterError(
-            "streaming mode (--engine, or a dataset directory INPUT) writes Parquet only: "
-            "give -o OUT.parquet or a directory name"
+            "a dataset directory is streamed to Parquet only: give -o OUT.parquet or a directory name"
         )
     checked = check_output_path(out, force=force, inputs=(src.path if not src.is_dataset else None,))
     if src.is_dataset and checked is not None and src.path.resolve() in checked.resolve().parents:
         raise DataError(f"output {str(out)!r} is inside the input dataset; the input is never modified")
     assert checked is not None
-    return _Target(checked, False)
+    return _Target(checked, False, fmt)
 
 
 def _output_schema(src: ParquetSource, drop: set[str], protected: set[str], id_type: Any | None,
@@ -313,7 +325,7 @@ def _output_schema(src: ParquetSource, drop: set[str], protected: set[str], id_t
     return output_schema(src.schema.with_metadata(src.metadata or {}), names, changed, n_rows=src.n_rows)
 
 
-def _batches(src: ParquetSource, index: int, columns: list[str]) -> Iterator[tuple[int, Any]]:
+def _batches(src: Any, index: int, columns: list[str]) -> Iterator[tuple[int, Any]]:
     """(rows, record batch of ``columns``) of file ``index``, BATCH_ROWS rows at a time."""
     import pyarrow.parquet as pq
 
@@ -321,6 +333,10 @@ def _batches(src: ParquetSource, index: int, columns: list[str]) -> Iterator[tup
     if not columns:
         for start in range(0, n, BATCH_ROWS):
             yield min(BATCH_ROWS, n - start), None
+        return
+    if isinstance(src, CsvSource):
+        for batch in src.batches(columns, batch_rows=BATCH_ROWS):
+            yield batch.num_rows, batch
         return
     pf = pq.ParquetFile(src.files[index])
     for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
@@ -377,6 +393,23 @@ def _write_pass(
                 flush(False)
         flush(True)
         return row0
+
+    if target.fmt == "csv":
+        # the in-memory writer's format: the input's dialect for a CSV input
+        delimiter, decimal = (src.delimiter, src.decimal) if isinstance(src, CsvSource) else (",", ".")
+
+        def csv_fn(fh: Any) -> None:
+            with CsvWriter(fh, schema, delimiter=delimiter, decimal=decimal) as writer:
+                row0 = 0
+                for rows, batch in _batches(src, 0, read_cols):
+                    arrays = [pa.array(replaced[f.name][row0:row0 + rows], type=f.type, from_pandas=True)
+                              if f.name in replaced else batch.column(batch.schema.get_field_index(f.name))
+                              for f in schema]
+                    writer.write(pa.Table.from_arrays(arrays, schema=schema))
+                    row0 += rows
+                    advance(rows)
+        files.add_file(target.path, digesting(target.path, csv_fn), what="output")
+        return
 
     if not target.is_dataset:
         def writer_fn(fh: Any) -> None:
@@ -556,7 +589,7 @@ def dask_client(
 # ------------------------------------------------------------------------ protection
 
 
-def protect_parquet(
+def protect_stream(
     input: str | Path,
     output: str | Path,
     plan: BlockPlan,
@@ -578,8 +611,11 @@ def protect_parquet(
     cluster: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     bound: str = "auto",
+    input_format: str | None = None,
+    delimiter: str | None = None,
+    decimal: str = ".",
 ) -> dict[str, Any]:
-    """Protect a Parquet file or dataset directory in two streaming passes.
+    """Protect a Parquet file, a Parquet dataset directory or a CSV file in two streaming passes.
 
     Parameters
     ----------
@@ -621,7 +657,7 @@ def protect_parquet(
         _import_distributed()
     elif scheduler is not None:
         raise InvalidParameterError("--scheduler needs --engine dask")
-    src = open_parquet(input)
+    src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
     target = _output_target(output, output_format, src, force=force)
     rep_path = None
     if report is not None:
@@ -693,7 +729,8 @@ def protect_parquet(
     result = ProtectResult(schema.empty_table(), results, {}, overall)
     rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,
                        seconds=time.perf_counter() - t0)
-    rep["input"] = {**src.fingerprint(), "format": "parquet", "rows": n, "columns": len(src.columns)}
+    rep["input"] = {**src.fingerprint(), "format": "csv" if isinstance(src, CsvSource) else "parquet", "rows": n,
+                    "columns": len(src.columns)}
     rep["output"] = {"name": target.path.name, "rows": n, "columns": len(schema.names)}
     if target.is_dataset:
         rep["output"]["files"] = len(src.files)
@@ -701,7 +738,7 @@ def protect_parquet(
                              plan=plan.source.name if getattr(plan, "source", None) else None,
                              strata=list(strata or []), small_strata=small_strata,
                              strata_missing=strata_missing, weights=weights, missing=missing, bound=bound,
-                             decimal=".", engine=engine)
+                             decimal=decimal, engine=engine)
     rep["output_hygiene"] = hygiene
     rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
     rep["timing"]["seconds"] = time.perf_counter() - t0
@@ -749,14 +786,19 @@ def protect_streaming(
     cluster: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     bound: str = "auto",
+    delimiter: str | None = None,
+    decimal: str = ".",
 ) -> dict[str, Any]:
     """:func:`microagg_cli.api.protect` for the streaming engines (``--engine``, or a
-    Parquet dataset directory as input): checks the options the streaming mode
-    supports, builds the plan, then runs :func:`protect_parquet`."""
+    Parquet dataset directory as input; a Parquet or CSV file with ``--engine``): checks
+    the options the streaming mode supports, builds the plan, then runs
+    :func:`protect_stream`."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
     if engine == "dask":
         _import_distributed()
+    elif scheduler is not None:
+        raise InvalidParameterError("--scheduler needs --engine dask")
     where = "--engine " + engine if engine == "dask" else "the streaming mode (--engine local or a dataset directory)"
     unsupported = [
         ("--shuffle-rows", shuffle_rows, "the streaming mode writes rows in input order"),
@@ -765,15 +807,18 @@ def protect_streaming(
     for option, given, hint in unsupported:
         if given:
             raise InvalidParameterError(f"{option} is not supported by {where}: {hint}")
-    if input_format not in (None, "parquet"):
-        raise InvalidParameterError(f"{where} reads Parquet only (a file or a dataset directory)")
-    if str(input) != "-" and not Path(input).is_dir() and Path(input).suffix.lower() not in _PARQUET_SUFFIXES \
-            and input_format is None:
-        raise InvalidParameterError(f"{where} reads Parquet only (a file or a dataset directory), got {str(input)!r}")
     if regenerate_ids and not id_column:
         raise InvalidParameterError("--regenerate-ids needs --id-column COL")
-    src = open_parquet(input)
-    stand_in = Table(src.schema.empty_table(), "parquet", src.path)
+    if str(input) == "-":
+        raise InvalidParameterError(f"{where} reads a file or a dataset directory, not stdin")
+    src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
+    is_csv = isinstance(src, CsvSource)
+    stand_in = Table(src.schema.empty_table(), "csv" if is_csv else "parquet", src.path)
+    if plan is None and columns is None and is_csv:
+        raise InvalidParameterError(
+            f"{where} protects the columns it is given when it streams a CSV file (a column's type is known "
+            "only after reading all of it): name them with --columns or --plan"
+        )
     if plan is None:
         get_method(method)
         if k is None:
@@ -789,14 +834,11 @@ def protect_streaming(
         protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)
         plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
                                 passthrough=tuple(passthrough or ()))
-    if id_column is not None:
-        if id_column not in src.columns:
-            raise DataError(f"--id-column: no column {id_column!r} in the input")
-        if id_column in plan.columns or id_column in plan.drop:
-            raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
-    return protect_parquet(
+    check_id_column(src.columns, plan, id_column)
+    return protect_stream(
         input, output, plan, partition_size=partition_size, seed=seed, stat=stat, weights=weights,
         missing=missing, small_strata=small_strata, strata=strata, strata_missing=strata_missing,
         id_column=id_column if regenerate_ids else None, engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
-        cluster=cluster, progress=progress, bound=bound,
+        cluster=cluster, progress=progress, bound=bound, input_format=input_format, delimiter=delimiter,
+        decimal=decimal,
     )

@@ -22,7 +22,7 @@ from microagg_cli.protection import parts
 from microagg_cli.protection import protect_table
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
-from microagg_cli.engines import open_parquet, protect_parquet
+from microagg_cli.engines import open_parquet, protect_stream
 from microagg_cli.errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
 from microagg_cli.io import Table
 
@@ -84,7 +84,7 @@ def test_streaming_file_equals_in_memory_partitioned(tmp_path):
     df = _frame(1200)
     src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
     _write(df, src)
-    rep = protect_parquet(src, out, PLAN, partition_size=200, seed=7)
+    rep = protect_stream(src, out, PLAN, partition_size=200, seed=7)
     res, expected = _in_memory(df, PLAN, partition_size=200, seed=7)
     got = pq.read_table(out)
     assert got.column_names == ["a", "b", "code", "c", "w"]  # id dropped, order kept
@@ -114,7 +114,7 @@ def test_streaming_reads_only_key_columns_in_pass_one_and_batches_pass_two(tmp_p
     monkeypatch.setattr(engines.ParquetSource, "read_column", spy)
     monkeypatch.setattr(engines, "BATCH_ROWS", 64)
     monkeypatch.setattr(engines, "PARQUET_ROW_GROUP_ROWS", 64)
-    protect_parquet(src, out, PLAN, partition_size=150, weights="w")
+    protect_stream(src, out, PLAN, partition_size=150, weights="w")
     assert sorted(read) == ["a", "b", "c", "w"]  # never the id or text columns
     meta = pq.read_metadata(out)
     assert meta.num_rows == 700 and meta.num_row_groups == 11  # row groups of 64 rows, written as read
@@ -130,7 +130,7 @@ def test_streaming_missing_weights_stat_and_two_blocks_match_in_memory(tmp_path)
                      drop=("hh_id",))
     for kwargs in ({"missing": "complete", "weights": "w"}, {"missing": "available", "stat": "median"}):
         out = tmp_path / f"out-{kwargs['missing']}.parquet"
-        rep = protect_parquet(src, out, plan, partition_size=160, seed=11, **kwargs)
+        rep = protect_stream(src, out, plan, partition_size=160, seed=11, **kwargs)
         res, expected = _in_memory(df, plan, partition_size=160, seed=11, **kwargs)
         assert pq.read_table(out).to_pydict() == expected.to_pydict()
         for rb, block in zip(rep["blocks"], res.blocks):
@@ -145,7 +145,7 @@ def test_dataset_directory_in_and_out(tmp_path):
     src, out = tmp_path / "ds", tmp_path / "protected"
     _write(df, src, files=4)
     (src / "_SUCCESS").write_text("")  # marker files are skipped
-    rep = protect_parquet(src, out, PLAN, partition_size=180, seed=2)
+    rep = protect_stream(src, out, PLAN, partition_size=180, seed=2)
     assert sorted(p.name for p in out.iterdir()) == [f"part-{f:03d}.parquet" for f in range(4)]
     for f in range(4):
         assert pq.read_metadata(out / f"part-{f:03d}.parquet").num_rows == pq.read_metadata(
@@ -182,7 +182,7 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
     out.mkdir()
     (out / "old.parquet").write_bytes(b"old")
     with pytest.raises(OutputExistsError):
-        protect_parquet(src, out, PLAN, partition_size=100)
+        protect_stream(src, out, PLAN, partition_size=100)
     # a failure while writing leaves the old output and no temporary folder
     def boom(*args, **kwargs):
         raise OSError("disk full")
@@ -190,11 +190,11 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engines, "_batches", boom)
     with pytest.raises(DataError, match="cannot write output .*disk full; nothing was written"):
-        protect_parquet(src, out, PLAN, partition_size=100, force=True)
+        protect_stream(src, out, PLAN, partition_size=100, force=True)
     assert [p.name for p in out.iterdir()] == ["old.parquet"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     monkeypatch.undo()
-    protect_parquet(src, out, PLAN, partition_size=100, force=True)
+    protect_stream(src, out, PLAN, partition_size=100, force=True)
     assert sorted(p.name for p in out.iterdir()) == ["part-000.parquet", "part-001.parquet"]
     # files with different schemas make no dataset
     bad = tmp_path / "bad"
@@ -204,9 +204,9 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
     with pytest.raises(DataError, match="same schema"):
         open_parquet(bad)
     with pytest.raises(InvalidParameterError, match="--scheduler needs --engine dask"):
-        protect_parquet(src, tmp_path / "x.parquet", PLAN, scheduler="tcp://127.0.0.1:1")
+        protect_stream(src, tmp_path / "x.parquet", PLAN, scheduler="tcp://127.0.0.1:1")
     with pytest.raises(DataError, match="overlaps the input"):
-        protect_parquet(src, src, PLAN, force=True)
+        protect_stream(src, src, PLAN, force=True)
 
 
 def test_streaming_strata_equal_the_in_memory_path(tmp_path):
@@ -215,7 +215,7 @@ def test_streaming_strata_equal_the_in_memory_path(tmp_path):
     src = tmp_path / "ds"
     _write(df, src, files=2)
     plan = BlockPlan.single(["a", "b"], k=3)
-    rep = protect_parquet(src, tmp_path / "o", plan, strata=["code"], small_strata="merge", seed=2)
+    rep = protect_stream(src, tmp_path / "o", plan, strata=["code"], small_strata="merge", seed=2)
     res, expected = _in_memory(df, plan, strata=["code"], small_strata="merge", seed=2)
     assert _read(tmp_path / "o").to_pydict() == expected.to_pydict()
     assert rep["blocks"][0]["strata"] == res.blocks[0].stats["strata"]
@@ -236,7 +236,7 @@ def test_cli_streaming_refuses_what_it_cannot_stream(tmp_path):
         assert res.exit_code == 2, res.output
         assert message in res.stderr and res.stderr.count("\n") == 1
     res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.csv"), "-k", "3", "-c", "a,b"])
-    assert res.exit_code == 2 and "writes Parquet only" in res.stderr
+    assert res.exit_code == 2 and "a dataset directory is streamed to Parquet only" in res.stderr
     # default columns of a dataset: the numeric Parquet columns not dropped
     res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o"), "-k", "3", "-d", "hh_id", "-q",
                               "-r", str(tmp_path / "r.json")])
@@ -250,7 +250,7 @@ def test_dask_missing_is_a_one_line_parameter_error(tmp_path, monkeypatch):
     _write(df, src)
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(InvalidParameterError, match=r"pip install 'microagg-cli\[dask\]'"):
-        protect_parquet(src, tmp_path / "o.parquet", PLAN, engine="dask")
+        protect_stream(src, tmp_path / "o.parquet", PLAN, engine="dask")
     res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.parquet"), "-k", "3",
                                    "--engine", "dask"])
     assert res.exit_code == 2
@@ -280,8 +280,8 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
     _write(df, src, files=3)
     plan = BlockPlan((Block("money", ("a", "b"), "mdav", 3, {}), Block("count", ("c",), "vmdav", 4, {})),
                      drop=("hh_id",))
-    local = protect_parquet(src, tmp_path / "local", plan, partition_size=200, seed=5)
-    dask = protect_parquet(src, tmp_path / "dask", plan, partition_size=200, seed=5, engine="dask",
+    local = protect_stream(src, tmp_path / "local", plan, partition_size=200, seed=5)
+    dask = protect_stream(src, tmp_path / "dask", plan, partition_size=200, seed=5, engine="dask",
                            scheduler=dask_cluster)
     for f in range(3):
         name = f"part-{f:03d}.parquet"

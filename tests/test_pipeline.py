@@ -173,3 +173,30 @@ def test_package_exports_the_dataframe_api_and_result_types():
 
     assert sdc.protect_frame is protect_frame and sdc.METRICS["il_sse"].heading == "IL_SSE"
     assert sdc.ProtectResult.__module__ == "microagg_cli.protection.table"
+
+
+@pytest.mark.parametrize("options", [
+    dict(columns=["x", "y"]),
+    dict(columns=["x", "y"], drop=["id"], strata=["g"], small_strata="merge"),
+    dict(columns=["x", "y"], id_column="id", regenerate_ids=True, partition_size=40),
+])
+def test_in_memory_and_streaming_csv_outputs_are_byte_identical(tmp_path, options):
+    rng = np.random.default_rng(3)
+    n = 300
+    lines = ["id;g;x;y;note"] + [
+        f"{i:05d};{'ab'[i % 2]};{rng.normal():.6f};{rng.integers(0, 1000)};{'x, y' if i % 7 == 0 else ''}"
+        for i in range(n)]
+    (tmp_path / "in.csv").write_text("\n".join(lines) + "\n")
+    api.protect(tmp_path / "in.csv", tmp_path / "mem.csv", k=3, seed=2, **options)
+    api.protect(tmp_path / "in.csv", tmp_path / "stream.csv", k=3, seed=2, engine="local", **options)
+    mem = (tmp_path / "mem.csv").read_bytes()
+    assert mem == (tmp_path / "stream.csv").read_bytes()
+    assert mem.splitlines()[0] == (b"g;x;y;note" if "drop" in options else b"id;g;x;y;note")
+
+
+def test_streaming_csv_needs_the_columns_named(tmp_path):
+    (tmp_path / "in.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
+    with pytest.raises(InvalidParameterError, match="name them with --columns or --plan"):
+        api.protect(tmp_path / "in.csv", tmp_path / "o.csv", k=2, engine="local")
+    rep = api.protect(tmp_path / "in.csv", tmp_path / "o.parquet", k=3, columns=["a", "b"], engine="local")
+    assert rep["input"]["format"] == "csv" and pq.read_table(tmp_path / "o.parquet").num_rows == 3
