@@ -101,12 +101,12 @@ def protect(
     seed : run seed; each block gets its own stream keyed by its position.
     force : replace existing output/report files.
     decimal : decimal mark of CSV input and output (``","`` for European CSV).
-    strata, small_strata, weights, missing : see :func:`protect_table`.
+    strata, small_strata, weights, missing : see :func:`microagg_cli.protection.protect_table`.
     shuffle_rows : write the rows in a seeded random order, so that the output order
         does not reveal the groups.
     id_column, regenerate_ids : replace the identifier column with fresh random ids
         (a seeded permutation of 1..n), breaking the link to the original ids.
-    partition_size : partitioned mode (see :func:`protect_table`).
+    partition_size : partitioned mode (see :func:`microagg_cli.protection.protect_table`).
     engine, scheduler : ``"local"`` or ``"dask"``: stream Parquet in two passes
         (:mod:`microagg_cli.engines`), the parts run here or as Dask tasks on the
         cluster at ``scheduler`` (default: a local cluster). A Parquet dataset
@@ -188,8 +188,8 @@ def protect(
 
 
 # =================================================================================
-# sdc evaluate: risk and utility of a protected file against its original.
-# (Section owned by the evaluate command; helpers are prefixed ``_ev_``.)
+# sdc evaluate: risk and utility of a protected file against its original (the work is
+# done in :mod:`microagg_cli.evaluation`).
 
 
 def evaluate(
@@ -341,7 +341,7 @@ def compare(
 ) -> dict[str, Any]:
     """Protect ``input`` with every method x k x plan combination and evaluate each one.
 
-    Each cell is protected in memory (:func:`protect_table`, seeded with ``seed``) and
+    Each cell is protected in memory (:func:`microagg_cli.protection.protect_table`, seeded with ``seed``) and
     measured with :func:`microagg_cli.metrics.evaluate_arrays` (IL_SSE, IL_score, DLD,
     PLD, ID, DR, score, k', and k', DLD, PLD, ID, DR per intruder-knowledge label).
 

@@ -1,8 +1,9 @@
-"""Engines for large files: streaming Parquet in two passes, locally or on a Dask cluster.
+"""Engines for large files: streaming Parquet or CSV in two passes, locally or on Dask.
 
-The in-memory path (:func:`microagg_cli.api.protect_table`) holds the whole file. For
-files beyond that, :func:`protect_stream` streams a Parquet file or a Parquet dataset
-directory in two passes:
+The in-memory path (:func:`microagg_cli.protection.protect_table`) holds the whole
+file. For files beyond that, :func:`protect_stream` streams a Parquet file, a Parquet
+dataset directory or a CSV file in two passes, around the same block loop
+(:func:`microagg_cli.protection.protect_blocks`):
 
 1. **key columns** -- only the protected columns (and a weights column) are read,
    block by block. The block is z-scaled as a whole and cut into parts with
