@@ -34,7 +34,8 @@ every rounding error.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .._jit import njit
 
 #: Records per bucket and buckets per super-bucket.
 BUCKET = 32
@@ -64,7 +65,8 @@ def _axis_key(F, perm, s, e, key, axis, sample, steps):
         for j in range(p):
             mean[j] += F[perm[t], j]
         cnt += 1
-    mean /= cnt
+    for j in range(p):
+        mean[j] /= cnt
     cov = np.zeros((p, p))
     for t in range(s, e, step):
         for a in range(p):
@@ -77,14 +79,24 @@ def _axis_key(F, perm, s, e, key, axis, sample, steps):
             cov[a, b] = cov[b, a]
         if cov[a, a] > cov[w, w]:
             w = a
-    axis[:] = 0.0
+    for j in range(p):
+        axis[j] = 0.0
     axis[w] = 1.0
+    nxt = np.empty(p)
     for _ in range(steps):
-        nxt = cov @ axis
-        nrm = np.sqrt(np.sum(nxt * nxt))
+        # cov @ axis, written out (a matrix product would compile a BLAS call)
+        nrm2 = 0.0
+        for a in range(p):
+            v = 0.0
+            for b in range(p):
+                v += cov[a, b] * axis[b]
+            nxt[a] = v
+            nrm2 += v * v
+        nrm = np.sqrt(nrm2)
         if not nrm > 0.0:
             break
-        axis[:] = nxt / nrm
+        for j in range(p):
+            axis[j] = nxt[j] / nrm
     for t in range(s, e):
         v = 0.0
         for j in range(p):
@@ -130,7 +142,9 @@ def _order(F, bucket):
     principal-axis splits: the left part of a cell always holds a power of two of
     buckets, the largest below the cell's bucket count."""
     m = F.shape[0]
-    perm = np.arange(m)
+    perm = np.empty(m, np.int64)
+    for t in range(m):
+        perm[t] = t
     key = np.empty(m)
     axis = np.empty(F.shape[1])
     stack = np.empty((128, 2), np.int64)
@@ -177,14 +191,19 @@ def _axis_of(U, s, e, axis):
     have no direction and need none: their distance to any ``q`` is ``|q - c0|``,
     which the norm range covers."""
     p = axis.shape[0]
-    axis[:] = 0.0
+    for j in range(p):
+        axis[j] = 0.0
     for t in range(s, e):
         for j in range(p):
             axis[j] += U[t, j]
-    nrm = np.sqrt(np.sum(axis * axis))
+    nrm2 = 0.0
+    for j in range(p):
+        nrm2 += axis[j] * axis[j]
+    nrm = np.sqrt(nrm2)
     if not nrm > 1e-6:
         return np.pi
-    axis /= nrm
+    for j in range(p):
+        axis[j] /= nrm
     beta = 0.0
     for t in range(s, e):
         beta = max(beta, _angle(U, t, axis))
@@ -250,6 +269,13 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
     """
     n, p = X.shape
     m = idx.size
+    # read back as run-time integers: literal defaults would compile every helper
+    # they reach a second time (once per literal value)
+    bg = np.empty(2, np.int64)
+    bg[0] = bucket
+    bg[1] = group
+    bucket = bg[0]
+    group = bg[1]
     F = np.empty((m, p + 1))
     rho0 = np.empty(m)
     for t in range(m):
@@ -263,7 +289,10 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
             F[t, j] = (X[idx[t], j] - c0[j]) / r if r > 0.0 else 0.0
         F[t, p] = r
     # the norm column, scaled to weigh _RHO_WEIGHT against a unit direction
-    scale = _RHO_WEIGHT / max(1e-300, rho0.mean())
+    rsum = 0.0
+    for t in range(m):
+        rsum += rho0[t]
+    scale = _RHO_WEIGHT / max(1e-300, rsum / m)
     for t in range(m):
         F[t, p] *= scale
     perm = _order(F, bucket)
@@ -273,7 +302,9 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
     Xb = np.zeros((nb, p, bucket))
     rho = np.empty(m)
     inp = np.empty(m, np.int64)
-    pos = np.full(n, -1, np.int64)
+    pos = np.empty(n, np.int64)
+    for i in range(n):
+        pos[i] = -1
     for t in range(m):
         i = idx[perm[t]]
         inp[t] = i
@@ -291,21 +322,29 @@ def build(X, idx, c0, rel, bucket=BUCKET, group=GROUP):
         e = min(m, s + bucket)
         bcnt[b] = e - s
         if _axis_of(U, s, e, ba[b]) >= np.pi:
-            ang[s:e] = np.pi
+            for t in range(s, e):
+                ang[t] = np.pi
         else:
             for t in range(s, e):
                 ang[t] = _angle(U, t, ba[b]) + _ANGLE_MARGIN
-    alive = np.ones(m, np.bool_)
+    alive = np.empty(m, np.bool_)
+    sigma = 0.0
+    for t in range(m):
+        alive[t] = True
+        sigma = max(sigma, rho[t])
     # float32 copy of the centred records, scaled by the largest norm, for screening
-    sigma = rho.max() if m else 0.0
     usable = 1e-30 < sigma < 1e30
     Yb = np.zeros((nb, p, bucket), np.float32)
     if usable:
         for t in range(m):
             for j in range(p):
                 Yb[t // bucket, j, t % bucket] = np.float32((Xb[t // bucket, j, t % bucket] - c0[j]) / sigma)
-    cx = (ang, rho, alive, Xb, inp, pos, c0.copy(), np.array([bucket, group], np.int64), Yb,
-          np.array([sigma if usable else 0.0]))
+    c0c = np.empty(p)
+    for j in range(p):
+        c0c[j] = c0[j]
+    sg = np.empty(1)
+    sg[0] = sigma if usable else 0.0
+    cx = (ang, rho, alive, Xb, inp, pos, c0c, bg, Yb, sg)
     for b in range(nb):
         _fit_bucket(b, cx, bf, rel)
     ga = np.empty((ng, p))
@@ -407,11 +446,20 @@ def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, scree
             thr = best[0] * screen[1] - screen[2]
             for t in range(e):
                 if alive[s + t] and buf32[t] >= thr:
-                    _consider(Xb, b, t, q, inp[s + t], best)
+                    # the exact distance, left to right as the reference
+                    d = 0.0
+                    for j in range(p):
+                        u = Xb[b, j, t] - q[j]
+                        d += u * u
+                    i = inp[s + t]
+                    if d > best[0] or (d == best[0] and i < best[1]):
+                        best[0] = d
+                        best[1] = i
             continue
         # distances of the bucket's records, each summed left to right over the
         # coordinates exactly as the reference does, vectorised across the records
-        buf[:] = 0.0
+        for t in range(bucket):
+            buf[t] = 0.0
         for j in range(p):
             qj = q[j]
             for t in range(bucket):
@@ -424,19 +472,6 @@ def _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, scree
                 if d > best[0] or (d == best[0] and i < best[1]):
                     best[0] = d
                     best[1] = i
-
-
-@njit(cache=True, nogil=True)
-def _consider(Xb, b, t, q, i, best):
-    """Exact distance of record ``t`` of bucket ``b`` (left to right, as the reference);
-    make it the best if it is farther, or as far and earlier in the input."""
-    d = 0.0
-    for j in range(q.shape[0]):
-        u = Xb[b, j, t] - q[j]
-        d += u * u
-    if d > best[0] or (d == best[0] and i < best[1]):
-        best[0] = d
-        best[1] = i
 
 
 @njit(cache=True, nogil=True)
@@ -487,7 +522,8 @@ def farthest(index, q, rel, gub, heap, ub, buf, stats):
         screen[1] = inv * inv
         screen[2] = 4.0 * (p + 6) * 2.0 ** -24 * (1.0 + sn2 * inv * inv) * (1.0 + rel) + 1e-30
     ng = ga.shape[0]
-    _bounds(ga, gf, gcnt, 0, ng, w, wn, sn2, rel, gub)
+    zero = np.int64(0)  # not the literal 0: a literal argument compiles a second copy
+    _bounds(ga, gf, gcnt, zero, ng, w, wn, sn2, rel, gub)
     # super-buckets by decreasing bound (a binary max-heap of their ids), searched
     # until the best bound left cannot reach the best distance found
     for g in range(ng):
@@ -504,7 +540,7 @@ def farthest(index, q, rel, gub, heap, ub, buf, stats):
             break
         size -= 1
         heap[0] = heap[size]
-        _sift_down(heap, gub, 0, size)
+        _sift_down(heap, gub, zero, size)
         stats[0] += 1
         _search_group(g, index, q, w, wn, sn2, rel, best, ub, buf, w32, buf32, screen, stats)
     if best[0] < 0.0:

@@ -45,13 +45,20 @@ as far, so it computed the distances of a few to 40 % of the records. The cone b
 follows the geometry of that query and cuts this several-fold; what remains is close
 to quadratic on unstructured data (a 10-dimensional Gaussian mixture) and far below
 it on structured microdata.
+
+Compile time: numba compiles these kernels on their first use after installation
+(then caches them, see :mod:`microagg_cli._jit`). They are written as scalar loops,
+without numpy's generic routines (``argsort``, ``full``, fancy or slice assignment,
+``@``): each of those compiles a generic implementation that costs more than the loop
+it replaces, at no gain at run time. Arguments are never literal constants (a literal
+``0`` compiles a callee a second time).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .._jit import njit
 from ..partition import canonical_labels
 from . import _cones
 from ._common import check_k
@@ -208,8 +215,13 @@ def _build(X, idx, c0, leaf_size):
     m = idx.size
     p = X.shape[1]
     cap = 2 * (m // max(1, (leaf_size + 1) // 2)) + 3
-    nodes = np.full((cap, 7), -1, np.int64)
-    perm = idx.copy()
+    nodes = np.empty((cap, 7), np.int64)
+    for nd in range(cap):
+        for f in range(7):
+            nodes[nd, f] = -1
+    perm = np.empty(m, np.int64)
+    for t in range(m):
+        perm[t] = idx[t]
     key = np.empty(m)
     stack = np.empty(_STACK, np.int64)
     stack[0] = 0
@@ -223,7 +235,10 @@ def _build(X, idx, c0, leaf_size):
         s = nodes[nd, _START]
         e = nodes[nd, _END]
         nodes[nd, _COUNT] = e - s
-        nodes[nd, _MINIDX] = perm[s:e].min()
+        low = perm[s]
+        for t in range(s + 1, e):
+            low = min(low, perm[t])
+        nodes[nd, _MINIDX] = low
         if e - s <= leaf_size:
             continue
         dim = 0
@@ -252,29 +267,72 @@ def _build(X, idx, c0, leaf_size):
         stack[top] = nn - 1
         stack[top + 1] = nn - 2
         top += 2
-    nodes = nodes[:nn].copy()
+    full = nodes
+    nodes = np.empty((nn, 7), np.int64)
+    for nd in range(nn):
+        for f in range(7):
+            nodes[nd, f] = full[nd, f]
     Xt = np.empty((m, p))
+    XtT = np.empty((p, m))
     pi = np.empty((3, m), np.int64)
     pf = np.empty((2, m))
-    alive = np.ones(m, np.bool_)
+    alive = np.empty(m, np.bool_)
     for t in range(m):
         for j in range(p):
             Xt[t, j] = X[perm[t], j]
+            XtT[j, t] = Xt[t, j]
         pi[0, t] = perm[t]
+        alive[t] = True
         d2 = _dist(Xt, t, c0)
         pf[0, t] = d2
         pf[1, t] = np.sqrt(d2)
-    pi[2] = np.argsort(-pf[0])
+    _order_desc(pf, pi)
     nf = np.empty((nn, 2 * p))
     # children have larger ids than their parents: fit bottom-up
     for nd in range(nn - 1, -1, -1):
         if nodes[nd, _LEFT] < 0:
-            pi[1, nodes[nd, _START]:nodes[nd, _END]] = nd
+            for t in range(nodes[nd, _START], nodes[nd, _END]):
+                pi[1, t] = nd
             _fit_leaf(nd, Xt, alive, nodes, nf)
         else:
             _fit_inner(nd, nodes, nf, p)
     head = np.zeros(1, np.int64)
-    return Xt, np.ascontiguousarray(Xt.T), pi, alive, pf, nodes, nf, c0.copy(), head
+    c0c = np.empty(p)
+    for j in range(p):
+        c0c[j] = c0[j]
+    return Xt, XtT, pi, alive, pf, nodes, nf, c0c, head
+
+
+@njit(cache=True, nogil=True)
+def _order_desc(pf, pi):
+    """``pi[2]`` = the tree positions by decreasing ``pf[0]``: quicksort made of the
+    tree's own median selection. The order among equal keys is irrelevant (the scan
+    of :func:`_farthest_from_centroid` stops on a key bound); written out rather than
+    ``np.argsort``, whose generic implementation costs more to compile than all of
+    this module."""
+    m = pf.shape[1]
+    key = np.empty(m)
+    for t in range(m):
+        pi[2, t] = t
+        key[t] = -pf[0, t]
+    order = pi[2]
+    stack = np.empty((_STACK, 2), np.int64)
+    stack[0, 0] = 0
+    stack[0, 1] = m
+    top = 1
+    while top > 0:
+        top -= 1
+        s = stack[top, 0]
+        e = stack[top, 1]
+        if e - s <= 1:
+            continue
+        mid = s + (e - s) // 2
+        _cones._select(key, order, s, e, mid)
+        stack[top, 0] = s
+        stack[top, 1] = mid
+        stack[top + 1, 0] = mid + 1
+        stack[top + 1, 1] = e
+        top += 2
 
 
 # --------------------------------------------------------------------------- bounds
@@ -303,8 +361,9 @@ def _recentre(tree, c):
         else:
             pf[0, t] = -1.0
             pf[1, t] = 0.0
-    pi[2] = np.argsort(-pf[0])
-    c0[:] = c
+    _order_desc(pf, pi)
+    for j in range(c.shape[0]):
+        c0[j] = c[j]
     head[0] = 0
 
 
@@ -328,7 +387,7 @@ def _farthest_from_centroid(tree, c, rel, stats):
         h += 1
     head[0] = h
     best_d = -1.0
-    best_i = np.iinfo(np.int64).max
+    best_i = 9223372036854775807  # int64 max
     for o in range(h, m):
         t = order[o]
         e = pf[1, t] * (1.0 + rel) + sn
@@ -431,15 +490,22 @@ def _remove(tree, i, pos_of):
 def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     n, p = X.shape
     stats = np.zeros(8, np.int64)
-    labels = np.full(n, -1, np.int64)
-    remaining = np.ones(n, np.bool_)
+    cstats = np.zeros(2, np.int64)
+    labels = np.empty(n, np.int64)
+    remaining = np.empty(n, np.bool_)
+    idx = np.empty(n, np.int64)
+    pos_of = np.empty(n, np.int64)
+    for i in range(n):
+        labels[i] = -1
+        remaining[i] = True
+        idx[i] = i
+        pos_of[i] = -1
     parts = np.zeros((p, _EXPANSION_CAPACITY))
     npart = np.zeros(p, np.int64)
     for i in range(n):
         for j in range(p):
             _fsum_add(parts, npart, j, X[i, j])
     nrem = n
-    pos_of = np.full(n, -1, np.int64)
     st_node = np.empty(_STACK, np.int64)
     st_val = np.empty(_STACK)
     buf = np.empty(leaf_size)
@@ -447,13 +513,14 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     ki = np.empty(k, np.int64)
     c = np.empty(p)
     _centroid(parts, npart, nrem, c)
-    tree = _build(X, np.arange(n), c, leaf_size)
-    cones = _cones.build(X, np.arange(n), c, rel)
+    tree = _build(X, idx, c, leaf_size)
+    cones = _cones.build(X, idx, c, rel)
     gub = np.empty(cones[4].shape[0])
     heap = np.empty(cones[4].shape[0], np.int64)
     ub = np.empty(_cones.GROUP)
     cbuf = np.empty(_cones.BUCKET)
-    pos_of[tree[2][0]] = np.arange(n)
+    for t in range(n):
+        pos_of[tree[2][0, t]] = t
     built = n
     stats[5] += 1
     fc_work = 0
@@ -472,7 +539,7 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
         three = nrem >= 3 * k
         s = -1
         if three:
-            s = _cones.farthest(cones, X[r], rel, gub, heap, ub, cbuf, stats[1:3])
+            s = _cones.farthest(cones, X[r], rel, gub, heap, ub, cbuf, cstats)
         for rep in range(2 if three else 1):
             centre = r
             if rep == 1:
@@ -497,16 +564,24 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
             break
         if nrem < rebuild_fraction * built and nrem >= 2 * k:
             _centroid(parts, npart, nrem, c)
-            idx = np.flatnonzero(remaining)
+            idx = np.empty(nrem, np.int64)
+            t = 0
+            for i in range(n):
+                if remaining[i]:
+                    idx[t] = i
+                    t += 1
             tree = _build(X, idx, c, leaf_size)
             cones = _cones.build(X, idx, c, rel)
-            pos_of[tree[2][0]] = np.arange(idx.size)
+            for t in range(nrem):
+                pos_of[tree[2][0, t]] = t
             built = nrem
             stats[5] += 1
             fc_work = 0
     for i in range(n):
         if remaining[i]:
             labels[i] = g
+    stats[1] += cstats[0]
+    stats[2] += cstats[1]
     return labels, stats
 
 

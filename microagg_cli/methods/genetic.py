@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels, sse

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..partition import canonical_labels
 from ._axes import projection_axis, sort_order

@@ -19,7 +19,7 @@ into contiguous runs of that order has a lower multivariate SSE -- in particular
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order

@@ -14,7 +14,7 @@ comes first in the input wins"). The exact univariate dynamic programme lives he
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order

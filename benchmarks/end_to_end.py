@@ -1,0 +1,170 @@
+"""Whole-process times of ``sdc``: what a user's stopwatch sees, not only the kernel.
+
+Cases, each a fresh ``sdc`` process (``subprocess``), timed from start to exit:
+
+- ``sdc --help`` (start-up: imports only);
+- ``sdc protect IN -o OUT -k 3 --report R.json --force -q`` on seeded synthetic data of
+  10 columns (a Gaussian mixture, ``--sizes``, default 10,000, 50,000, 200,000 and
+  1,000,000 rows) as Parquet and as CSV (``--formats``), default method (MDAV).
+
+Per case: the median (and range) of ``--repeat`` runs, the kernel time the report
+records beside it (the blocks' ``seconds``: the method's own time) and the report's
+whole ``timing.seconds``, and the child's peak RSS (``os.wait4``: that child's own
+``ru_maxrss``). The data is written once into a temporary folder (``--keep DIR`` keeps
+it there), with a fixed seed, so runs are comparable between commits.
+
+Warm (default): one untimed run per case first, so numba's cache is filled; the
+cache is wherever ``sdc`` keeps it normally. ``--cold``: every timed run gets an
+empty numba cache of its own (``NUMBA_CACHE_DIR`` = a fresh folder), as on the
+first run after ``pip install``; the user's cache is left alone.
+
+Timings on a shared machine are noisy: the load average is printed first; repeat
+and compare medians.
+
+Usage: ``python benchmarks/end_to_end.py [--sizes 10000,50000] [--formats parquet,csv]
+[--repeat 5] [--cold] [--keep DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+P = 10
+K = 3
+SEED = 20261126
+SIZES = (10_000, 50_000, 200_000, 1_000_000)
+
+
+def sdc_command() -> list[str]:
+    """The ``sdc`` console script of this interpreter's environment, else ``-m``."""
+    script = Path(sys.executable).with_name("sdc")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "microagg_cli"]
+
+
+def synthetic(n: int, p: int = P, seed: int = SEED) -> np.ndarray:
+    """A Gaussian mixture: 8 components, means N(0, 3^2), correlated covariances."""
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, 3.0, (8, p))
+    mix = rng.normal(0.0, 1.0 / np.sqrt(p), (8, p, p))
+    comp = rng.integers(0, 8, n)
+    Z = rng.standard_normal((n, p))
+    return means[comp] + np.einsum("nj,njk->nk", Z, mix[comp])
+
+
+def write_data(folder: Path, n: int, formats: list[str]) -> dict[str, Path]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    X = synthetic(n)
+    table = pa.table({f"x{j}": X[:, j] for j in range(P)})
+    out = {}
+    for fmt in formats:
+        path = folder / f"data_{n}.{fmt}"
+        if not path.exists():
+            if fmt == "parquet":
+                pq.write_table(table, path)
+            else:
+                pacsv.write_csv(table, path)
+        out[fmt] = path
+    return out
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit code) of one child process."""
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: no deadlock on chatter
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+        wall = time.perf_counter() - t0
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(argv)} failed ({code}):\n{err.read().decode(errors='replace')}")
+    return wall, usage.ru_maxrss / 1024.0, code
+
+
+def timed(argv: list[str], repeat: int, cold: bool, scratch: Path, report: Path | None = None):
+    """Medians over ``repeat`` runs: wall, RSS, and (with a report) kernel and total."""
+    walls, rss, kernel, total = [], [], [], []
+    for i in range(repeat):
+        env = dict(os.environ)
+        cache = None
+        if cold:
+            cache = Path(tempfile.mkdtemp(prefix="numba-cold-", dir=scratch))
+            env["NUMBA_CACHE_DIR"] = str(cache)
+        wall, peak, _ = run(argv, env)
+        walls.append(wall)
+        rss.append(peak)
+        if report is not None:
+            doc = json.loads(report.read_text())
+            kernel.append(sum(b.get("seconds", 0.0) for b in doc.get("blocks", [])))
+            total.append(doc.get("timing", {}).get("seconds", float("nan")))
+        if cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
+    return {
+        "median": median(walls), "min": min(walls), "max": max(walls), "rss": max(rss),
+        "kernel": median(kernel) if kernel else None, "total": median(total) if total else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                    help="comma-separated row counts (default %(default)s)")
+    ap.add_argument("--formats", default="parquet,csv", help="parquet, csv or both (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per case; the median is shown")
+    ap.add_argument("--cold", action="store_true", help="every timed run starts with an empty numba cache")
+    ap.add_argument("--keep", type=Path, default=None, help="write (and reuse) the data in this folder")
+    args = ap.parse_args(argv)
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    if not set(formats) <= {"parquet", "csv"}:
+        ap.error("--formats: parquet and/or csv")
+
+    sdc = sdc_command()
+    mode = "cold (empty numba cache)" if args.cold else "warm"
+    print(f"# sdc end to end: {mode}, median of {args.repeat}, k = {K}, {P} columns")
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, {' '.join(sdc)}\n")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="sdc-e2e-") as tmp:
+        scratch = Path(tmp)
+        data_dir = args.keep or scratch
+        data_dir.mkdir(parents=True, exist_ok=True)
+        help_t = timed([*sdc, "--help"], args.repeat, False, scratch)
+        rows.append(("`sdc --help`", "", "", help_t))
+        for n in sizes:
+            for fmt, path in write_data(data_dir, n, formats).items():
+                out = scratch / f"out_{n}.{fmt}"
+                report = scratch / f"report_{n}_{fmt}.json"
+                cmd = [*sdc, "protect", str(path), "-o", str(out), "-k", str(K),
+                       "--report", str(report), "--force", "-q"]
+                if not args.cold:
+                    run(cmd, dict(os.environ))  # fill the cache; not timed
+                res = timed(cmd, args.repeat, args.cold, scratch, report)
+                rows.append(("`sdc protect`", f"{n:,}", fmt, res))
+                out.unlink(missing_ok=True)
+
+    print("| command | rows | format | whole process s (median) | range s | kernel s (report) "
+          "| report total s | peak RSS MB |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for name, n, fmt, r in rows:
+        kernel = f"{r['kernel']:.2f}" if r["kernel"] is not None else ""
+        total = f"{r['total']:.2f}" if r["total"] is not None else ""
+        print(f"| {name} | {n} | {fmt} | {r['median']:.2f} | {r['min']:.2f}-{r['max']:.2f} | {kernel} "
+              f"| {total} | {r['rss']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
