@@ -282,17 +282,23 @@ def parse_numbers(col: Any, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]
     text = pc.utf8_trim(col, " ")
     if decimal != ".":
         text = pc.replace_substring(text, decimal, ".")
-    missing = pc.is_in(text, value_set=pa.array(sorted(MISSING_TOKENS))).to_numpy(zero_copy_only=False)
-    plain = pc.match_substring_regex(text, _NUMBER_RE)
-    num = pc.cast(pc.if_else(plain, text, None), pa.float64()).to_numpy(zero_copy_only=False)
-    num = np.array(num, dtype=np.float64)  # writable, NaN for null
-    plain_np = plain.to_numpy(zero_copy_only=False)
+    plain = np.asarray(pc.match_substring_regex(text, _NUMBER_RE).to_numpy(zero_copy_only=False), dtype=bool)
     bad = np.zeros(len(col), dtype=bool)
-    other = np.flatnonzero(~missing & ~plain_np)
-    if other.size:
-        slow_num, slow_bad = _parse_slow(col.take(pa.array(other)).to_pylist(), decimal)
-        num[other] = slow_num
-        bad[other] = slow_bad
+    missing = np.zeros(len(col), dtype=bool)
+    if plain.all():  # the usual protected column: one cast
+        num = np.array(pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    else:
+        num = np.array(pc.cast(pc.if_else(pa.array(plain), text, None), pa.float64())
+                       .to_numpy(zero_copy_only=False), dtype=np.float64)  # NaN where not plain
+        rest = np.flatnonzero(~plain)
+        tokens = np.asarray(pc.is_in(text.take(pa.array(rest)), value_set=pa.array(sorted(MISSING_TOKENS)))
+                            .to_numpy(zero_copy_only=False), dtype=bool)
+        missing[rest[tokens]] = True
+        other = rest[~tokens]
+        if other.size:
+            slow_num, slow_bad = _parse_slow(col.take(pa.array(other)).to_pylist(), decimal)
+            num[other] = slow_num
+            bad[other] = slow_bad
     num[missing] = np.nan
     neg_zero = (num == 0) & np.signbit(num)
     if neg_zero.any():

@@ -321,8 +321,13 @@ def missing_mask(table: Table, name: str) -> np.ndarray:
         kind = _arrow_kind(col.type)
         if table.fmt == "csv":
             col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-            out = pc.is_in(pc.utf8_trim(col, " "), value_set=_token_array()).to_numpy(zero_copy_only=False)
-            out = np.array(out, dtype=bool)
+            text = pc.utf8_trim(col, " ")
+            out = np.zeros(len(col), dtype=bool)
+            short = np.flatnonzero(np.asarray(pc.less_equal(pc.utf8_length(text), 4)  # tokens: <= 4 chars
+                                              .to_numpy(zero_copy_only=False), dtype=bool))
+            if short.size:
+                out[short] = np.asarray(pc.is_in(text.take(pa.array(short)), value_set=_token_array())
+                                        .to_numpy(zero_copy_only=False), dtype=bool)
             # cells with characters other than printable ASCII: the old code decides
             odd = np.flatnonzero(~np.asarray(pc.match_substring_regex(col, r"^[\x20-\x7e]*$")
                                              .to_numpy(zero_copy_only=False), dtype=bool))
