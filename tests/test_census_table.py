@@ -190,9 +190,10 @@ def _check_row(label: str, census) -> None:
 
 @pytest.mark.parametrize("label", FAST_ROWS)
 def test_fast_rows_recomputed(label, census):
-    start = time.perf_counter()
+    # FAST_ROWS holds the methods that run in well under a second on Census (see
+    # benchmarks/results/methods_census.md); no timing is asserted here (a first run
+    # compiles the kernels, and the machine may be busy)
     _check_row(label, census)
-    assert time.perf_counter() - start < 5, f"{label} is too slow for this test: move it out of FAST_ROWS"
 
 
 @pytest.mark.slow
