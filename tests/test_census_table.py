@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import time
 
 import numpy as np
 import pytest
