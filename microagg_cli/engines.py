@@ -63,7 +63,9 @@ from .io import (
     file_mode,
     missing_mask,
     numeric_matrix,
+    default_column,
     output_schema,
+    pandas_index_columns,
     resolve_columns,
     write_json,
 )
@@ -129,7 +131,9 @@ class ParquetSource:
 
     @property
     def columns(self) -> list[str]:
-        return list(self.schema.names)
+        """The data columns (a stored pandas index is not one, as in :func:`microagg_cli.io.read_table`)."""
+        index = set(pandas_index_columns(self.schema.with_metadata(self.metadata or {})))
+        return [c for c in self.schema.names if c not in index]
 
     def relative_names(self) -> list[str]:
         """Output file names of a dataset-directory output (paths relative to the input)."""
@@ -246,31 +250,19 @@ def open_source(path: str | Path, *, input_format: str | None = None, delimiter:
     return open_parquet(path)
 
 
-def _numeric_type(t: Any) -> bool:
-    import pyarrow.types as pt
-
-    return pt.is_integer(t) or pt.is_floating(t) or pt.is_decimal(t)
-
-
-def _default_columns(src: ParquetSource, drop: list[str]) -> list[str]:
-    """Columns of numeric Parquet type (integer, floating, decimal) with a value, not dropped."""
+def _default_columns(src: Any, exempt: set[str]) -> list[str]:
+    """The default selection of :func:`microagg_cli.io.resolve_columns`, one column in
+    memory at a time: every column with a number and nothing else, a mostly-numeric
+    column an error (:func:`microagg_cli.io.default_column`)."""
+    fmt = "csv" if isinstance(src, CsvSource) else "parquet"
+    delimiter, decimal = (src.delimiter, src.decimal) if isinstance(src, CsvSource) else (",", ".")
     out = []
-    for field in src.schema:
-        if field.name in drop or not _numeric_type(field.type):
+    for name in src.columns:
+        if name in exempt:
             continue
-        col = src.read_column(field.name).column(0)
-        if col.null_count < len(col) and not _all_nan(col):
-            out.append(field.name)
+        if default_column(Table(src.read_column(name), fmt, src.path, delimiter, decimal), name):
+            out.append(name)
     return out
-
-
-def _all_nan(col: Any) -> bool:
-    import pyarrow.compute as pc
-    import pyarrow.types as pt
-
-    if not pt.is_floating(col.type):
-        return False
-    return bool(pc.all(pc.or_kleene(pc.is_null(col), pc.is_nan(col))).as_py())
 
 
 # ---------------------------------------------------------------------------- output
@@ -815,21 +807,17 @@ def protect_streaming(
     src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
     is_csv = isinstance(src, CsvSource)
     stand_in = Table(src.schema.empty_table(), "csv" if is_csv else "parquet", src.path)
-    if plan is None and columns is None and is_csv:
-        raise InvalidParameterError(
-            f"{where} protects the columns it is given when it streams a CSV file (a column's type is known "
-            "only after reading all of it): name them with --columns or --plan"
-        )
     if plan is None:
         get_method(method)
         if k is None:
             raise InvalidParameterError("k is required (-k K)")
         if columns is None:
-            drop_list = list(drop or [])
-            for name in drop_list:
-                if name not in src.columns:
-                    raise DataError(f"--drop: no column {name!r} in the input (columns: {', '.join(src.columns)})")
-            columns = [c for c in _default_columns(src, drop_list) if c not in (passthrough or [])]
+            for label, names in (("--drop", drop or []), ("--passthrough", passthrough or [])):
+                for name in names:
+                    if name not in src.columns:
+                        raise DataError(f"{label}: no column {name!r} in the input (columns: {', '.join(src.columns)})")
+            roles = list(strata or []) + [c for c in (weights, id_column) if c]
+            columns = _default_columns(src, set(drop or []) | set(passthrough or []) | set(roles))
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")
         protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)

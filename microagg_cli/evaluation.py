@@ -77,7 +77,7 @@ def _key_strings(table: Table, key: str, numeric: bool) -> np.ndarray:
     if numeric:
         values, _ = column_values(table, key)
         return np.array([format(v, ".17g") for v in values], dtype=object)
-    col = table.frame[key]
+    col = table.pandas_column(key)
     return np.array([("" if v is None else str(v)).strip() for v in col.tolist()], dtype=object)
 
 
@@ -88,7 +88,7 @@ def _all_numeric(table: Table, key: str) -> bool:
 
 def _match_rows(orig: Table, prot: Table, key: str | None) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Positions of the protected rows matching the original's rows (None = same order)."""
-    n_o, n_p = orig.frame.shape[0], prot.frame.shape[0]
+    n_o, n_p = orig.n_rows, prot.n_rows
     if key is None:
         if n_o != n_p:
             raise DataError(
@@ -593,8 +593,8 @@ def evaluate_tables(
     )
 
     def file_entry(table: Table) -> dict[str, Any]:
-        return {**file_fingerprint(table.path), "format": table.fmt, "rows": int(table.frame.shape[0]),
-                "columns": int(table.frame.shape[1])}
+        return {**file_fingerprint(table.path), "format": table.fmt, "rows": int(table.n_rows),
+                "columns": len(table.columns)}
 
     rep: dict[str, Any] = {
         "schema_version": EVALUATION_SCHEMA_VERSION,
@@ -604,7 +604,7 @@ def evaluate_tables(
         "original": file_entry(orig),
         "protected": file_entry(prot),
         "matching": matching,
-        "records": {"evaluated": int(rows.size), "left_out_incomplete": int(orig.frame.shape[0] - rows.size)},
+        "records": {"evaluated": int(rows.size), "left_out_incomplete": int(orig.n_rows - rows.size)},
         "columns": {"evaluated": names, **selection},
         "blocks": section["blocks"],
         "parameters": {

@@ -296,7 +296,7 @@ def check_cells(table: Table, cells: Sequence[Cell]) -> None:
     :class:`InvalidParameterError` (a method taking fewer columns than a block has,
     a bad parameter) or :class:`InfeasibleError` (k larger than a block allows).
     """
-    n = table.frame.shape[0]
+    n = table.n_rows
     seen_plans: set[str] = set()
     for cell in cells:
         plan = cell.plan
@@ -767,8 +767,8 @@ def build_document(
         "schema_version": COMPARE_SCHEMA_VERSION,
         "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
         "command": "compare",
-        "input": {**fp, "format": table.fmt, "rows": int(table.frame.shape[0]),
-                  "columns": int(table.frame.shape[1])},
+        "input": {**fp, "format": table.fmt, "rows": int(table.n_rows),
+                  "columns": len(table.columns)},
         "preset": None if preset is None else {
             "name": preset.name, "summary": preset.summary, "reference": preset.reference, "notes": preset.notes},
         "plans": [{"name": p.name, "source": p.source,

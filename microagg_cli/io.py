@@ -49,6 +49,7 @@ __all__ = [
     "numeric_columns",
     "column_values",
     "resolve_columns",
+    "default_column",
     "mostly_numeric_error",
     "missing_mask",
     "assemble_output",
@@ -427,16 +428,32 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
     )
 
 
+def default_column(table: Table, name: str) -> bool:
+    """Does the default selection protect column ``name``? Yes for a numeric column with
+    at least one value, no for a text column; a column that is mostly but not entirely
+    numeric raises :func:`mostly_numeric_error` (a typo must not release a number in
+    clear). Each column is parsed once; the streaming engines call this one column at a
+    time."""
+    values, bad = column_values(table, name)
+    if not bad.any():
+        return not bool(np.isnan(values).all())
+    err = mostly_numeric_error(table, name, (values, bad))
+    if err is not None:
+        raise err
+    return False
+
+
 def resolve_columns(
     table: Table, columns: list[str] | None, drop: list[str] | None = None,
     passthrough: list[str] | None = None, roles: list[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Check ``columns``, ``drop`` and ``passthrough`` against the file; return (protected, dropped).
 
-    ``columns=None`` selects every numeric column that is neither dropped nor passed
-    through; a column that is mostly but not entirely numeric is then an error
-    (:func:`mostly_numeric_error`) unless it is dropped, passed through or has another
-    role (``roles``: strata, weights, id columns).
+    ``columns=None`` selects every numeric column that is neither dropped, passed
+    through nor given another role (``roles``: strata, weights, id columns, which pass
+    through unchanged); a column that is mostly but not entirely numeric is then an
+    error (:func:`mostly_numeric_error`) unless it is dropped, passed through or has a
+    role.
     """
     have = table.columns
     drop = list(drop or [])
@@ -456,18 +473,7 @@ def resolve_columns(
             raise InvalidParameterError(f"column {name!r} is both protected and passed through")
     if columns is None:
         exempt = set(drop) | set(passthrough) | set(roles or [])
-        protected = []
-        for name in have:  # each column parsed once
-            if name in drop or name in passthrough:
-                continue
-            values, bad = column_values(table, name)
-            if not bad.any():
-                if not np.isnan(values).all():
-                    protected.append(name)
-            elif name not in exempt:
-                err = mostly_numeric_error(table, name, (values, bad))
-                if err is not None:
-                    raise err
+        protected = [name for name in have if name not in exempt and default_column(table, name)]
         if not protected:
             raise DataError("the input has no numeric column to protect; name them with --columns")
     else:

@@ -194,9 +194,23 @@ def test_in_memory_and_streaming_csv_outputs_are_byte_identical(tmp_path, option
     assert mem.splitlines()[0] == (b"g;x;y;note" if "drop" in options else b"id;g;x;y;note")
 
 
-def test_streaming_csv_needs_the_columns_named(tmp_path):
-    (tmp_path / "in.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
-    with pytest.raises(InvalidParameterError, match="name them with --columns or --plan"):
-        api.protect(tmp_path / "in.csv", tmp_path / "o.csv", k=2, engine="local")
-    rep = api.protect(tmp_path / "in.csv", tmp_path / "o.parquet", k=3, columns=["a", "b"], engine="local")
-    assert rep["input"]["format"] == "csv" and pq.read_table(tmp_path / "o.parquet").num_rows == 3
+def test_streaming_default_selection_equals_the_in_memory_one(tmp_path):
+    """Numeric columns protected, text and role columns (strata, weights, ids) passed through,
+    a mostly-numeric column refused: the same on both paths, CSV and Parquet."""
+    text = "id,region,w,a,b,name\n" + "".join(
+        f"{i},{i % 2},{1 + i % 3},{i * 1.5},{(i * 7) % 11},n{i}\n" for i in range(12))
+    (tmp_path / "in.csv").write_text(text)
+    pd.read_csv(tmp_path / "in.csv").to_parquet(tmp_path / "in.parquet", index=False)
+    for src in ("in.csv", "in.parquet"):
+        ext = src.split(".")[1]
+        reps = [api.protect(tmp_path / src, tmp_path / f"{mode}.{ext}", k=3, strata=["region"], weights="w",
+                            drop=["id"], engine=engine, force=True)
+                for mode, engine in (("mem", None), ("stream", "local"))]
+        assert reps[0]["columns"] == reps[1]["columns"]
+        assert reps[0]["columns"]["protected"] == ["a", "b"]
+        assert reps[0]["columns"]["passthrough"] == ["region", "w", "name"]
+        assert (tmp_path / f"mem.{ext}").read_bytes() == (tmp_path / f"stream.{ext}").read_bytes()
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n3,x\n5,6\n7,8\n")
+    for engine in (None, "local"):
+        with pytest.raises(DataError, match="column 'b' is mostly numeric"):
+            api.protect(tmp_path / "bad.csv", tmp_path / "o.csv", k=2, engine=engine, force=True)
