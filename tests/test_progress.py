@@ -64,3 +64,13 @@ def _fast_tick(init):
         k["tick"] = 0.001
         init(self, *a, **k)
     return wrapped
+
+
+def test_fast_mdav_counts_the_records_it_groups_into_the_progress_cell():
+    from microagg_cli.methods._fast_mdav import mdav_fast
+
+    X = np.random.default_rng(1).normal(size=(500, 3))
+    with progress.tracking(progress.Tracker("off")) as tracker:
+        with progress.phase("block1", total=500):
+            mdav_fast(X, 3)
+            assert tracker.cell[0] == 500

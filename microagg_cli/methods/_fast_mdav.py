@@ -59,6 +59,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..progress import counter as progress_counter
 from ..partition import canonical_labels
 from . import _cones
 from ._common import check_k
@@ -487,7 +488,7 @@ def _remove(tree, i, pos_of):
 
 
 @njit(cache=True, nogil=True)
-def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
+def _mdav_core(X, k, leaf_size, rebuild_fraction, rel, done):
     n, p = X.shape
     stats = np.zeros(8, np.int64)
     cstats = np.zeros(2, np.int64)
@@ -560,6 +561,7 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
                 _cones.remove(cones, i, rel)
             nrem -= got + 1
             g += 1
+            done[0] += got + 1  # records grouped so far: read by the progress display
         if not three:
             break
         if nrem < rebuild_fraction * built and nrem >= 2 * k:
@@ -580,6 +582,7 @@ def _mdav_core(X, k, leaf_size, rebuild_fraction, rel):
     for i in range(n):
         if remaining[i]:
             labels[i] = g
+    done[0] += nrem
     stats[1] += cstats[0]
     stats[2] += cstats[1]
     return labels, stats
@@ -592,7 +595,8 @@ def _run(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     X = np.ascontiguousarray(X, dtype=np.float64)
     check_k(X, k)
     rel = 1e-9 + 8.0 * (X.shape[1] + 8) * np.finfo(np.float64).eps
-    return _mdav_core(X, int(k), LEAF_SIZE, REBUILD_FRACTION, rel)
+    # the kernel adds the records it groups to the progress counter (no GIL needed)
+    return _mdav_core(X, int(k), LEAF_SIZE, REBUILD_FRACTION, rel, progress_counter())
 
 
 def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
