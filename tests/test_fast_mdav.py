@@ -143,11 +143,16 @@ def test_n_equal_k_and_errors():
         fm.mdav_fast(X, 5)
 
 
-def test_huge_values_fall_back_to_the_reference():
+def test_huge_values_go_to_the_reference():
     # |x| >= 2**1000: an exact running sum could overflow; distances overflow anyway
-    X = np.random.default_rng(1).standard_normal((30, 2)) * 1e305
+    from microagg_cli.methods.fixed_size import FAST_MDAV_MIN_N, mdav
+
+    X = np.random.default_rng(1).standard_normal((max(30, FAST_MDAV_MIN_N), 2)) * 1e305
+    assert not fm.in_range(X) and fm.in_range(X / 1e305)
+    with pytest.raises(InvalidParameterError, match="below 2\\*\\*1000"):
+        fm.mdav_fast(X, 3)
     with np.errstate(over="ignore", invalid="ignore"):
-        assert (fm.mdav_fast(X, 3) == mdav_reference(X, 3)).all()
+        assert (mdav(X, 3) == mdav_reference(X, 3)).all()
 
 
 # --------------------------------------------------------------------------- exact sums

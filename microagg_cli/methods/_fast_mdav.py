@@ -59,6 +59,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..errors import InvalidParameterError
 from ..progress import counter as progress_counter
 from ..partition import canonical_labels
 from . import _cones
@@ -626,12 +627,16 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     dimensions is still a sizeable share of the tree (see benchmarks/mdav.py), and
     in the worst case all of it. Single-threaded: the result never depends on the
     thread count. Values of magnitude 2**1000 or more (where an exact sum could
-    overflow) are handed to the reference implementation.
+    overflow) are refused (:func:`in_range`); :func:`microagg_cli.methods.fixed_size.mdav`
+    hands those to the reference implementation.
     """
     X = np.asarray(X, dtype=np.float64)
     check_k(X, k)
-    if X.size and not np.abs(X).max() < 2.0**1000:
-        from .fixed_size import mdav_reference
-
-        return mdav_reference(X, k)
+    if not in_range(X):
+        raise InvalidParameterError("fast MDAV takes values of magnitude below 2**1000; use mdav_reference")
     return canonical_labels(_run(X, k)[0])
+
+
+def in_range(X: np.ndarray) -> bool:
+    """Whether the exact running sums of :func:`mdav_fast` cannot overflow on ``X``."""
+    return not X.size or bool(np.abs(X).max() < 2.0**1000)

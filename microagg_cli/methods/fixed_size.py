@@ -134,9 +134,10 @@ def mdav(
     if refine:
         return merge_split(X, _mdav_creation_labels(X, k), k, split=mdav)
     if n >= FAST_MDAV_MIN_N:
-        from ._fast_mdav import mdav_fast  # numba: loaded only when it pays
+        from ._fast_mdav import in_range, mdav_fast  # numba: loaded only when it pays
 
-        return mdav_fast(X, k)
+        if in_range(X):  # values of magnitude 2**1000 or more go to the reference
+            return mdav_fast(X, k)
     return mdav_reference(X, k)
 
 

@@ -25,7 +25,7 @@ from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
-from .univariate import _check_kernel_input, _sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
+from .univariate import check_kernel_input, sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
     "pcp",
@@ -80,7 +80,7 @@ def _optimal_sizes_multi_kernel(Z: np.ndarray, k: int) -> np.ndarray:  # pragma:
                     best_m = m
         cost[j] = best
         back[j] = best_m
-    return _sizes_from_back(back, n, k)
+    return sizes_from_back(back, n, k)
 
 
 def optimal_contiguous_sizes_multi(Z_sorted: np.ndarray, k: int) -> np.ndarray:
@@ -102,7 +102,7 @@ def optimal_contiguous_sizes_multi(Z_sorted: np.ndarray, k: int) -> np.ndarray:
     Z = np.ascontiguousarray(Z_sorted, dtype=np.float64)
     if Z.ndim != 2:
         raise InvalidParameterError("the data matrix must be two-dimensional")
-    _check_kernel_input(Z, k)
+    check_kernel_input(Z, k)
     return _optimal_sizes_multi_kernel(Z, int(k))
 
 

@@ -39,7 +39,7 @@ __all__ = [
 
 
 @njit(cache=True, nogil=True)
-def _sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
+def sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
     """Group sizes of a shortest path, first group first, from its back pointers.
 
     ``back[j]`` is the size of the last group of the best path to node j; the walk
@@ -96,7 +96,7 @@ def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no co
                     best_m = m
         cost[j] = best
         back[j] = best_m
-    return _sizes_from_back(back, n, k)
+    return sizes_from_back(back, n, k)
 
 
 def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
@@ -122,11 +122,11 @@ def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
     one whose last group is smallest wins, recursively from the top end.
     """
     v = np.ascontiguousarray(values_sorted, dtype=np.float64)
-    _check_kernel_input(v, k)
+    check_kernel_input(v, k)
     return _optimal_sizes_kernel(v, int(k))
 
 
-def _check_kernel_input(v: np.ndarray, k: int) -> None:
+def check_kernel_input(v: np.ndarray, k: int) -> None:
     # The methods hand over validated data; this guards direct library callers.
     if int(k) < 1 or v.shape[0] < k:
         raise InvalidParameterError(f"need k >= 1 and at least k={k} values, got {v.shape[0]}")
