@@ -661,22 +661,6 @@ class CsvSource:
         """One column, as a single-column Arrow table."""
         return self.read_columns([name])
 
-    def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
-        """Columns as an (n, p) float matrix, parsed and checked exactly as
-        :func:`microagg_cli.io.numeric_matrix` does (one pass; the text of these columns
-        only is held while they are parsed)."""
-        from .io import Table, numeric_matrix
-
-        table = Table(self.read_columns(names), "csv", self.path, self.delimiter, self.decimal)
-        return numeric_matrix(table, list(names), allow_missing=allow_missing)
-
-    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(values, missing mask) of a stratum column, as the in-memory path sees them."""
-        from .io import Table, missing_mask
-
-        table = Table(self.read_column(name), "csv", self.path, self.delimiter, self.decimal)
-        return table.pandas_column(name).to_numpy(), missing_mask(table, name)
-
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 of the file."""
         digest = hashlib.sha256()

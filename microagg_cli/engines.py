@@ -81,6 +81,8 @@ __all__ = [
     "ENGINES",
     "ParquetSource",
     "open_parquet",
+    "open_source",
+    "StreamColumns",
     "protect_stream",
     "protect_streaming",
     "dask_client",
@@ -151,20 +153,6 @@ class ParquetSource:
             chunks.extend(pq.ParquetFile(f).read(columns=[name]).column(0).chunks)
         return pa.table({name: pa.chunked_array(chunks, type=self.schema.field(name).type)})
 
-    def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
-        """Columns as an (n, p) float matrix, converted and checked exactly as the in-memory
-        path does (:func:`microagg_cli.io.numeric_matrix`); one column in memory at a time."""
-        out = np.empty((self.n_rows, len(names)), dtype=np.float64)
-        for j, name in enumerate(names):
-            column = Table(self.read_column(name), "parquet", self.path)
-            out[:, j] = numeric_matrix(column, [name], allow_missing=allow_missing)[:, 0]
-        return out
-
-    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(values, missing mask) of a stratum column, as the in-memory path sees them."""
-        table = Table(self.read_column(name), "parquet", self.path)
-        return table.pandas_column(name).to_numpy(), missing_mask(table, name)
-
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 (a dataset: of the lines ``<sha256>  <relative path>``)."""
         def file_hash(p: Path) -> str:
@@ -180,6 +168,46 @@ class ParquetSource:
         lines = "".join(f"{file_hash(f)}  {name}\n" for f, name in zip(self.files, self.relative_names()))
         return {"name": self.path.name, "size_bytes": size,
                 "sha256": hashlib.sha256(lines.encode("utf-8")).hexdigest(), "files": len(self.files)}
+
+
+class StreamColumns:
+    """The block loop's :class:`microagg_cli.protection.table.ColumnSource` over a
+    streaming source (:class:`ParquetSource` or :class:`microagg_cli.csvio.CsvSource`):
+    columns are read and checked exactly as the in-memory path does
+    (:func:`microagg_cli.io.numeric_matrix`), never the whole file at once."""
+
+    def __init__(self, src: Any):
+        self.src = src
+        self.csv = isinstance(src, CsvSource)
+
+    @property
+    def columns(self) -> list[str]:
+        return self.src.columns
+
+    @property
+    def n_rows(self) -> int:
+        return self.src.n_rows
+
+    def _table(self, data: Any) -> Table:
+        if self.csv:
+            return Table(data, "csv", self.src.path, self.src.delimiter, self.src.decimal)
+        return Table(data, "parquet", self.src.path)
+
+    def numeric(self, names: list[str], *, allow_missing: bool = False) -> np.ndarray:
+        """Columns as an (n, p) float matrix: a CSV's in one pass over the file (their text
+        only), a Parquet file's one column at a time."""
+        if self.csv:
+            return numeric_matrix(self._table(self.src.read_columns(names)), list(names), allow_missing=allow_missing)
+        out = np.empty((self.n_rows, len(names)), dtype=np.float64)
+        for j, name in enumerate(names):
+            out[:, j] = numeric_matrix(self._table(self.src.read_column(name)), [name],
+                                       allow_missing=allow_missing)[:, 0]
+        return out
+
+    def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, missing mask) of a stratum column, as the in-memory path sees them."""
+        table = self._table(self.src.read_column(name))
+        return table.pandas_column(name).to_numpy(), missing_mask(table, name)
 
 
 def _dataset_files(root: Path) -> list[Path]:
@@ -685,7 +713,7 @@ def protect_stream(
         else:
             runner = LocalRunner()
         results, il_parts = protect_blocks(
-            src, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+            StreamColumns(src), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
             runner=runner, progress=tick, bound=bound,
         )

@@ -327,9 +327,12 @@ def test_csv_source_batches_equal_whole_read(tmp_path):
     assert got.equals(whole.data.combine_chunks())
     assert src.read_column("note").column(0).equals(whole.data.column("note"))
     assert src.read_rows(990, 1010, ["x"]).column(0).to_pylist() == whole.data.column("x").to_pylist()[990:1010]
-    assert np.array_equal(src.numeric(["x"]), io.numeric_matrix(whole, ["x"]))
-    assert np.array_equal(src.numeric(["x", "id"]), io.numeric_matrix(whole, ["x", "id"]))
-    values, missing = src.keys("note")
+    from microagg_cli.engines import StreamColumns
+
+    cols = StreamColumns(src)
+    assert np.array_equal(cols.numeric(["x"]), io.numeric_matrix(whole, ["x"]))
+    assert np.array_equal(cols.numeric(["x", "id"]), io.numeric_matrix(whole, ["x", "id"]))
+    values, missing = cols.keys("note")
     assert values.tolist() == whole.frame["note"].to_numpy().tolist() and not missing.any()
     assert src.fingerprint() == io.file_fingerprint(path)
 
