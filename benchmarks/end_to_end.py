@@ -7,10 +7,10 @@ Cases, each a fresh ``sdc`` process (``subprocess``), timed from start to exit:
   10 columns (a Gaussian mixture, ``--sizes``, default 10,000, 50,000, 200,000 and
   1,000,000 rows) as Parquet and as CSV (``--formats``), default method (MDAV).
 
-Per case: the median (and range) of ``--repeat`` runs, the kernel time the report
-records beside it (the blocks' ``seconds``: the method's own time) and the report's
-whole ``timing.seconds``, and the child's peak RSS (``os.wait4``: that child's own
-``ru_maxrss``). The data is written once into a temporary folder (``--keep DIR`` keeps
+Per case: the median (and range) of ``--repeat`` runs, the child's CPU time (user +
+system, ``os.wait4``: steadier than the wall clock on a shared machine), the kernel
+time the report records beside it (the blocks' ``seconds``: the method's own time) and
+the report's whole ``timing.seconds``, and the child's peak RSS (``ru_maxrss``). The data is written once into a temporary folder (``--keep DIR`` keeps
 it there), with a fixed seed, so runs are comparable between commits.
 
 Warm (default): one untimed run per case first, so numba's cache is filled; the
@@ -81,8 +81,8 @@ def write_data(folder: Path, n: int, formats: list[str]) -> dict[str, Path]:
     return out
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit code) of one child process."""
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one child process."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: no deadlock on chatter
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -92,20 +92,21 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
         if code != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(argv)} failed ({code}):\n{err.read().decode(errors='replace')}")
-    return wall, usage.ru_maxrss / 1024.0, code
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
 def timed(argv: list[str], repeat: int, cold: bool, scratch: Path, report: Path | None = None):
     """Medians over ``repeat`` runs: wall, RSS, and (with a report) kernel and total."""
-    walls, rss, kernel, total = [], [], [], []
+    walls, cpus, rss, kernel, total = [], [], [], [], []
     for i in range(repeat):
         env = dict(os.environ)
         cache = None
         if cold:
             cache = Path(tempfile.mkdtemp(prefix="numba-cold-", dir=scratch))
             env["NUMBA_CACHE_DIR"] = str(cache)
-        wall, peak, _ = run(argv, env)
+        wall, cpu, peak = run(argv, env)
         walls.append(wall)
+        cpus.append(cpu)
         rss.append(peak)
         if report is not None:
             doc = json.loads(report.read_text())
@@ -114,7 +115,7 @@ def timed(argv: list[str], repeat: int, cold: bool, scratch: Path, report: Path 
         if cache is not None:
             shutil.rmtree(cache, ignore_errors=True)
     return {
-        "median": median(walls), "min": min(walls), "max": max(walls), "rss": max(rss),
+        "median": median(walls), "min": min(walls), "max": max(walls), "cpu": median(cpus), "rss": max(rss),
         "kernel": median(kernel) if kernel else None, "total": median(total) if total else None,
     }
 
@@ -156,13 +157,13 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(("`sdc protect`", f"{n:,}", fmt, res))
                 out.unlink(missing_ok=True)
 
-    print("| command | rows | format | whole process s (median) | range s | kernel s (report) "
+    print("| command | rows | format | whole process s (median) | range s | CPU s | kernel s (report) "
           "| report total s | peak RSS MB |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for name, n, fmt, r in rows:
         kernel = f"{r['kernel']:.2f}" if r["kernel"] is not None else ""
         total = f"{r['total']:.2f}" if r["total"] is not None else ""
-        print(f"| {name} | {n} | {fmt} | {r['median']:.2f} | {r['min']:.2f}-{r['max']:.2f} | {kernel} "
+        print(f"| {name} | {n} | {fmt} | {r['median']:.2f} | {r['min']:.2f}-{r['max']:.2f} | {r['cpu']:.2f} | {kernel} "
               f"| {total} | {r['rss']:.0f} |")
 
 
