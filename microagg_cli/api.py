@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import audit
-from .advice import advise
 from .blocking import (
     STRATEGIES,
     BlockPlan,
@@ -32,7 +31,6 @@ from .blocking import (
     plan_to_toml,
 )
 from .errors import InvalidParameterError
-from .evaluation import EVALUATION_SCHEMA_VERSION, check_gates, evaluate_protected, evaluate_tables, raise_for_gates
 from .io import (
     OutputSet,
     atomic_write_bytes,
@@ -48,7 +46,7 @@ from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, protect_run, single_plan
 
-__all__ = ["protect", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION", "EVALUATION_SCHEMA_VERSION"]
+__all__ = ["protect", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
 
 
 def protect(
@@ -168,6 +166,8 @@ def protect(
         output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
     )
     if evaluate_risk:
+        from .evaluation import evaluate_protected  # the measures: loaded only when asked for
+
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
@@ -260,7 +260,7 @@ def evaluate(
 
     Returns
     -------
-    The report (dict, schema :data:`EVALUATION_SCHEMA_VERSION`).
+    The report (dict, schema :data:`microagg_cli.evaluation.EVALUATION_SCHEMA_VERSION`).
 
     Raises
     ------
@@ -270,6 +270,8 @@ def evaluate(
     from .report import attach_html, render_html
 
     t0 = time.perf_counter()
+    from .evaluation import check_gates, evaluate_tables, raise_for_gates
+
     check_gates(gates, gate_on)
     if missing not in ("error", "complete"):
         raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use error or complete)")
@@ -477,6 +479,8 @@ def propose_plans(
     check_plan = None
     if check is not None:
         check_plan = load_plan(check, default_k=k, default_method=method, default_params=params).with_drop(drop)
+    from .advice import advise  # protects and measures the candidates: loaded only here
+
     res = advise(table, names=names, check_plan=check_plan, check_name=None if check is None else Path(check).name,
                  size=size, seed=seed, columns=columns, drop=drop, method=method, k=k, params=params,
                  evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known, stat=stat)

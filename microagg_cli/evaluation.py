@@ -19,7 +19,6 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ._version import __version__
 from .blocking import BlockPlan
@@ -88,6 +87,8 @@ def _all_numeric(table: Table, key: str) -> bool:
 
 def _match_rows(orig: Table, prot: Table, key: str | None) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Positions of the protected rows matching the original's rows (None = same order)."""
+    import pandas as pd  # only to match rows by a key
+
     n_o, n_p = orig.n_rows, prot.n_rows
     if key is None:
         if n_o != n_p:

@@ -11,7 +11,6 @@ eigen-decompositions go to LAPACK.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import chi2, norm, rankdata
 
 __all__ = ["det_mcd", "robust_mahalanobis", "robust_scale"]
 
@@ -123,6 +122,8 @@ def _starts(A: np.ndarray) -> list[np.ndarray]:
     correlation, spatial-sign covariance and the covariance of the half of the records
     closest to the coordinate-wise median (the raw OGK start is not used)."""
     n = A.shape[0]
+    from scipy.stats import norm, rankdata  # scipy.stats takes 0.7 s to import: only when used
+
     ranks = rankdata(A, method="average", axis=0)
     norms = np.sqrt(np.einsum("ni,ni->n", A, A))
     signs = A / np.where(norms > 0, norms, 1.0)[:, None]
@@ -175,6 +176,8 @@ def det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     robust location and scatter. Journal of Computational and Graphical Statistics
     21(3), 618-637.
     """
+    from scipy.stats import chi2  # see _starts
+
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
     med = np.median(X, axis=0)

@@ -17,7 +17,6 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .. import threads
-from ..mcd import det_mcd
 
 __all__ = [
     "il_sse",
@@ -384,6 +383,8 @@ def robeigen(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     cols = _usable_columns(X, Xp)
     if cols.size == 0 or X.shape[0] < 2:
         return {"value": None, "attributes": 0, "skipped": int(X.shape[1]), "eigenvalues_skipped": 0}
+    from ..mcd import det_mcd  # scipy.stats (0.7 s to import): loaded only for robeigen
+
     e1 = np.linalg.eigvalsh(det_mcd(_standardized(X, cols))[1])
     e2 = np.linalg.eigvalsh(det_mcd(_standardized(Xp, cols))[1])
     return _eigen_change(e1, e2, cols.size, X.shape[1] - cols.size)

@@ -24,10 +24,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import numpy as np
-import pandas as pd
 
 from .. import audit
 from .._version import __version__
@@ -60,6 +59,9 @@ __all__ = [
     "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
     "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "protect_run",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 log = logging.getLogger("microagg_cli")
 
