@@ -503,7 +503,7 @@ def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     return total / (2.0 * k)
 
 
-def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 2000) -> float:
+def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 500) -> float:
     """Estimated seconds of :func:`lb_nn` on ``X``, measured on a sample.
 
     Builds the k-d tree of every record (part of the real cost) and times the
