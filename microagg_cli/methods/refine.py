@@ -905,6 +905,7 @@ def ils(
     time_budget: float = 0.0,
     iterations: int = ILS_ITERATIONS,
     threads: int = 2,
+    start_labels: np.ndarray | None = None,
 ) -> np.ndarray:
     """Iterated local search: two annealed searches from the mdav-ls partition; the better wins.
 
@@ -942,6 +943,10 @@ def ils(
         2-core machine). Used unless ``time_budget`` > 0.
     threads : 2 (default) runs the two searches side by side, 1 one after the
         other. With ``iterations`` > 0 the result is the same either way.
+    start_labels : (n,) labels of a k-partition to start from instead of running
+        ``start`` (library use, e.g. the column-generation MIP solution of
+        :func:`microagg_cli.metrics.cg_bound.cg_lower_bound`: CG columns -> MIP ->
+        local search); groups of 2k or more are split first. Not a CLI parameter.
 
     Returns
     -------
@@ -1003,7 +1008,15 @@ def ils(
         raise InvalidParameterError("ils: give a positive time_budget or iterations")
     if time_budget > 0:  # the clock decides how much work is done (not reproducible)
         iterations = 0
-    X, n, base = _prepared(X, k, rng, start, "ils")
+    if start_labels is None:
+        X, n, base = _prepared(X, k, rng, start, "ils")
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        n = check_k(X, k)
+        lab = np.asarray(start_labels)
+        if lab.shape != (n,) or np.bincount(canonical_labels(lab)).min() < k:
+            raise InvalidParameterError("ils: start_labels must be a k-partition of the records")
+        base = split_large_groups(X, lab, k)
     seed = int(rng.integers(0, 2**63 - 1))
     if n < 2 * k:
         return base
