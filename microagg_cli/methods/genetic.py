@@ -20,7 +20,7 @@ from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
 from .fixed_size import mdav
 
-__all__ = ["genetic", "macrogroups", "SPECS", "stream_state"]
+__all__ = ["genetic", "macrogroups", "SPECS", "stream_state", "stream_uniform", "stream_randint"]
 
 _U = np.uint64
 
@@ -39,7 +39,7 @@ def stream_state(seed: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _rand(state):  # pragma: no cover - compiled
+def stream_uniform(state):  # pragma: no cover - compiled
     """Uniform double in [0, 1) from the xorshift64* stream ``state`` (advanced)."""
     x = state[0]
     x ^= x >> _U(12)
@@ -50,9 +50,9 @@ def _rand(state):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _randint(state, m):  # pragma: no cover - compiled
+def stream_randint(state, m):  # pragma: no cover - compiled
     """Uniform integer in 0..m-1."""
-    v = int(_rand(state) * m)
+    v = int(stream_uniform(state) * m)
     return v if v < m else m - 1
 
 
@@ -149,7 +149,7 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
     pop[0, :] = seed_keys
     for c in range(1, n_chrom):
         for t in range(K):
-            pop[c, t] = _rand(state)
+            pop[c, t] = stream_uniform(state)
     for c in range(n_chrom):
         sse[c] = _decode_sse(Zm, pop[c], k, order, sizes, work)
     cum = np.empty(n_chrom)
@@ -166,7 +166,7 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
             acc += 1.0 / (sse[c] + 1.0)
             cum[c] = acc
         for c in range(1, n_chrom):
-            u = _rand(state) * acc
+            u = stream_uniform(state) * acc
             j = 0
             while j < n_chrom - 1 and cum[j] <= u:
                 j += 1
@@ -182,10 +182,10 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
                 fresh[c + 1] = False
                 new_sse[c] = sse[a]
                 new_sse[c + 1] = sse[b]
-                if _rand(state) < p_cross and K > 1:
+                if stream_uniform(state) < p_cross and K > 1:
                     fresh[c] = True
                     fresh[c + 1] = True
-                    cut = 1 + _randint(state, K - 1)
+                    cut = 1 + stream_randint(state, K - 1)
                     for t in range(K):
                         if t < cut:
                             new[c, t] = pop[a, t]
@@ -203,12 +203,12 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
                 fresh[c] = False
                 c += 1
         for c in range(1, n_chrom):
-            if _rand(state) < p_mut and K > 1:
-                i = _randint(state, K)
-                j = _randint(state, K - 1)
+            if stream_uniform(state) < p_mut and K > 1:
+                i = stream_randint(state, K)
+                j = stream_randint(state, K - 1)
                 if j >= i:
                     j += 1
-                if _rand(state) < 0.5:
+                if stream_uniform(state) < 0.5:
                     # exchange: i and j swap places in the encoded order
                     tmp = new[c, i]
                     new[c, i] = new[c, j]

@@ -42,7 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 from scipy.spatial import cKDTree
 
 from .. import threads
@@ -51,7 +51,7 @@ from ..partition import canonical_labels
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
 from .fixed_size import mdav
-from .genetic import _rand, _randint, stream_state
+from .genetic import stream_randint, stream_state, stream_uniform
 
 __all__ = ["mdav_ls", "ils", "ILS_ITERATIONS", "move_delta", "swap_delta", "cycle_delta", "split_large_groups",
            "SPECS"]
@@ -368,7 +368,7 @@ def _serpentine(Xc, v1, strips, state):  # pragma: no cover
     Xd = Xc - np.outer(p1, v1)
     v2 = np.empty(p)
     for j in range(p):
-        v2[j] = _rand(state) - 0.5
+        v2[j] = stream_uniform(state) - 0.5
     _power_iteration(Xd, v2)
     p2 = Xd @ v2
     o1 = np.argsort(p1, kind="mergesort")
@@ -403,7 +403,7 @@ def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
     c = np.empty(p)
     while free >= k:
         r = -1
-        if _rand(state) < 0.5:
+        if stream_uniform(state) < 0.5:
             c[:] = 0.0
             for i in range(N):
                 if lab[i] < 0:
@@ -420,7 +420,7 @@ def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
                         far = s
                         r = i
         else:
-            t = _randint(state, free)
+            t = stream_randint(state, free)
             for i in range(N):
                 if lab[i] < 0:
                     if t == 0:
@@ -482,8 +482,8 @@ def _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark, poo
     records, nearest centroid first, up to m groups (m uniform in 2..max_pool).
     """
     n, p = Z.shape
-    s = _randint(state, n)
-    s2 = _randint(state, n)
+    s = stream_randint(state, n)
+    s2 = stream_randint(state, n)
     e1 = 0.0
     e2 = 0.0
     g1 = labels[s]
@@ -495,7 +495,7 @@ def _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark, poo
         e2 += d2 * d2
     if e2 > e1:
         s = s2
-    m = 2 + _randint(state, max_pool - 1)
+    m = 2 + stream_randint(state, max_pool - 1)
     g0 = labels[s]
     pool_g[0] = g0
     ng = 1
@@ -535,7 +535,7 @@ def _accept(delta, cur, temp0, frac, state):  # pragma: no cover
     if delta <= 1e-12 * cur:
         return True
     if temp0 > 0.0 and frac < 1.0:
-        return _rand(state) < np.exp(-delta / (temp0 * (1.0 - frac) ** 2))
+        return stream_uniform(state) < np.exp(-delta / (temp0 * (1.0 - frac) ** 2))
     return False
 
 
@@ -609,7 +609,7 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
         pr = pool_r[:N].copy()
         Zp = Z[pr]
         # -- re-partition the pool
-        u = _rand(state)
+        u = stream_uniform(state)
         if u < 0.5:
             if u < 0.25:
                 mu = np.zeros(p)
@@ -618,7 +618,7 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
                         mu[j] += Zp[i, j]
                 for j in range(p):
                     mu[j] /= N
-                    v[j] = _rand(state) - 0.5
+                    v[j] = stream_uniform(state) - 0.5
                 Xc = Zp - mu
                 _power_iteration(Xc, v)
                 strips = int(np.sqrt(N / k) + 0.5)
@@ -627,8 +627,8 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
                 else:
                     proj = Xc @ v
             else:
-                a = _randint(state, N)
-                b = _randint(state, N)
+                a = stream_randint(state, N)
+                b = stream_randint(state, N)
                 for j in range(p):
                     v[j] = Zp[a, j] - Zp[b, j]
                 proj = Zp @ v
@@ -691,9 +691,9 @@ def _kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, i
         N, old = _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r)
         pr = pool_r[:N].copy()
         nlog = 0
-        for t in range(1 + _randint(state, max_swaps)):
-            x = pr[_randint(state, N)]
-            y = pr[_randint(state, N)]
+        for t in range(1 + stream_randint(state, max_swaps)):
+            x = pr[stream_randint(state, N)]
+            y = pr[stream_randint(state, N)]
             a = labels[x]
             b = labels[y]
             if a != b:
