@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 from scipy import sparse
 from scipy.optimize import LinearConstraint, OptimizeWarning, linprog, milp
 
