@@ -47,7 +47,6 @@ __all__ = [
     "command_line",
     "current_argv",
     "digesting",
-    "audit_html",
     "digesting_folder",
     "file_entry",
     "hash_file",
@@ -339,39 +338,3 @@ def reproduce_entry(seed: int, block_params: Sequence[Mapping[str, Any] | None])
     else:
         note = None
     return {"command": command, "seed": int(seed), "reproducible": not bounded, "note": note}
-
-
-
-def audit_html(section: Mapping[str, Any] | None) -> str:
-    """The ``audit`` section as an HTML fragment (a heading, a definition list, a file
-    table) for the HTML reports; empty when there is none."""
-    from html import escape
-
-    if not section:
-        return ""
-    vers = section.get("versions") or {}
-    rows = [
-        ("command line", shlex.join(section.get("argv") or []) + f" ({section.get('entry')})"),
-        ("working directory", section.get("cwd_name")),
-        ("started (UTC)", section.get("started_utc")),
-        ("duration", f"{float(section.get('duration_seconds') or 0.0):.2f} s"),
-        ("versions", ", ".join(f"{k} {v}" for k, v in vers.items() if v)),
-        ("platform", section.get("platform")),
-    ]
-    rep = section.get("reproduce")
-    if rep:
-        rows.append(("reproduce", (rep.get("command") or "-")
-                     + ("" if rep.get("reproducible") else f" ({rep.get('note')})")))
-    out = ["<h2>Audit trail</h2>", '<dl class="formulas">']
-    out += [f"<dt>{escape(k)}</dt><dd><code>{escape(str(v))}</code></dd>" for k, v in rows]
-    out.append("</dl>")
-    files = section.get("files") or []
-    if files:
-        out.append('<table><thead><tr><th class="l">file</th><th class="l">path</th><th>bytes</th>'
-                   '<th class="l">SHA-256</th></tr></thead><tbody>')
-        for f in files:
-            out.append(f'<tr><td class="l">{escape(str(f.get("role")))}</td><td class="l">{escape(str(f.get("path")))}'
-                       f'</td><td>{escape(str(f.get("size_bytes")))}</td>'
-                       f'<td class="l"><code>{escape(str(f.get("sha256") or "-"))}</code></td></tr>')
-        out.append("</tbody></table>")
-    return "\n".join(out)
