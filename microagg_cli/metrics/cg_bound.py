@@ -143,6 +143,24 @@ def _nn_prefix(D, r_max):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _keep_smallest(buf, cnt, R, v):  # pragma: no cover - compiled
+    """Insert ``v`` into ``buf[0:cnt]``, the ``R`` smallest values seen so far in
+    ascending order; return the new count (at most ``R``)."""
+    if cnt < R:
+        pos = cnt
+        cnt += 1
+    elif v < buf[R - 1]:
+        pos = R - 1
+    else:
+        return cnt
+    while pos > 0 and buf[pos - 1] > v:
+        buf[pos] = buf[pos - 1]
+        pos -= 1
+    buf[pos] = v
+    return cnt
+
+
+@njit(cache=True, nogil=True)
 def _local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
     """lnn[c, q] = sum of the q smallest D[pool[c], pool[l]] over l != c, q = 0..R (inf: fewer).
 
@@ -158,17 +176,7 @@ def _local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
             if l == c:
                 continue
             v = D[j, pool[l]]
-            if cnt < R:
-                pos = cnt
-                cnt += 1
-            elif v < buf[R - 1]:
-                pos = R - 1
-            else:
-                continue
-            while pos > 0 and buf[pos - 1] > v:
-                buf[pos] = buf[pos - 1]
-                pos -= 1
-            buf[pos] = v
+            cnt = _keep_smallest(buf, cnt, R, v)
         lnn[c, 0] = 0.0
         s = 0.0
         for q in range(1, R + 1):
@@ -210,17 +218,7 @@ def _bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel):
         for c in range(plen):
             j = pool[c]
             v = (acc[c] + 0.5 * lnn[c, r - 1]) / m - u[j]
-            if cnt < r:
-                pos = cnt
-                cnt += 1
-            elif v < sel[r - 1]:
-                pos = r - 1
-            else:
-                continue
-            while pos > 0 and sel[pos - 1] > v:
-                sel[pos] = sel[pos - 1]
-                pos -= 1
-            sel[pos] = v
+            cnt = _keep_smallest(sel, cnt, r, v)
         base = ps / m - ut
         s = 0.0
         for q in range(r - 1):
@@ -293,17 +291,7 @@ def _alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, h
                     if l == c:
                         continue
                     v = D[j, pool[l]] + pbuf[l]
-                    if cnt < R:
-                        pos = cnt
-                        cnt += 1
-                    elif v < sel[R - 1]:
-                        pos = R - 1
-                    else:
-                        continue
-                    while pos > 0 and sel[pos - 1] > v:
-                        sel[pos] = sel[pos - 1]
-                        pos -= 1
-                    sel[pos] = v
+                    cnt = _keep_smallest(sel, cnt, R, v)
                 s = 0.0
                 for q in range(R):
                     s += sel[q]
@@ -312,17 +300,7 @@ def _alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, h
         cnt = 0
         for c in range(plen):
             v = hm[m, c]
-            if cnt < r:
-                pos = cnt
-                cnt += 1
-            elif v < sel[r - 1]:
-                pos = r - 1
-            else:
-                continue
-            while pos > 0 and sel[pos - 1] > v:
-                sel[pos] = sel[pos - 1]
-                pos -= 1
-            sel[pos] = v
+            cnt = _keep_smallest(sel, cnt, r, v)
         base = ps / m - ut
         s = 0.0
         for q in range(r - 1):
