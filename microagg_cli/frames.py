@@ -38,7 +38,7 @@ from .blocking import STRATEGIES, BlockPlan, check_k_option
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
-from .protection.table import check_id_column, protect_run, single_plan
+from .protection.table import protect_run, single_plan
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
 
@@ -132,8 +132,7 @@ def protect_frame(
     else:
         plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
                            passthrough=passthrough, roles=list(strata or []) + [c for c in (weights, id_column) if c])
-    check_id_column(table.columns, plan, id_column)
-    result, rep = protect_run(
+    result, rep = protect_run(  # checks id_column too
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
         shuffle_rows=shuffle_rows, id_column=id_column, started=t0, bound=bound,
