@@ -17,6 +17,9 @@ hold before numba compiles anything:
   hidden by ``-q``): ``compiling fast MDAV kernels, once per installation, about
   20 s``. numba announces only real compilations (its ``numba:compile`` event comes
   after a cache miss), so a warm cache says nothing.
+* **numba on use.** ``njit`` only records a kernel; numba is imported at the first
+  call of any kernel (see :class:`Kernel`), so runs that compile nothing do not pay
+  the 0.15-0.3 s of importing it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 from pathlib import Path
 
-__all__ = ["njit", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
+__all__ = ["njit", "Kernel", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
 
 #: The package's kernel folders: numba writes its in-tree cache to their ``__pycache__``.
 _KERNEL_DIRS = ("methods", "metrics")
@@ -95,9 +99,6 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
-import numba  # noqa: E402  (after the cache location is settled)
-from numba.core import event as _event  # noqa: E402
-
 _announced: list[str] = []  # the notice given in this process, if any
 _announce_lock = threading.Lock()
 
@@ -116,28 +117,117 @@ def _notice(module: str) -> str | None:
     return f"compiling {family} kernels, once per installation{about}"
 
 
-class _CompileListener(_event.Listener):
-    """Announces the first cold compilation of a kernel in the process (module doc)."""
+# ------------------------------------------------------------ numba, loaded on use
+#
+# Importing numba costs 0.15-0.3 s, and most runs of ``sdc`` call no kernel at all
+# (the README's Census run, evaluate, every method below its compiled size). So
+# ``njit`` records the kernel and returns a :class:`Kernel`; numba is imported, and
+# every recorded kernel turned into a numba dispatcher, at the first call of any of
+# them. Kernels call each other through their module globals, which numba reads when
+# it compiles (or loads from the cache): so the build replaces every ``Kernel`` in the
+# globals of the package's modules by its dispatcher, before anything compiles.
 
-    def on_start(self, ev: _event.Event) -> None:
-        dispatcher = (ev.data or {}).get("dispatcher")
-        func = getattr(dispatcher, "py_func", None)
-        text = _notice(getattr(func, "__module__", "") or "")
-        if text:
-            _log.warning(text)
-
-    def on_end(self, ev: _event.Event) -> None:
-        pass
+_numba: Any = None  # the numba module, once loaded
+_pending: list[Kernel] = []  # kernels declared before numba was loaded
+_build_lock = threading.RLock()
 
 
-_event.register("numba:compile", _CompileListener())
+def _load_numba() -> Any:
+    global _numba
+    if _numba is None:
+        import numba
+        from numba.core import event
+
+        class _CompileListener(event.Listener):
+            """Announces the first cold compilation of a kernel in the process (module doc)."""
+
+            def on_start(self, ev: Any) -> None:
+                dispatcher = (ev.data or {}).get("dispatcher")
+                func = getattr(dispatcher, "py_func", None)
+                text = _notice(getattr(func, "__module__", "") or "")
+                if text:
+                    _log.warning(text)
+
+            def on_end(self, ev: Any) -> None:
+                pass
+
+        event.register("numba:compile", _CompileListener())
+        _numba = numba
+    return _numba
+
+
+def _build_all() -> None:
+    """Make every recorded kernel a numba dispatcher and rebind the module globals."""
+    with _build_lock:
+        numba = _load_numba()
+        built = {}
+        while _pending:
+            kernel = _pending.pop()
+            if kernel._dispatcher is None:
+                kernel._dispatcher = numba.njit(*kernel._args, **kernel._kwargs)(kernel.py_func)
+            built[id(kernel)] = kernel
+        for name, module in list(sys.modules.items()):
+            if not name.startswith("microagg_cli") or module is None:
+                continue
+            space = vars(module)
+            for attr, value in list(space.items()):
+                if isinstance(value, Kernel) and value._dispatcher is not None:
+                    space[attr] = value._dispatcher
+
+
+class Kernel:
+    """A compiled kernel as declared by :func:`njit`, before numba is loaded.
+
+    Calling it (or reading any dispatcher attribute, such as ``py_func``' siblings
+    ``signatures`` or ``stats``) loads numba and builds every recorded kernel; from
+    then on the module globals hold the numba dispatchers themselves.
+    """
+
+    def __init__(self, func: Callable, args: tuple, kwargs: dict):
+        self.py_func = func
+        self._args, self._kwargs = args, kwargs
+        self._dispatcher: Any = None
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__module__ = func.__module__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    @property
+    def dispatcher(self) -> Any:
+        if self._dispatcher is None:
+            _build_all()
+        return self._dispatcher
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.dispatcher(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_dispatcher", "_args", "_kwargs", "py_func"):
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.__module__}.{self.__qualname__}>"
 
 
 def njit(*args, **kwargs):
-    """:func:`numba.njit`, after the cache location is settled (see module doc).
+    """:func:`numba.njit`, after the cache location is settled and only when used
+    (see module doc); takes the same arguments.
 
     Without a C-callable (``cfunc``) wrapper unless asked for: no kernel is used as a
     C callback, and each wrapper costs compile time on the first run.
     """
     kwargs.setdefault("no_cfunc_wrapper", True)
-    return numba.njit(*args, **kwargs)
+    if args and callable(args[0]):
+        return njit(**kwargs)(args[0])
+
+    def declare(func: Callable) -> Any:
+        with _build_lock:
+            if _numba is not None:  # numba is loaded already: no reason to wait
+                return _numba.njit(*args, **kwargs)(func)
+            kernel = Kernel(func, args, kwargs)
+            _pending.append(kernel)
+            return kernel
+
+    return declare

@@ -242,6 +242,48 @@ def _read_with_pandas(body: memoryview, name: str, delim: str) -> Any:
 # ------------------------------------------------------------------------ numbers
 
 
+def arrow_numpy(arr: Any) -> np.ndarray:
+    """An Arrow array (or chunked array) as a new numpy array, as ``to_numpy(
+    zero_copy_only=False)`` gives it (NaN for null floats), without importing pandas.
+
+    pyarrow's general conversion imports pandas (0.2 s) the first time it runs. Numbers
+    and booleans without nulls, and floats with nulls, are read from the Arrow buffers
+    here; any other array (text, nulls in integers or booleans) takes pyarrow's way.
+    """
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    t, n = arr.type, len(arr)
+    if n == 0:
+        return np.asarray(arr.to_numpy(zero_copy_only=False))
+    if pa.types.is_boolean(t) and not arr.null_count:
+        bits = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
+        return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)
+    if pa.types.is_floating(t) or (pa.types.is_integer(t) and not arr.null_count):
+        kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
+        dtype = np.dtype(f"{kind}{t.bit_width // 8}")
+        out = np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset:arr.offset + n].copy()
+        if arr.null_count:  # floats: NaN for null
+            bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+            out[~np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)] = np.nan
+        return out
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+def float_arrow(values: np.ndarray) -> Any:
+    """float64 values as an Arrow array, NaN as null: ``pa.array(values,
+    type=pa.float64(), from_pandas=True)`` without importing pandas (see
+    :func:`arrow_numpy`). The values are copied, as pyarrow's conversion does."""
+    import pyarrow as pa
+
+    v = np.array(values, dtype=np.float64, order="C")  # a copy: later writes to values stay out
+    nan = np.isnan(v)
+    n_null = int(nan.sum())
+    validity = pa.py_buffer(np.packbits(~nan, bitorder="little")) if n_null else None
+    return pa.Array.from_buffers(pa.float64(), len(v), [validity, pa.py_buffer(v)], null_count=n_null)
+
+
 def _parse_slow(texts: list[Any], decimal: str) -> tuple[np.ndarray, np.ndarray]:
     """The pandas parse of earlier versions: (numbers with NaN where missing, bad mask)."""
     import pandas as pd
@@ -282,17 +324,17 @@ def parse_numbers(col: Any, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]
     text = pc.utf8_trim(col, " ")
     if decimal != ".":
         text = pc.replace_substring(text, decimal, ".")
-    plain = np.asarray(pc.match_substring_regex(text, _NUMBER_RE).to_numpy(zero_copy_only=False), dtype=bool)
+    plain = np.asarray(arrow_numpy(pc.match_substring_regex(text, _NUMBER_RE)), dtype=bool)
     bad = np.zeros(len(col), dtype=bool)
     missing = np.zeros(len(col), dtype=bool)
     if plain.all():  # the usual protected column: one cast
-        num = np.array(pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        num = np.array(arrow_numpy(pc.cast(text, pa.float64())), dtype=np.float64)
     else:
-        num = np.array(pc.cast(pc.if_else(pa.array(plain), text, None), pa.float64())
-                       .to_numpy(zero_copy_only=False), dtype=np.float64)  # NaN where not plain
+        num = np.array(arrow_numpy(pc.cast(pc.if_else(pa.array(plain), text, None), pa.float64())),
+                       dtype=np.float64)  # NaN where not plain
         rest = np.flatnonzero(~plain)
-        tokens = np.asarray(pc.is_in(text.take(pa.array(rest)), value_set=pa.array(sorted(MISSING_TOKENS)))
-                            .to_numpy(zero_copy_only=False), dtype=bool)
+        tokens = np.asarray(arrow_numpy(pc.is_in(text.take(pa.array(rest)),
+                                                  value_set=pa.array(sorted(MISSING_TOKENS)))), dtype=bool)
         missing[rest[tokens]] = True
         other = rest[~tokens]
         if other.size:
@@ -347,17 +389,17 @@ def format_floats(values: Any, decimal: str = ".") -> Any:
         arr = values
     if arr.type != pa.float64():
         arr = pc.cast(arr, pa.float64())
-    x = arr.to_numpy(zero_copy_only=False)  # NaN for null
+    x = arrow_numpy(arr)  # NaN for null
     text = pc.cast(arr, pa.string())
     with np.errstate(invalid="ignore"):
         ax = np.abs(x)
         positional = ((ax >= 1e-4) & (ax < 1e16)) | (ax == 0)
-    expo = np.asarray(pc.fill_null(pc.match_substring(text, "e"), False).to_numpy(zero_copy_only=False), dtype=bool)
+    expo = np.asarray(arrow_numpy(pc.fill_null(pc.match_substring(text, "e"), False)), dtype=bool)
     missing = np.isnan(x)
     slow = ~missing & (~positional | expo)
     # integral values: Arrow writes "12", numpy "12.0" (and "-0" / "-0.0")
-    whole = ~missing & ~slow & ~np.asarray(pc.fill_null(pc.match_substring(text, "."), True)
-                                           .to_numpy(zero_copy_only=False), dtype=bool)
+    whole = ~missing & ~slow & ~np.asarray(arrow_numpy(pc.fill_null(pc.match_substring(text, "."), True)),
+                                           dtype=bool)
     fix = slow | whole
     if fix.any():
         idx = np.flatnonzero(fix)

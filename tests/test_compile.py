@@ -145,3 +145,28 @@ def test_fast_mdav_core_compiles_once_whatever_the_input_types(rng):
         fm.mdav_fast(variant, k)
     assert len(fm._mdav_core.signatures) == 1
     assert np.array_equal(fm.mdav_fast(np.asfortranarray(X), np.int32(3)), want)
+
+
+# ------------------------------------------------------------------ numba on use
+def test_numba_is_imported_only_when_a_kernel_runs():
+    """Importing the CLI, the API and every method family loads no numba (0.15-0.3 s);
+    the first kernel call loads it and leaves dispatchers, not placeholders, in every
+    module of the package (numba reads kernels that call kernels from the globals)."""
+    code = textwrap.dedent("""
+        import sys
+        import microagg_cli.cli, microagg_cli.api, microagg_cli.methods
+        from microagg_cli.methods import univariate, _fast_mdav
+        from microagg_cli._jit import Kernel
+        assert "numba" not in sys.modules, "numba imported before any kernel ran"
+        assert isinstance(_fast_mdav._mdav_core, Kernel)
+        import numpy as np
+        sizes = univariate.optimal_contiguous_sizes(np.arange(10.0), 3)
+        assert sizes.tolist() == [4, 3, 3], sizes
+        assert "numba" in sys.modules
+        left = [(name, attr) for name, mod in list(sys.modules.items()) if name.startswith("microagg_cli")
+                for attr, value in vars(mod).items() if isinstance(value, Kernel)]
+        assert not left, left
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -125,3 +125,23 @@ def test_cli_report_and_summary_show_the_bound(tmp_path):
     assert round(doc["blocks"][0]["lb_nn"], 4) == CENSUS_LB_NN[5]
     assert round(doc["overall"]["optimality_gap"], 4) == round(CENSUS_MDAV_IL[5] - CENSUS_LB_NN[5], 4)
     assert "LB_NN" in result.stderr and f"{CENSUS_LB_NN[5]:.4f}" in result.stderr
+
+
+def test_bound_not_even_estimated_when_loading_the_tree_code_is_over_budget(monkeypatch):
+    """A short run on a large block: loading scipy.spatial alone (about 0.15 s) would be
+    over 25 % of the method's time, so neither it nor the estimate runs."""
+    from microagg_cli.metrics import utility
+
+    X = np.random.default_rng(0).normal(size=(protection.table.LB_SMALL_ROWS + 1, 3))
+    monkeypatch.setattr(protection.table, "lb_nn_load_seconds", lambda: utility.SCIPY_SPATIAL_IMPORT_SECONDS)
+    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda X, k: pytest.fail("estimated"))
+    out = protection.table.optimality(X, 3, 1.0, method_seconds=0.2)
+    assert out["lb_nn"] is None and out["lb_nn_skipped"].startswith("would take about 0.15 s, more than 25% of")
+    assert out["lb_nn_policy"]["estimated_seconds"] == utility.SCIPY_SPATIAL_IMPORT_SECONDS
+    # a longer method run affords it: the estimate then includes the loading
+    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda X, k: 0.05)
+    out = protection.table.optimality(X, 3, 1.0, method_seconds=2.0)
+    assert out["lb_nn"] is not None and out["lb_nn_policy"]["estimated_seconds"] == pytest.approx(0.2)
+    # small blocks are not charged for the loading
+    out = protection.table.optimality(X[:100], 3, 1.0, method_seconds=0.01)
+    assert out["lb_nn"] is not None and out["lb_nn_policy"]["estimated_seconds"] == 0.05

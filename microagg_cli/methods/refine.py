@@ -43,7 +43,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from .._jit import njit
-from scipy.spatial import cKDTree
 
 from .. import threads
 from ..errors import InvalidParameterError
@@ -714,6 +713,7 @@ def _kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, i
 # ------------------------------------------------------------------ Python side
 def _knn(X: np.ndarray, k: int) -> np.ndarray:
     """Each record's R nearest other records (k-d tree; self removed even on ties)."""
+    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = X.shape[0]
     R = int(min(np.clip(2 * k + 4, 10, 16), n - 1))
     _, idx = cKDTree(X).query(X, R + 1)

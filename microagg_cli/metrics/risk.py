@@ -26,7 +26,6 @@ import math
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ..errors import InvalidParameterError
 
@@ -242,6 +241,7 @@ def _dld_scenario(
     likely to be near it: one of them strictly nearer than the true record settles
     "no credit" without a tree query (any protected records are valid candidates).
     """
+    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Zs.shape[0]
     # identical protected rows have identical z-scores: the true distance is to Zps[i]
     d2_true = _sq_rows(Zs, Zps)
@@ -866,6 +866,7 @@ class RiskEvaluator:
         return _anonymity(codes, m, self.k)
 
     def _candidates(self) -> np.ndarray | None:
+        from scipy.spatial import cKDTree  # 0.15 s to import: only when used
         if self.dld_candidates <= 0:
             return None
         if self._cand_rows is None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from .. import threads
 
 __all__ = [
+    "lb_nn_load_seconds",
+    "SCIPY_SPATIAL_IMPORT_SECONDS",
     "il_sse",
     "il_sse_blocks",
     "il_score",
@@ -488,6 +489,7 @@ def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
 
 def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     """(1/(2k)) * sum_i sum_{l<k} d^2(z_i, l-th nearest neighbour of z_i)."""
+    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Z.shape[0]
     if k <= 1 or n == 0:
         return 0.0
@@ -503,6 +505,19 @@ def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     return total / (2.0 * k)
 
 
+#: What loading scipy's k-d tree (``scipy.spatial``) costs the first time in a process,
+#: seconds on the 2-core reference machine: part of LB_NN's price in a short run.
+SCIPY_SPATIAL_IMPORT_SECONDS = 0.15
+
+
+def lb_nn_load_seconds() -> float:
+    """The seconds :func:`lb_nn` would spend loading its k-d tree code in this process
+    (:data:`SCIPY_SPATIAL_IMPORT_SECONDS`, or 0 once loaded)."""
+    import sys
+
+    return 0.0 if "scipy.spatial" in sys.modules else SCIPY_SPATIAL_IMPORT_SECONDS
+
+
 def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 500) -> float:
     """Estimated seconds of :func:`lb_nn` on ``X``, measured on a sample.
 
@@ -511,6 +526,7 @@ def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 500) -> float:
     build time plus the query time scaled to all records. Used by ``sdc protect`` to
     decide whether the report's bound is cheap enough (:func:`microagg_cli.protection.table.optimality`).
     """
+    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     import time
 
     X = np.asarray(X, dtype=np.float64)

@@ -45,7 +45,7 @@ from ..io import (
 )
 from ..methods import get_method
 from ..metrics import lb_nn
-from ..metrics.utility import lb_nn_seconds
+from ..metrics.utility import lb_nn_load_seconds, lb_nn_seconds
 from ..progress import phase as progress_phase
 from ..progress import set_done
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
@@ -371,7 +371,15 @@ def il_parts(X: np.ndarray, Xp: np.ndarray) -> tuple[float, float]:
 #: force it either way. Its k-d tree query grows faster than MDAV on spread-out data.
 LB_SHARE = 0.25
 LB_FREE_SECONDS = 0.1
+#: Blocks of at most this many records always get the cost estimate; above it, when
+#: loading the k-d tree code alone (:func:`~microagg_cli.metrics.utility.lb_nn_load_seconds`)
+#: is over the budget, the bound is skipped without loading it.
+LB_SMALL_ROWS = 5000
 BOUND_MODES = ("auto", "on", "off")
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.2f}" if x < 1 else f"{x:.1f}"
 
 
 def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float = 0.0,
@@ -383,7 +391,9 @@ def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float
     be from the optimum. ``bound``: ``"auto"`` computes it when its estimated cost
     (:func:`microagg_cli.metrics.utility.lb_nn_seconds`) is at most
     :data:`LB_SHARE` of ``method_seconds`` or under :data:`LB_FREE_SECONDS`, else
-    skips it with a note; ``"on"`` always, ``"off"`` never. The choice is recorded
+    skips it with a note (above :data:`LB_SMALL_ROWS` records the price includes
+    loading scipy's k-d tree, and when that alone is over the budget nothing is
+    loaded or measured); ``"on"`` always, ``"off"`` never. The choice is recorded
     in ``lb_nn_policy``.
     """
     policy: dict[str, Any] = {"mode": bound}
@@ -392,12 +402,17 @@ def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float
         return {"lb_nn": None, "optimality_gap": None, "lb_nn_skipped": f"--no-bound; {hint}",
                 "lb_nn_policy": policy}
     if bound == "auto":
-        estimate = lb_nn_seconds(X, k)
+        budget = max(LB_SHARE * method_seconds, LB_FREE_SECONDS)
+        load = lb_nn_load_seconds()
+        if X.shape[0] > LB_SMALL_ROWS and load > budget:
+            estimate = load  # the rest is not even measured: loading alone is too dear
+        else:
+            estimate = lb_nn_seconds(X, k) + (load if X.shape[0] > LB_SMALL_ROWS else 0.0)
         policy.update(estimated_seconds=estimate, method_seconds=method_seconds, share=LB_SHARE)
-        if estimate > max(LB_SHARE * method_seconds, LB_FREE_SECONDS):
+        if estimate > budget:
             return {"lb_nn": None, "optimality_gap": None,
-                    "lb_nn_skipped": (f"would take about {estimate:.1f} s, more than {LB_SHARE:.0%} of the "
-                                      f"method's {method_seconds:.1f} s; {hint}, or protect with --bound"),
+                    "lb_nn_skipped": (f"would take about {_seconds(estimate)} s, more than {LB_SHARE:.0%} of "
+                                      f"the method's {_seconds(method_seconds)} s; {hint}, or protect with --bound"),
                     "lb_nn_policy": policy}
     t0 = time.perf_counter()
     with progress_phase("lower bound LB_NN", total=None):
