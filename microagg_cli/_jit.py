@@ -15,8 +15,9 @@ hold before numba compiles anything:
   call, once per installation, which takes seconds. Just before the first such
   compilation in a process, one line goes to the ``microagg_cli`` logger (stderr;
   hidden by ``-q``): ``compiling fast MDAV kernels, once per installation, about
-  20 s``. numba announces only real compilations (its ``numba:compile`` event comes
-  after a cache miss), so a warm cache says nothing.
+  20 s (`sdc self-test --all` does it ahead of time)``. numba announces only real
+  compilations (its ``numba:compile`` event comes after a cache miss), so a warm
+  cache says nothing. :func:`compilations` counts them (``sdc self-test`` shows it).
 * **numba on use.** ``njit`` only records a kernel; numba is imported at the first
   call of any kernel (see :class:`Kernel`), so runs that compile nothing do not pay
   the 0.15-0.3 s of importing it.
@@ -33,7 +34,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from pathlib import Path
 
-__all__ = ["njit", "Kernel", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
+__all__ = ["njit", "Kernel", "compilations", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
 
 #: The package's kernel folders: numba writes its in-tree cache to their ``__pycache__``.
 _KERNEL_DIRS = ("methods", "metrics")
@@ -114,7 +115,7 @@ def _notice(module: str) -> str | None:
             return None
         _announced.append(family)
     about = f", about {seconds} s" if seconds else ""
-    return f"compiling {family} kernels, once per installation{about}"
+    return f"compiling {family} kernels, once per installation{about} (`sdc self-test --all` does it ahead of time)"
 
 
 # ------------------------------------------------------------ numba, loaded on use
@@ -128,6 +129,15 @@ def _notice(module: str) -> str | None:
 # globals of the package's modules by its dispatcher, before anything compiles.
 
 _numba: Any = None  # the numba module, once loaded
+_compiled = [0]  # the package's kernels compiled (not loaded from the cache) in this process
+
+
+def compilations() -> int:
+    """How many of the package's kernels numba has compiled in this process (a kernel
+    loaded from the cache does not count)."""
+    return _compiled[0]
+
+
 _pending: list[Kernel] = []  # kernels declared before numba was loaded
 _build_lock = threading.RLock()
 
@@ -144,7 +154,10 @@ def _load_numba() -> Any:
             def on_start(self, ev: Any) -> None:
                 dispatcher = (ev.data or {}).get("dispatcher")
                 func = getattr(dispatcher, "py_func", None)
-                text = _notice(getattr(func, "__module__", "") or "")
+                module = getattr(func, "__module__", "") or ""
+                if module.startswith("microagg_cli."):
+                    _compiled[0] += 1
+                text = _notice(module)
                 if text:
                     _log.warning(text)
 

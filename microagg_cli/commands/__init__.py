@@ -17,6 +17,7 @@ COMMAND_TABLE: dict[str, tuple[str, str, str]] = {
     "blocks": ("blocks", "blocks_command", "Propose, check or evaluate a plan splitting INPUT's columns into blocks."),
     "compare": ("compare", "compare_command", "Compare methods, k values and blocking plans on INPUT: information loss against risk."),
     "schema": ("schema", "schema_command", "Print the JSON Schema (draft 2020-12) of the KIND report on stdout."),
+    "self-test": ("selftest", "selftest_command", "Compile (or load from the cache) and check the compiled kernels of METHODs."),
 }
 
 

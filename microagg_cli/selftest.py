@@ -1,0 +1,153 @@
+"""Warm up and check the compiled kernels: what ``sdc self-test`` runs.
+
+The methods with compiled kernels (numba, see :mod:`microagg_cli._jit`) compile them on
+their first use after installation, once, and cache them. A container image, a
+fresh virtual environment or a cron host runs ``sdc self-test`` once (``--all`` for
+every compiled method) so that no production run pays that time, and so that the
+compiled code is checked on the machine that will run it:
+
+* ``mdav``: the compiled fast MDAV (:func:`.methods._fast_mdav.mdav_fast`) must return
+  exactly the partition of the straightforward reference
+  (:func:`.methods.fixed_size.mdav_reference`) on 2,500 seeded records with many ties
+  (Domingo-Ferrer & Torra 2005; the tie rule of the methods spec);
+* the other compiled methods: a partition of every record into groups of at least k,
+  and for the methods that refine or optimise a start (``ils``, ``mdav-ls``,
+  ``optimal-1d``) an SSE never above MDAV's on the same records.
+
+Each check reports its time and how many kernels numba compiled for it (0: they came
+from the cache). The cache location is the one :mod:`microagg_cli._jit` settles.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _jit
+from .errors import InvalidParameterError
+from .methods import get_method
+from .partition import sse
+
+__all__ = ["COMPILED_METHODS", "DEFAULT_METHODS", "CheckResult", "run_self_test", "cache_location"]
+
+#: Methods whose work is done by compiled kernels, in the order ``--all`` checks them.
+COMPILED_METHODS = ("mdav", "ils", "mdav-ls", "kward", "kward-1d", "optimal-1d", "pcp", "zscores", "sugeno",
+                    "mhm", "genetic")
+
+#: What ``sdc self-test`` checks without arguments: the kernels of ``sdc protect``'s
+#: default method.
+DEFAULT_METHODS = ("mdav",)
+
+_K = 3
+_SEED = 20261126
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One method's check: ``passed``, what was checked, seconds, kernels compiled."""
+
+    method: str
+    check: str
+    passed: bool
+    seconds: float
+    compiled: int
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "check": self.check, "passed": self.passed,
+                "seconds": round(self.seconds, 3), "kernels_compiled": self.compiled, "message": self.message}
+
+
+def _data(n: int, p: int) -> np.ndarray:
+    """Seeded records with many ties (values on a 0.1 grid), z-scored."""
+    X = np.round(np.random.default_rng(_SEED).normal(size=(n, p)), 1)
+    return (X - X.mean(axis=0)) / X.std(axis=0)
+
+
+def _check_mdav() -> tuple[str, str]:
+    from .methods.fixed_size import FAST_MDAV_MIN_N, mdav, mdav_reference
+
+    n = max(2500, FAST_MDAV_MIN_N)
+    X = _data(n, 4)
+    what = f"fast MDAV = reference MDAV ({n:,} x 4, ties)"
+    got, want = mdav(X, _K), mdav_reference(X, _K)
+    if not np.array_equal(got, want):
+        return what, f"partitions differ in {int((got != want).sum())} of {n} records"
+    return what, ""
+
+
+_PARAMS: dict[str, dict[str, Any]] = {
+    "ils": {"iterations": 2000, "threads": 1},
+    "genetic": {"iterations": 200},
+}
+_NO_WORSE_THAN_MDAV = ("ils", "mdav-ls", "optimal-1d")
+
+
+def _check_method(name: str) -> Callable[[], tuple[str, str]]:
+    def run() -> tuple[str, str]:
+        spec = get_method(name)
+        p = spec.max_columns or 3
+        n = 400
+        X = _data(n, p)
+        labels = np.asarray(spec.func(X, _K, rng=np.random.default_rng(_SEED), **_PARAMS.get(name, {})))
+        what = f"groups of >= {_K} covering all {n} records ({n} x {p})"
+        if labels.shape != (n,):
+            return what, f"labels of shape {labels.shape}"
+        smallest = int(np.unique(labels, return_counts=True)[1].min())
+        if smallest < _K:
+            return what, f"a group of {smallest} record(s), below k = {_K}"
+        if name in _NO_WORSE_THAN_MDAV:
+            from .methods.fixed_size import mdav_reference
+
+            what += ", SSE <= MDAV's"
+            mine, base = sse(X, labels), sse(X, mdav_reference(X, _K))
+            if mine > base * (1 + 1e-12):
+                return what, f"SSE {mine:.6g} above MDAV's {base:.6g}"
+        return what, ""
+
+    return run
+
+
+def _checks() -> dict[str, Callable[[], tuple[str, str]]]:
+    return {name: (_check_mdav if name == "mdav" else _check_method(name)) for name in COMPILED_METHODS}
+
+
+def run_self_test(methods: tuple[str, ...] | list[str] | None = None,
+                  on_result: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
+    """Compile (or load) and check the kernels of ``methods`` (default
+    :data:`DEFAULT_METHODS`); ``on_result`` sees each result as it comes.
+
+    Raises :class:`InvalidParameterError` for a method without compiled kernels.
+    """
+    checks = _checks()
+    names = list(methods) if methods else list(DEFAULT_METHODS)
+    for name in names:
+        if name not in checks:
+            raise InvalidParameterError(
+                f"{name!r} has no compiled kernels to check; choose from {', '.join(COMPILED_METHODS)}")
+    out = []
+    for name in names:
+        before = _jit.compilations()
+        t0 = time.perf_counter()
+        what, problem = checks[name]()
+        result = CheckResult(name, what, not problem, time.perf_counter() - t0,
+                             _jit.compilations() - before, problem)
+        out.append(result)
+        if on_result is not None:
+            on_result(result)
+    return out
+
+
+def cache_location() -> str:
+    """Where numba keeps the compiled kernels of this installation (see :mod:`._jit`)."""
+    import os
+    from pathlib import Path
+
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    if folder:
+        return folder
+    package = Path(__file__).resolve().parent
+    return " and ".join(str(package / sub / "__pycache__") for sub in ("methods", "metrics"))
