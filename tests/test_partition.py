@@ -62,3 +62,27 @@ def test_canonical_labels_is_a_relabelling(raw):
     # first appearances are 0, 1, 2, ...
     _, first = np.unique(lab, return_index=True)
     assert lab[np.sort(first)].tolist() == list(range(lab.max() + 1))
+
+
+# ------------------------------------------------------------------ classes of identical rows
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 4), st.integers(0, 2**32 - 1), st.booleans())
+def test_row_classes_by_hash_equal_the_exact_definition(n, p, seed, with_nan):
+    from microagg_cli.protection import block
+
+    r = np.random.default_rng(seed)
+    X = r.choice(np.array([0.0, -0.0, 1.5, -2.25, 1e300]), size=(n, p))
+    if with_nan:
+        X[r.random((n, p)) < 0.2] = np.nan
+    sizes, count = block.row_classes(X)
+    want_sizes, want_count = block._row_classes_exact(X)
+    assert count == want_count and np.array_equal(sizes, want_sizes)
+
+
+def test_row_classes_fall_back_when_hashes_collide(monkeypatch):
+    from microagg_cli.protection import block
+
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [3.0, np.nan], [3.0, np.nan], [-0.0, 5.0], [0.0, 5.0], [9.0, 9.0]])
+    monkeypatch.setattr(block, "_row_hash", lambda bits: np.zeros(bits.shape[0], dtype=np.uint64))
+    sizes, count = block.row_classes(X)
+    assert count == 4 and sizes.tolist() == [2, 2, 2, 2, 2, 2, 1]

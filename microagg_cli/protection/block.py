@@ -94,8 +94,41 @@ def resolve_params(spec: MethodSpec, params: Mapping[str, Any], columns: tuple[s
 def row_classes(values: np.ndarray) -> tuple[np.ndarray, int]:
     """(size of the class of identical rows of each record, number of classes).
 
-    NaN equals NaN here (a missing cell is a value the intruder sees).
+    NaN equals NaN here (a missing cell is a value the intruder sees), and -0.0 equals
+    0.0. Rows are grouped by a 64-bit hash of their bits (one 1-D sort instead of
+    ``np.unique(axis=0)``'s lexicographic one, about 10x faster on 50,000 x 10); every
+    row is then compared with its class's first row, and if a hash were ever shared by
+    different rows the exact ``np.unique(axis=0)`` decides. The result is exact either way.
     """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] == 0:
+        return _row_classes_exact(values)
+    nan = np.isnan(values)
+    key = np.where(nan, 0.0, values) + 0.0  # NaN -> 0 (flagged below), -0.0 -> 0.0
+    if nan.any():
+        key = np.hstack([key, nan.astype(np.float64)])
+    key = np.ascontiguousarray(key)
+    bits = key.view(np.uint64)
+    _, first, inverse, counts = np.unique(_row_hash(bits), return_index=True, return_inverse=True,
+                                          return_counts=True)
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(bits[first[inverse]], bits):  # a hash shared by different rows
+        return _row_classes_exact(values)
+    return counts[inverse], int(counts.size)
+
+
+def _row_hash(bits: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of ``bits`` (uint64 words): FNV-style mixing, column by column."""
+    h = np.full(bits.shape[0], 0xCBF29CE484222325, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(bits.shape[1]):
+            h = (h ^ bits[:, j]) * np.uint64(0x100000001B3)
+            h ^= h >> np.uint64(29)
+    return h
+
+
+def _row_classes_exact(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`row_classes` by ``np.unique(axis=0)`` (the definition)."""
     values = np.asarray(values, dtype=np.float64)
     nan = np.isnan(values)
     key = np.hstack([np.where(nan, 0.0, values), nan.astype(np.float64)]) if nan.any() else values
@@ -207,6 +240,7 @@ def protect_array(
         result = spec.func(Z if spec.standardize else X, k, rng=rng, **resolved)
     seconds = time.perf_counter() - t0
     labels: np.ndarray | None = None
+    classes: tuple[np.ndarray, int] | None = None  # row_classes(Xp), when the check computed it
     stats: dict[str, Any] = {}
     if spec.output == "labels":
         labels = canonical_labels(np.asarray(result))
@@ -252,7 +286,8 @@ def protect_array(
             if (lo[np.isfinite(lo)] != hi[np.isfinite(hi)]).any():
                 raise PrivacyCheckError(f"block {name!r}: group values differ in column {columns[j]!r}")
     elif spec.output == "labels":
-        sizes = row_class_sizes(Xp)
+        classes = row_classes(Xp)
+        sizes = classes[0]
         if sizes.min() < k:
             raise PrivacyCheckError(
                 f"block {name!r}: {int((sizes < k).sum())} protected rows fall in classes "
@@ -265,7 +300,7 @@ def protect_array(
                 raise PrivacyCheckError(
                     f"block {name!r}, column {columns[j]!r}: values in classes smaller than k={k}"
                 )
-    row_sizes, n_classes = row_classes(Xp)
+    row_sizes, n_classes = classes if classes is not None else row_classes(Xp)
     stats.update(
         il_sse=il_sse_observed(X, Xp),
         k_prime=n / n_classes,
