@@ -217,13 +217,16 @@ def test_cli_evaluate_bound_cg(tmp_path):
     assert res.exit_code == 2
 
 
-def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | None, tol: float) -> None:
+def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | None, tol: float,
+                      **kw) -> dict:
     """Every enumerated group's rc is >= its seed's bound (seed: first member in the order)."""
     from microagg_cli.metrics.cg_bound import pricing_order
 
     D = squared_distances(Z)
-    low, cols, info = exact_pricing(D, u, k, tol=tol, order=order)
-    assert info["cut_seeds"] == 0
+    low, cols, info = exact_pricing(D, u, k, tol=tol, order=order, **kw)
+    if "node_limit" not in kw:
+        assert info["cut_seeds"] == 0
+    assert (low <= -tol).all()
     rank = np.empty(len(u), dtype=int)
     rank[pricing_order(u) if order is None else order] = np.arange(len(u))
     sets, cost = _all_columns(Z, k)
@@ -233,6 +236,8 @@ def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | 
         assert rc >= low[seed] - 1e-9 * max(1.0, abs(rc)), (s, rc, low[seed])
     for s in cols:  # the columns handed back do have rc < -tol
         assert D[np.ix_(s, s)].sum() / (2 * s.size) - u[s].sum() < -tol + 1e-12
+    info["low"] = low
+    return info
 
 
 @pytest.mark.parametrize("seed", [21, 22])
@@ -312,3 +317,25 @@ def test_decomposition_heuristic_mip_then_ils():
         ils(Z, 3, rng=np.random.default_rng(1), iterations=30, start_labels=np.zeros(13, dtype=int))
     with pytest.raises(InvalidParameterError):
         ils(Z, 3, rng=np.random.default_rng(1), iterations=30, start_labels=np.arange(14) % 7)
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_cut_searches_give_valid_bounds(seed):
+    """Searches cut by a tiny node budget: a cut subtree is charged the largest bound on
+    its path, and the per-seed threshold is bisected (``refine``); every per-seed bound
+    must still be <= the rc of every enumerated group of that seed. Duals inflated so
+    that many groups have negative rc and the searches really are cut."""
+    rng = np.random.default_rng(seed)
+    cut = gained = 0
+    for trial in range(12):
+        n, k = int(rng.integers(10, 14)), int(rng.integers(3, 5))
+        Z = rng.normal(size=(n, 3)) if trial % 2 else rng.integers(0, 3, size=(n, 2)).astype(float)
+        D = squared_distances(Z)
+        u = np.sort(D, axis=1)[:, 1:k].sum(axis=1) / k * rng.uniform(1.0, 3.0, size=n)
+        for lim in (2, 6, 30):
+            plain = _seed_bounds_hold(Z, k, u, None, 0.01, node_limit=lim, refine=0)
+            bis = _seed_bounds_hold(Z, k, u, None, 0.01, node_limit=lim, refine=4)
+            assert (bis["low"] >= plain["low"] - 1e-12).all()  # bisection only raises bounds
+            cut += plain["cut_seeds"]
+            gained += int((bis["low"] > plain["low"] + 1e-9).sum())
+    assert cut > 20 and gained > 0  # the cut paths and the bisection were exercised

@@ -411,6 +411,10 @@ def _exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_
     plen[0] = pl
     lsz[0] = ls
     cur[0] = 0
+    # a node's bound holds for its whole subtree, so a cut subtree is accounted for by
+    # the largest bound on its path (a child's own bound can be the weaker one)
+    bnd = np.empty(kmax)
+    bnd[0] = b
     d = 0
     limited = False
     while d >= 0:
@@ -450,6 +454,8 @@ def _exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_
                              wbuf, sel, nbuf, hm, pbuf, alpha, alpha_pool)
         if b >= best:
             continue
+        if b < bnd[d]:
+            b = bnd[d]
         if limited:
             # budget spent: account for this subtree by its bound, do not descend
             if b < cut:
@@ -462,6 +468,7 @@ def _exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_
             continue
         plen[e] = pl
         lsz[e] = ls
+        bnd[e] = b
         ps[e] = ps_c
         ut[e] = ut_c
         cur[e] = 0
@@ -666,7 +673,7 @@ def pricing_order(u: np.ndarray) -> np.ndarray:
 def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
                   node_limit: int = 10**9, deadline: float | None = None,
                   nnp: np.ndarray | None = None, keep: int = 3,
-                  order: np.ndarray | None = None,
+                  order: np.ndarray | None = None, refine: int = 3,
                   ) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any]]:
     """Per-seed lower bounds on the reduced costs, and the negative columns met.
 
@@ -707,11 +714,32 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
             lim = 1
         low, nd, found, limited = _exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
         nodes += nd
-        cut_seeds += bool(limited)
-        seed_lower[i] = low
         for a in range(min(found, keep)):
             s = out_sets[a]
             cols.append(np.sort(s[s >= 0]))
+        if limited and lim > 1:
+            # bisect on the search's threshold between the proven bound and the best
+            # rc met (or -tol): a search that only has to prove rc >= mid prunes far
+            # more; each result, completed or cut, is a valid lower bound
+            hi = float(out_rc[(found - 1) % keep]) if found else -tol
+            for _ in range(refine):
+                if not low < hi:
+                    break
+                mid = 0.5 * (low + hi)
+                low2, nd, found2, lim2 = _exact_seed(D, u, nnp, i, cand, k, kmax, mid, lim, out_sets, out_rc)
+                nodes += nd
+                for a in range(min(found2, keep)):
+                    s = out_sets[a]
+                    cols.append(np.sort(s[s >= 0]))
+                low = max(low, low2)
+                if lim2:
+                    hi = mid
+                elif low2 < mid:
+                    limited = False  # a complete search met a group below mid: the minimum
+                    break
+                # else: proven rc >= mid; go on between mid and hi
+        cut_seeds += bool(limited)
+        seed_lower[i] = low
     return seed_lower, cols, {"nodes": nodes, "cut_seeds": cut_seeds}
 
 
@@ -857,7 +885,8 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
             lb, cut[0] = tried[key]
             return lb
         ul = lam * u + (1.0 - lam) * u0
-        low, _, info = exact_pricing(D, ul, k, tol=theta, deadline=final, nnp=nnp, node_limit=budget[0])
+        low, _, info = exact_pricing(D, ul, k, tol=theta, deadline=final, nnp=nnp, node_limit=budget[0],
+                                     refine=3)
         lb = lagrangian_bound(ul, low, n, k, _margin(ul, D, kmax))
         cut[0] = info["cut_seeds"]
         tried[key] = (lb, cut[0])
@@ -1057,7 +1086,7 @@ def cg_lower_bound(
         if theta is None:
             theta = max(tol, theta_share * lp / max(1, n // k))
         seed_lower, new, info = exact_pricing(D, u, k, tol=theta, deadline=final, nnp=nnp,
-                                              node_limit=node_limit)
+                                              node_limit=node_limit, refine=0)
         lb = lagrangian_bound(u, seed_lower, n, k, _margin(u, D, kmax))
         best_lb = max(best_lb, lb)
         exact_added = sum(cols.add(s) for s in new)
@@ -1097,6 +1126,24 @@ def cg_lower_bound(
         if deadline is not None and time.perf_counter() > deadline:
             break
     if status != "optimal" and final is not None and time.perf_counter() < final:
+        if center is not None and L > 0:
+            # the stabilised master's duals are pinned to the box (its value counts the
+            # artificials); the plain master, priced heuristically until nothing is
+            # found, gives interior-point duals on its optimal face (sum u = its LP
+            # value) to smooth towards instead. Census k=10: sum u 1,586 against 1,567,
+            # and u in [-1.9, 40] for the boxed duals
+            stop = t0 + 0.4 * float(time_limit)
+            while True:
+                lp, u, _ = _solve_lp(cols, n)
+                cnt = _heuristic_all(D, u, near_idx, k, kmax, tol, hs, hrc)
+                added = 0
+                for a in np.argsort(hrc[:cnt], kind="stable")[:max_new]:
+                    s = hs[a]
+                    added += cols.add(s[s >= 0])
+                if verbose:
+                    print(f"plain master: LP {lp:.4f} heur +{added} {time.perf_counter() - t0:.1f}s", flush=True)
+                if added == 0 or time.perf_counter() > stop:
+                    break
         best_lb = max(best_lb, _smoothed_bounds(D, nnp, u, k, final, min(node_limit, 3_000),
                                                 theta_share * lp / max(1, n // k),
                                                 history, t0, verbose))
