@@ -10,9 +10,11 @@ from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from conftest import CENSUS_MDAV_IL
+from microagg_cli._jit import njit
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import _cones, _fast_mdav as fm
 from microagg_cli.methods.fixed_size import FAST_MDAV_MIN_N, mdav, mdav_reference
+from microagg_cli.partition import canonical_labels
 from microagg_cli.partition import group_sizes, information_loss
 
 
@@ -155,13 +157,36 @@ def test_huge_values_go_to_the_reference():
         assert (mdav(X, 3) == mdav_reference(X, 3)).all()
 
 
+def test_one_column_and_large_k():
+    rng = np.random.default_rng(21)
+    for X, k in ((rng.standard_normal((2500, 1)), 3), (rng.integers(0, 9, (2500, 1)).astype(float), 4),
+                 (rng.standard_normal((2200, 3)), 60), (rng.integers(-1, 2, (2100, 2)).astype(float), 250),
+                 (rng.standard_normal((700, 4)), 233)):
+        assert (fm.mdav_fast(X, k) == mdav_reference(X, k)).all(), (X.shape, k)
+        assert (mdav(X, k) == mdav_reference(X, k)).all()
+
+
+def test_float32_screening_with_exact_ties_between_different_records():
+    # exact ties between records of different coordinates: in float32 (centred on the
+    # off-grid centroid and scaled) their screened distances differ by an ulp, and a
+    # screen without its error margin would drop the tied record that comes first
+    X = np.random.default_rng(13).integers(-3, 4, (3000, 5)).astype(float)
+    assert (fm.mdav_fast(X, 3) == mdav_reference(X, 3)).all()
+
+
 # --------------------------------------------------------------------------- exact sums
-def _expansion(values):
+@njit(nogil=True)
+def _sums_while_removing(values, order, out):
+    """The rounded exact sum of ``values``, then after removing each of ``order``."""
     parts = np.zeros((1, fm._EXPANSION_CAPACITY))
     npart = np.zeros(1, np.int64)
+    zero = np.int64(0)
     for v in values:
-        fm._fsum_add(parts, npart, 0, float(v))
-    return parts, npart
+        fm._fsum_add(parts, npart, zero, v)
+    out[0] = fm._fsum_round(parts, npart, zero)
+    for t in range(order.shape[0]):
+        fm._fsum_add(parts, npart, zero, -values[order[t]])
+        out[t + 1] = fm._fsum_round(parts, npart, zero)
 
 
 @pytest.mark.parametrize(
@@ -177,126 +202,92 @@ def _expansion(values):
     ],
 )
 def test_exact_sum_matches_fsum(values):
-    parts, npart = _expansion(values)
-    assert fm._fsum_round(parts, npart, 0) == math.fsum(values)
+    out = np.empty(1)
+    _sums_while_removing(np.array(values, dtype=float), np.empty(0, np.int64), out)
+    assert out[0] == math.fsum(values)
 
 
 def test_running_sum_with_removals_matches_fsum_of_the_rest():
     rng = np.random.default_rng(5)
     for _ in range(30):
         v = rng.standard_normal(300) * 10.0 ** rng.integers(-20, 21, 300)
-        parts, npart = _expansion(v)
+        order = rng.permutation(v.size)[:250]
+        out = np.empty(order.size + 1)
+        _sums_while_removing(v, order, out)
         keep = np.ones(v.size, bool)
-        for i in rng.permutation(v.size)[:250]:
-            fm._fsum_add(parts, npart, 0, -v[i])
+        assert out[0] == math.fsum(v.tolist())
+        for t, i in enumerate(order):
             keep[i] = False
-            assert fm._fsum_round(parts, npart, 0) == math.fsum(v[keep].tolist())
+            assert out[t + 1] == math.fsum(v[keep].tolist())
 
 
 # --------------------------------------------------------------------------- bounds
 BOUND_KINDS = ("gauss", "small-ints", "duplicated-rows", "wide-range", "all-equal")
 
 
-def _rel(p: int) -> float:
-    return 1e-9 + 8.0 * (p + 8) * np.finfo(np.float64).eps
+@njit(nogil=True)
+def _cone_bounds(A, F, cnt, w, rel, out):
+    wn2 = 0.0
+    for j in range(w.shape[0]):
+        wn2 += w[j] * w[j]
+    _cones.bounds(A, F, cnt, np.int64(0), np.int64(A.shape[0]), w, np.sqrt(wn2), wn2, rel, out)
 
 
-def test_tree_boxes_bound_the_rounded_distances_from_below():
-    rng = np.random.default_rng(9)
-    for kind in BOUND_KINDS:
-        X = _data(rng, kind, 600, 4)
-        c = X.mean(axis=0)
-        tree = fm._build(X, np.arange(600), c, 8)
-        Xt, _, pi, alive, _, nodes, nf, _, _ = tree
-        pos_of = np.empty(600, np.int64)
-        pos_of[pi[0]] = np.arange(600)
-        for i in rng.permutation(600)[:400]:  # boxes are refitted as records leave
-            fm._remove(tree, i, pos_of)
-        queries = np.vstack([X[rng.integers(0, 600, 5)], rng.standard_normal((5, 4)) * 3, c])
+def _ltr(A: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Squared distances summed left to right over the columns (as the kernels do)."""
+    d = np.zeros(A.shape[0])
+    for j in range(A.shape[1]):
+        d += (A[:, j] - q[j]) * (A[:, j] - q[j])
+    return d
+
+
+def _check_structures(X, rel, rng, seen):
+    """Invariants of the tree and the cone index after removals (before a rebuild):
+    counts and minimum input indices of the nodes, boxes holding their remaining
+    records, cone bounds above the rounded distances of theirs."""
+    p = X.shape[1]
+
+    def check(tree, index, labels):
+        seen.append(1)
+        Xt, _, tin, _, talive, nodes, nf = tree
+        assert (talive == (labels[tin] < 0)).all()
+        for nd in range(nodes.shape[0]):
+            members = np.arange(nodes[nd, 0], nodes[nd, 1])
+            members = members[talive[members]]
+            assert members.size == nodes[nd, 6]
+            if members.size:
+                assert (nf[nd, :p] <= Xt[members]).all() and (Xt[members] <= nf[nd, p:]).all()
+                assert nodes[nd, 5] <= tin[members].min()
+        ang, rho, alive, inp, pos, Xb, Yb, ba, bf, bcnt, ga, gf, gcnt, bang, c0, geo, sigma = index
+        assert (alive == (labels[inp] < 0)).all()
+        bucket, group = geo
+        queries = np.vstack([X[rng.integers(0, X.shape[0], 4)], rng.standard_normal((3, p)) * 3, c0])
         for q in queries:
-            d = np.array([fm._dist(Xt, t, q) for t in range(600)])
-            for nd in range(nodes.shape[0]):
-                members = np.arange(nodes[nd, 0], nodes[nd, 1])
-                members = members[alive[members]]
-                assert members.size == nodes[nd, 6]
-                if members.size == 0:
-                    continue
-                assert fm._box_lower(nf, nd, 4, q) <= d[members].min()
-                assert nodes[nd, 5] <= pi[0, members].min()
-
-
-def test_cone_bounds_hold_for_the_rounded_distances():
-    rng = np.random.default_rng(11)
-    rel = _rel(4)
-    for kind in BOUND_KINDS:
-        X = _data(rng, kind, 700, 4)
-        c0 = X[:350].mean(axis=0)  # an off-centre reference point
-        index = _cones.build(X, np.arange(700), c0, rel, 8, 4)
-        cx, ba, bf, bcnt, ga, gf, gcnt, _ = index
-        for i in rng.permutation(700)[:450]:  # cones are refitted as records leave
-            _cones.remove(index, i, rel)
-        alive, inp = cx[2], cx[4]
-        queries = np.vstack([X[rng.integers(0, 700, 5)], rng.standard_normal((5, 4)) * 3, c0])
-        for q in queries:
-            w = q - c0
-            sn2 = float(w @ w)
             ubb = np.empty(ba.shape[0])
             ubg = np.empty(ga.shape[0])
-            _cones._bounds(ba, bf, bcnt, 0, ba.shape[0], w, math.sqrt(sn2), sn2, rel, ubb)
-            _cones._bounds(ga, gf, gcnt, 0, ga.shape[0], w, math.sqrt(sn2), sn2, rel, ubg)
-            d = np.array([fm._dist(X, int(i), q) for i in inp])
+            _cone_bounds(ba, bf, bcnt, q - c0, rel, ubb)
+            _cone_bounds(ga, gf, gcnt, q - c0, rel, ubg)
+            d = _ltr(X[inp], q)
             for b in range(ba.shape[0]):
-                members = np.arange(b * 8, min(700, (b + 1) * 8))
+                members = np.arange(b * bucket, min(inp.size, (b + 1) * bucket))
                 members = members[alive[members]]
                 assert members.size == bcnt[b]
                 if members.size:
                     assert ubb[b] >= d[members].max()
-                    assert ubg[b // 4] >= d[members].max()
+                    assert ubg[b // group] >= d[members].max()
                 else:
                     assert ubb[b] == -1.0
-            # and the query answers exactly as a scan does: farthest, first on ties
-            gub = np.empty(ga.shape[0])
-            heap = np.empty(ga.shape[0], np.int64)
-            got = _cones.farthest(index, q, rel, gub, heap, np.empty(4), np.empty(8),
-                                  np.zeros(2, np.int64))
-            live = inp[alive]
-            dl = d[alive]
-            assert got == live[dl == dl.max()].min()
+
+    return check
 
 
-def test_recentred_scan_finds_the_farthest_from_the_centroid():
-    rng = np.random.default_rng(12)
-    rel = _rel(3)
+def test_boxes_and_cone_bounds_hold_as_records_leave():
+    rng = np.random.default_rng(9)
     for kind in BOUND_KINDS:
-        X = _data(rng, kind, 400, 3)
-        tree = fm._build(X, np.arange(400), X.mean(axis=0), 8)
-        pos_of = np.empty(400, np.int64)
-        pos_of[tree[2][0]] = np.arange(400)
-        keep = np.ones(400, bool)
-        for step, i in enumerate(rng.permutation(400)[:300]):
-            fm._remove(tree, i, pos_of)
-            keep[i] = False
-            c = X[keep].mean(axis=0) + (0.5 if step % 2 else 0.0)
-            if step % 50 == 0:
-                fm._recentre(tree, c)
-            got = fm._farthest_from_centroid(tree, c, rel, np.zeros(8, np.int64))
-            exact = np.array([fm._dist(X, j, c) if keep[j] else -1.0 for j in range(400)])
-            assert got == np.flatnonzero(exact == exact.max()).min()
-
-
-def test_float32_screening_never_hides_a_farther_record():
-    # exact ties between records with different coordinates: in float32 (centred on an
-    # off-grid point and scaled) their screened distances differ by an ulp, and a
-    # screen without its error margin would drop the tied record that comes first
-    rng = np.random.default_rng(13)
-    p = 5
-    X = rng.integers(-3, 4, (3000, p)).astype(float)
-    rel = _rel(p)
-    index = _cones.build(X, np.arange(3000), X.mean(axis=0) + 0.123, rel, 8, 4)
-    assert index[0][9][0] > 0.0  # screening is on
-    gub = np.empty(index[4].shape[0])
-    heap = np.empty(index[4].shape[0], np.int64)
-    for q in X[rng.integers(0, 3000, 40)]:
-        got = _cones.farthest(index, q, rel, gub, heap, np.empty(4), np.empty(8), np.zeros(2, np.int64))
-        d = np.array([fm._dist(X, i, q) for i in range(3000)])
-        assert got == np.flatnonzero(d == d.max()).min()
+        for p in (1, 4):
+            X = _data(rng, kind, 900, p)
+            rel = 1e-9 + 8.0 * (p + 8) * np.finfo(np.float64).eps
+            seen = []
+            labels, _ = fm._run(X, 3, check=_check_structures(X, rel, rng, seen))
+            assert len(seen) >= 3, kind
+            assert (canonical_labels(labels) == mdav_reference(X, 3)).all()

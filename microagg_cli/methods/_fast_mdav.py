@@ -1,4 +1,4 @@
-"""Exact fast MDAV-generic: branch-and-bound queries in a tree, compiled with numba.
+"""Exact fast MDAV-generic: branch-and-bound queries in a tree and a cone index.
 
 :func:`mdav_fast` returns exactly the partition of the straightforward
 :func:`microagg_cli.methods.fixed_size.mdav_reference` -- same groups, same order, same
@@ -17,7 +17,7 @@ Exactness rests on two rules shared with the reference, bit for bit:
 
 Everything else only prunes, with bounds valid for the *rounded* distances: box bounds
 are exact in floating point because rounding is monotone (a coordinate inside
-``[lo, hi]`` gives a rounded term between those of the box faces); the other bounds
+``[lo, hi]`` gives a rounded term between those of the box faces); the cone bounds
 carry a relative margin ``rel`` (about 1e-9) far above any rounding error. A node or
 record is skipped only if it cannot be strictly better than the best so far, nor
 equally good and earlier in the input (each node knows the smallest input index it
@@ -27,14 +27,12 @@ fall below ``REBUILD_FRACTION`` of those they were built on.
 
 Queries:
 
-* farthest from the centroid ``c``: records are kept sorted by their distance to a
-  reference point ``c0``; ``|x - c| <= |x - c0| + |c - c0|`` stops the scan after a
-  few records while the centroid stays near ``c0``. As it drifts the scans lengthen;
-  once they have cost about one pass over the remaining records since the last
-  re-centring, ``c0`` becomes the current centroid and the list is re-sorted;
-* farthest from ``r``: the cone index of :mod:`._cones` (buckets of records with
-  similar directions and norms around ``c0``, bounded by the cone bound of
-  maximum-inner-product search, searched by decreasing bound);
+* farthest from the centroid ``c``, and farthest from ``r``: the cone index of
+  :mod:`._cones` (buckets of records with similar directions and norms around the
+  centroid ``c0`` at the last build, bounded by the cone bound of maximum-inner-product
+  search, searched by decreasing bound). For ``q = c`` near ``c0`` the bound is about
+  ``(|x - c0| + |c - c0|)^2``: the buckets of the largest norms are searched first and
+  the search stops after a few;
 * nearest to a record: depth-first search of a k-d tree (median splits on the
   widest coordinate, leaves of ``LEAF_SIZE`` records), nearest box first.
 
@@ -47,11 +45,17 @@ to quadratic on unstructured data (a 10-dimensional Gaussian mixture) and far be
 it on structured microdata.
 
 Compile time: numba compiles these kernels on their first use after installation
-(then caches them, see :mod:`microagg_cli._jit`). They are written as scalar loops,
-without numpy's generic routines (``argsort``, ``full``, fancy or slice assignment,
-``@``): each of those compiles a generic implementation that costs more than the loop
-it replaces, at no gain at run time. Arguments are never literal constants (a literal
-``0`` compiles a callee a second time).
+(then caches them, see :mod:`microagg_cli._jit`). Its cost is per compiled function
+(each is optimised and turned into machine code on its own, then again inside every
+caller it is linked into), per line, and per array argument of a kernel called from
+Python (its unboxing code). So there are three kernels -- :func:`_build_tree`,
+:func:`._cones.build`'s and :func:`_mdav_core`, which answers every query itself --
+and a few small helpers without a Python entry point; nothing is allocated inside
+them (each ``np.empty`` or ``np.zeros`` of a new shape or dtype is a routine numba
+compiles), numpy's generic routines (``argsort``, ``@``, fancy indexing) and ``min`` /
+``max`` (a routine per type signature) are written out, and no call between kernels
+passes a literal constant (a literal compiles the callee once more). The rebuilds run
+between calls of :func:`_mdav_core`, which returns to Python for them.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from ..errors import InvalidParameterError
 from ..progress import counter as progress_counter
 from ..partition import canonical_labels
 from . import _cones
+from ._cones import select
 from ._common import check_k
 
 __all__ = ["mdav_fast"]
@@ -80,10 +85,21 @@ _EXPANSION_CAPACITY = 2112
 _STACK = 512
 #: Integer node fields (columns of ``nodes``).
 _START, _END, _LEFT, _RIGHT, _PARENT, _MINIDX, _COUNT = 0, 1, 2, 3, 4, 5, 6
+#: The arrays of a tree, in order: the records in tree order, row- and column-major
+#: ((m, p) and (p, m)); per tree position its input index, its leaf, and whether it
+#: remains; the nodes' integer fields (nodes, 7) and the box of their remaining
+#: records (nodes, 2p).
+TREE_FIELDS = ("Xt", "XtT", "tin", "tleaf", "talive", "nodes", "nf")
+#: The state :func:`_mdav_core` keeps between calls: groups made, records remaining,
+#: records the structures were built on, whether the exact sums are set up.
+_G, _NREM, _BUILT, _INIT = 0, 1, 2, 3
+_NSTATE = 4
+#: What :func:`_mdav_core` returns: finished, or needs a rebuild first.
+_DONE, _REBUILD = 0, 1
 
 
 # --------------------------------------------------------------------------- exact sums
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, no_cpython_wrapper=True)
 def _fsum_add(parts, npart, j, x):
     """Add ``x`` exactly to expansion ``j`` (the partials loop of CPython's fsum)."""
     i = 0
@@ -104,7 +120,7 @@ def _fsum_add(parts, npart, j, x):
     npart[j] = i
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, no_cpython_wrapper=True)
 def _fsum_round(parts, npart, j):
     """The correctly rounded value of expansion ``j`` (CPython fsum's final step)."""
     n = npart[j]
@@ -132,69 +148,24 @@ def _fsum_round(parts, npart, j):
     return hi
 
 
-@njit(cache=True, nogil=True)
-def _centroid(parts, npart, m, c):
-    for j in range(c.shape[0]):
-        c[j] = _fsum_round(parts, npart, j) / m
-
-
-# --------------------------------------------------------------------------- distances
-@njit(cache=True, nogil=True)
-def _dist(A, a, q):
-    """Squared distance of row ``a`` of ``A`` to ``q``, left to right."""
-    s = 0.0
-    for j in range(q.shape[0]):
-        t = A[a, j] - q[j]
-        s += t * t
-    return s
-
-
-@njit(cache=True, nogil=True)
-def _leaf_dists(XtT, s, e, q, buf):
-    """Distances of tree positions s..e-1 to ``q`` into ``buf``: the same left-to-right
-    sum per record as :func:`_dist`, vectorised across the records."""
-    n = e - s
-    for t in range(n):
-        buf[t] = 0.0
-    for j in range(q.shape[0]):
-        qj = q[j]
-        row = XtT[j, s:e]
-        for t in range(n):
-            u = row[t] - qj
-            buf[t] += u * u
-
-
 # --------------------------------------------------------------------------- the tree
-# A tree is a tuple of arrays (passed by reference):
-#   Xt (m, p), XtT (p, m)  the records in tree order, row- and column-major
-#   pi (3, m)   input index, leaf and (row 2) tree positions by decreasing d2t
-#   alive (m,)  still remaining?
-#   pf (2, m)   squared distance d2t of each record to c0, and its root
-#   nodes (nn, 7) integer fields;  nf (nn, 2p) the box of the remaining records
-#   c0 (p,)     the centroid when the tree was built
-#   head (1,)   first entry of pi[2] that may still be remaining
-
-
-@njit(cache=True, nogil=True)
-def _fit_leaf(nd, Xt, alive, nodes, nf):
-    """Box of the remaining records of a leaf."""
+@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+def _fit_node(nd, Xt, alive, nodes, nf):
+    """Box of the remaining records of node ``nd``: of a leaf, from its records; of an
+    inner node, the union of its children's boxes that still hold records."""
     p = Xt.shape[1]
     first = True
-    for t in range(nodes[nd, _START], nodes[nd, _END]):
-        if alive[t]:
-            for j in range(p):
-                v = Xt[t, j]
-                if first or v < nf[nd, j]:
-                    nf[nd, j] = v
-                if first or v > nf[nd, p + j]:
-                    nf[nd, p + j] = v
-            first = False
-
-
-@njit(cache=True, nogil=True)
-def _fit_inner(nd, nodes, nf, p):
-    """Box of an inner node: the union of its children's that still hold records."""
-    first = True
+    if nodes[nd, _LEFT] < 0:
+        for t in range(nodes[nd, _START], nodes[nd, _END]):
+            if alive[t]:
+                for j in range(p):
+                    v = Xt[t, j]
+                    if first or v < nf[nd, j]:
+                        nf[nd, j] = v
+                    if first or v > nf[nd, p + j]:
+                        nf[nd, p + j] = v
+                first = False
+        return
     for side in range(2):
         c = nodes[nd, _LEFT + side]
         if nodes[c, _COUNT] == 0:
@@ -208,24 +179,21 @@ def _fit_inner(nd, nodes, nf, p):
 
 
 @njit(cache=True, nogil=True)
-def _build(X, idx, c0, leaf_size):
-    """Tree over the records ``idx`` (sorted input indices), reference point ``c0``.
+def _build_tree(X, idx, leaf_size, perm, key, stack, Xt, XtT, tin, tleaf, talive, nodes, nf):
+    """Tree over the records ``idx`` (sorted input indices): fills the arrays of
+    :data:`TREE_FIELDS` and returns the number of nodes. ``perm``, ``key``, ``stack``
+    are scratch.
 
     Each node splits its records at the median of its widest coordinate; leaves hold
     at most ``leaf_size`` records.
     """
-    m = idx.size
+    m = idx.shape[0]
     p = X.shape[1]
-    cap = 2 * (m // max(1, (leaf_size + 1) // 2)) + 3
-    nodes = np.empty((cap, 7), np.int64)
-    for nd in range(cap):
+    for nd in range(nodes.shape[0]):
         for f in range(7):
             nodes[nd, f] = -1
-    perm = np.empty(m, np.int64)
     for t in range(m):
         perm[t] = idx[t]
-    key = np.empty(m)
-    stack = np.empty(_STACK, np.int64)
     stack[0] = 0
     top = 1
     nodes[0, _START] = 0
@@ -239,7 +207,7 @@ def _build(X, idx, c0, leaf_size):
         nodes[nd, _COUNT] = e - s
         low = perm[s]
         for t in range(s + 1, e):
-            low = min(low, perm[t])
+            low = perm[t] if perm[t] < low else low
         nodes[nd, _MINIDX] = low
         if e - s <= leaf_size:
             continue
@@ -250,15 +218,15 @@ def _build(X, idx, c0, leaf_size):
             b = a
             for t in range(s + 1, e):
                 v = X[perm[t], j]
-                a = min(a, v)
-                b = max(b, v)
+                a = v if v < a else a
+                b = v if v > b else b
             if b - a > widest:
                 widest = b - a
                 dim = j
         mid = s + (e - s) // 2
         for t in range(s, e):
             key[t] = X[perm[t], dim]
-        _cones._select(key, perm, s, e, mid)
+        select(key, perm, s, e, mid)
         for side in range(2):
             ch = nn + side
             nodes[ch, _START] = s if side == 0 else mid
@@ -269,335 +237,361 @@ def _build(X, idx, c0, leaf_size):
         stack[top] = nn - 1
         stack[top + 1] = nn - 2
         top += 2
-    full = nodes
-    nodes = np.empty((nn, 7), np.int64)
-    for nd in range(nn):
-        for f in range(7):
-            nodes[nd, f] = full[nd, f]
-    Xt = np.empty((m, p))
-    XtT = np.empty((p, m))
-    pi = np.empty((3, m), np.int64)
-    pf = np.empty((2, m))
-    alive = np.empty(m, np.bool_)
     for t in range(m):
         for j in range(p):
             Xt[t, j] = X[perm[t], j]
             XtT[j, t] = Xt[t, j]
-        pi[0, t] = perm[t]
-        alive[t] = True
-        d2 = _dist(Xt, t, c0)
-        pf[0, t] = d2
-        pf[1, t] = np.sqrt(d2)
-    _order_desc(pf, pi)
-    nf = np.empty((nn, 2 * p))
+        tin[t] = perm[t]
+        talive[t] = True
     # children have larger ids than their parents: fit bottom-up
     for nd in range(nn - 1, -1, -1):
         if nodes[nd, _LEFT] < 0:
             for t in range(nodes[nd, _START], nodes[nd, _END]):
-                pi[1, t] = nd
-            _fit_leaf(nd, Xt, alive, nodes, nf)
-        else:
-            _fit_inner(nd, nodes, nf, p)
-    head = np.zeros(1, np.int64)
-    c0c = np.empty(p)
-    for j in range(p):
-        c0c[j] = c0[j]
-    return Xt, XtT, pi, alive, pf, nodes, nf, c0c, head
+                tleaf[t] = nd
+        _fit_node(nd, Xt, talive, nodes, nf)
+    return nn
 
 
+def _new_tree(X: np.ndarray, idx: np.ndarray, leaf_size: int = LEAF_SIZE) -> tuple[np.ndarray, ...]:
+    """The arrays of :data:`TREE_FIELDS` for the records ``idx`` (sorted input indices)
+    of ``X``."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    m = idx.size
+    p = X.shape[1]
+    cap = 2 * (m // max(1, (leaf_size + 1) // 2)) + 3
+    tree = (np.empty((m, p)), np.empty((p, m)), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.bool_),
+            np.empty((cap, 7), np.int64), np.empty((cap, 2 * p)))
+    nn = _build_tree(X, idx, int(leaf_size), np.empty(m, np.int64), np.empty(m), np.empty(_STACK, np.int64), *tree)
+    return (*tree[:5], tree[5][:nn], tree[6][:nn])
+
+
+# --------------------------------------------------------------------------- MDAV
 @njit(cache=True, nogil=True)
-def _order_desc(pf, pi):
-    """``pi[2]`` = the tree positions by decreasing ``pf[0]``: quicksort made of the
-    tree's own median selection. The order among equal keys is irrelevant (the scan
-    of :func:`_farthest_from_centroid` stops on a key bound); written out rather than
-    ``np.argsort``, whose generic implementation costs more to compile than all of
-    this module."""
-    m = pf.shape[1]
-    key = np.empty(m)
-    for t in range(m):
-        pi[2, t] = t
-        key[t] = -pf[0, t]
-    order = pi[2]
-    stack = np.empty((_STACK, 2), np.int64)
-    stack[0, 0] = 0
-    stack[0, 1] = m
-    top = 1
-    while top > 0:
-        top -= 1
-        s = stack[top, 0]
-        e = stack[top, 1]
-        if e - s <= 1:
-            continue
-        mid = s + (e - s) // 2
-        _cones._select(key, order, s, e, mid)
-        stack[top, 0] = s
-        stack[top, 1] = mid
-        stack[top + 1, 0] = mid + 1
-        stack[top + 1, 1] = e
-        top += 2
+def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, labels, c, pos_of,
+               Xt, XtT, tin, tleaf, talive, nodes, nf,
+               ang, rho, alive, inp, pos, Xb, Yb, ba, bf, bcnt, ga, gf, gcnt, bang, c0, geo, sigma,
+               st_node, st_val, buf, kd, ki, gub, heap, ub, w, w32, buf32):
+    """MDAV's iterations from the state ``st`` on, until the partition is complete
+    (returns ``_DONE``) or the tree and the cone index need rebuilding (``_REBUILD``:
+    the caller rebuilds them and calls again). Labels are -1 for remaining records.
 
-
-# --------------------------------------------------------------------------- bounds
-@njit(cache=True, nogil=True)
-def _box_lower(nf, nd, p, q):
-    """Lower bound from the box; exact in floating point (rounding is monotone)."""
-    s = 0.0
-    for j in range(p):
-        g = max(max(nf[nd, j] - q[j], q[j] - nf[nd, p + j]), 0.0)
-        s += g * g
-    return s
-
-
-# --------------------------------------------------------------------------- queries
-@njit(cache=True, nogil=True)
-def _recentre(tree, c):
-    """Make ``c`` the reference point of the farthest-from-centroid scan: distances of
-    the remaining records to ``c``, and their order (removed records last)."""
-    Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
-    m = Xt.shape[0]
-    for t in range(m):
-        if alive[t]:
-            d = _dist(Xt, t, c)
-            pf[0, t] = d
-            pf[1, t] = np.sqrt(d)
-        else:
-            pf[0, t] = -1.0
-            pf[1, t] = 0.0
-    _order_desc(pf, pi)
-    for j in range(c.shape[0]):
-        c0[j] = c[j]
-    head[0] = 0
-
-
-@njit(cache=True, nogil=True)
-def _farthest_from_centroid(tree, c, rel, stats):
-    """Input index of the remaining record farthest from ``c`` (first on ties).
-
-    Scans the records by decreasing distance to ``c0``; none after the first with
-    ``(|x - c0| + |c - c0|)^2`` below the best distance found can be farther.
+    The queries are written out here rather than as functions of their own (each
+    function costs numba compile time, see the module docstring): the record farthest
+    from a point (the centroid, then ``r``) from the cone index, and the k-1 nearest
+    neighbours of a record by a depth-first search of the tree.
     """
-    Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
-    sn2 = 0.0
-    for j in range(c.shape[0]):
-        u = c[j] - c0[j]
-        sn2 += u * u
-    sn = np.sqrt(sn2) * (1.0 + rel)
-    order = pi[2]
-    m = order.shape[0]
-    h = head[0]
-    while h < m and not alive[order[h]]:
-        h += 1
-    head[0] = h
-    best_d = -1.0
-    best_i = 9223372036854775807  # int64 max
-    for o in range(h, m):
-        t = order[o]
-        e = pf[1, t] * (1.0 + rel) + sn
-        if e * e * (1.0 + rel) + 1e-300 < best_d:
-            break
-        if alive[t]:
-            stats[0] += 1
-            d = _dist(Xt, t, c)
-            i = pi[0, t]
-            if d > best_d or (d == best_d and i < best_i):
-                best_d = d
-                best_i = i
-    return best_i
-
-
-@njit(cache=True, nogil=True)
-def _nearest(tree, q, qi, m, st_node, st_val, buf, kd, ki, stats):
-    """The ``m`` remaining records nearest to ``q``, record ``qi`` excepted.
-
-    Written to ``kd[:m]`` (distances) and ``ki[:m]`` (input indices) in increasing
-    (distance, input index) order; returns how many were found.
-    """
-    Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
-    p = q.shape[0]
-    filled = 0
-    st_node[0] = 0
-    st_val[0] = 0.0
-    top = 1
-    while top > 0:
-        top -= 1
-        nd = st_node[top]
-        lb = st_val[top]
-        if nodes[nd, _COUNT] == 0:
-            continue
-        if filled == m and (lb > kd[m - 1] or (lb >= kd[m - 1] and nodes[nd, _MINIDX] > ki[m - 1])):
-            continue
-        if nodes[nd, _LEFT] < 0:
-            stats[3] += 1
-            s0 = nodes[nd, _START]
-            e0 = nodes[nd, _END]
-            _leaf_dists(XtT, s0, e0, q, buf)
-            for t in range(s0, e0):
-                if not alive[t]:
-                    continue
-                i = pi[0, t]
-                if i == qi:
-                    continue
-                d = buf[t - s0]
-                if filled < m:
-                    pos = filled
-                    filled += 1
-                elif d < kd[m - 1] or (d == kd[m - 1] and i < ki[m - 1]):
-                    pos = m - 1
-                else:
-                    continue
-                while pos > 0 and (kd[pos - 1] > d or (kd[pos - 1] == d and ki[pos - 1] > i)):
-                    kd[pos] = kd[pos - 1]
-                    ki[pos] = ki[pos - 1]
-                    pos -= 1
-                kd[pos] = d
-                ki[pos] = i
-            continue
-        stats[4] += 1
-        a = nodes[nd, _LEFT]
-        b = nodes[nd, _RIGHT]
-        la = _box_lower(nf, a, p, q) if nodes[a, _COUNT] > 0 else np.inf
-        lbb = _box_lower(nf, b, p, q) if nodes[b, _COUNT] > 0 else np.inf
-        if la > lbb:
-            a, b = b, a
-            la, lbb = lbb, la
-        st_node[top] = b
-        st_val[top] = lbb
-        st_node[top + 1] = a
-        st_val[top + 1] = la
-        top += 2
-    return filled
-
-
-@njit(cache=True, nogil=True)
-def _remove(tree, i, pos_of):
-    """Take record ``i`` out of the tree; refit its leaf and the leaf's ancestors."""
-    Xt, XtT, pi, alive, pf, nodes, nf, c0, head = tree
-    t = pos_of[i]
-    alive[t] = False
-    leaf = pi[1, t]
-    nd = leaf
-    while nd >= 0:
-        nodes[nd, _COUNT] -= 1
-        nd = nodes[nd, _PARENT]
-    if nodes[leaf, _COUNT] > 0:
-        _fit_leaf(leaf, Xt, alive, nodes, nf)
-    nd = nodes[leaf, _PARENT]
-    while nd >= 0:
-        if nodes[nd, _COUNT] > 0:
-            _fit_inner(nd, nodes, nf, Xt.shape[1])
-        nd = nodes[nd, _PARENT]
-
-
-@njit(cache=True, nogil=True)
-def _mdav_core(X, k, leaf_size, rebuild_fraction, rel, done):
     n, p = X.shape
-    stats = np.zeros(8, np.int64)
-    cstats = np.zeros(2, np.int64)
-    labels = np.empty(n, np.int64)
-    remaining = np.empty(n, np.bool_)
-    idx = np.empty(n, np.int64)
-    pos_of = np.empty(n, np.int64)
-    for i in range(n):
-        labels[i] = -1
-        remaining[i] = True
-        idx[i] = i
-        pos_of[i] = -1
-    parts = np.zeros((p, _EXPANSION_CAPACITY))
-    npart = np.zeros(p, np.int64)
-    for i in range(n):
-        for j in range(p):
-            _fsum_add(parts, npart, j, X[i, j])
-    nrem = n
-    st_node = np.empty(_STACK, np.int64)
-    st_val = np.empty(_STACK)
-    buf = np.empty(leaf_size)
-    kd = np.empty(k)
-    ki = np.empty(k, np.int64)
-    c = np.empty(p)
-    _centroid(parts, npart, nrem, c)
-    tree = _build(X, idx, c, leaf_size)
-    cones = _cones.build(X, idx, c, rel)
-    gub = np.empty(cones[4].shape[0])
-    heap = np.empty(cones[4].shape[0], np.int64)
-    ub = np.empty(_cones.GROUP)
-    cbuf = np.empty(_cones.BUCKET)
-    for t in range(n):
-        pos_of[tree[2][0, t]] = t
-    built = n
-    stats[5] += 1
-    fc_work = 0
-    g = 0
+    if st[_INIT] == 0:
+        for i in range(n):
+            for j in range(p):
+                _fsum_add(parts, npart, j, X[i, j])
+        st[_INIT] = 1
+    g = st[_G]
+    nrem = st[_NREM]
+    bucket = geo[0]
+    group = geo[1]
+    ng = ga.shape[0]
+    nb = ba.shape[0]
+    mc = alive.shape[0]
+    m = k - 1
     while nrem >= 2 * k:
-        _centroid(parts, npart, nrem, c)
-        scanned = stats[0]
-        r = _farthest_from_centroid(tree, c, rel, stats)
-        # the scan lengthens as the centroid drifts from the tree's reference point:
-        # re-centre once the scans since the last re-centring cost about as much as it
-        fc_work += stats[0] - scanned
-        if fc_work > nrem:
-            _recentre(tree, c)
-            fc_work = 0
-            stats[6] += 1
+        for j in range(p):
+            c[j] = _fsum_round(parts, npart, j) / nrem
         three = nrem >= 3 * k
+        r = -1
         s = -1
-        if three:
-            s = _cones.farthest(cones, X[r], rel, gub, heap, ub, cbuf, cstats)
+        for query in range(2 if three else 1):
+            # query 0: r = the remaining record farthest from the centroid; query 1:
+            # s = the one farthest from r (first on ties, both). w = q - c0; float32
+            # screening: the scaled query, 1/sigma^2 and the error margin (scaled units):
+            # |screened - exact| <= (p + 6) u sum_j (|y_j| + |w_j|)^2
+            #                    <= 2 (p + 6) u (|y|^2 + |w|^2)
+            # with u = 2^-24 and |y| <= sigma; doubled for safety, plus an absolute floor
+            q = c if query == 0 else X[r]
+            wn2 = 0.0
+            for j in range(p):
+                w[j] = q[j] - c0[j]
+                wn2 += w[j] * w[j]
+            wn = np.sqrt(wn2)
+            screened = sigma[0] > 0.0 and wn < 1e6 * sigma[0]
+            inv2 = 0.0
+            margin = 0.0
+            if screened:
+                inv = 1.0 / sigma[0]
+                for j in range(p):
+                    w32[j] = np.float32(w[j] * inv)
+                inv2 = inv * inv
+                margin = 4.0 * (p + 6) * 2.0 ** -24 * (1.0 + wn2 * inv2) * (1.0 + rel) + 1e-30
+            _cones.bounds(ga, gf, gcnt, 0 * ng, ng, w, wn, wn2, rel, gub)
+            # super-buckets by decreasing bound (a binary max-heap of their ids), searched
+            # until the best bound left cannot reach the best distance found; one
+            # sift-down per pass: first from every inner node, last first (heapify),
+            # then after popping the best super-bucket gq, which is then searched
+            for gq in range(ng):
+                heap[gq] = gq
+            size = ng
+            start = ng // 2 - 1
+            gq = -1
+            best = -1.0
+            far = -1
+            while True:
+                if start >= 0:
+                    root = start
+                    start -= 1
+                else:
+                    if size == 0:
+                        break
+                    gq = heap[0]
+                    if gub[gq] < best or gub[gq] < 0.0:
+                        break
+                    size -= 1
+                    heap[0] = heap[size]
+                    root = 0
+                while True:
+                    child = 2 * root + 1
+                    if child >= size:
+                        break
+                    if child + 1 < size and gub[heap[child + 1]] > gub[heap[child]]:
+                        child += 1
+                    if gub[heap[child]] > gub[heap[root]]:
+                        heap[root], heap[child] = heap[child], heap[root]
+                        root = child
+                    else:
+                        break
+                if gq < 0:
+                    continue
+                stats[0] += 1
+                # its buckets by decreasing bound, each only if its bound reaches best
+                b0 = gq * group
+                b1 = b0 + group if b0 + group < nb else nb
+                _cones.bounds(ba, bf, bcnt, b0, b1, w, wn, wn2, rel, ub)
+                for _ in range(b1 - b0):
+                    at = 0
+                    for t in range(1, b1 - b0):
+                        if ub[t] > ub[at]:
+                            at = t
+                    if ub[at] < best:
+                        break
+                    ub[at] = -1.0
+                    b = b0 + at
+                    stats[1] += 1
+                    bs = b * bucket
+                    be = mc - bs if mc - bs < bucket else bucket
+                    if screened:
+                        # screen in float32 (half the memory traffic): a record can beat
+                        # the best only if its screened distance plus the margin reaches it
+                        for t in range(bucket):
+                            buf32[t] = 0.0
+                        for j in range(p):
+                            wj = w32[j]
+                            for t in range(bucket):
+                                u32 = Yb[b, j, t] - wj
+                                buf32[t] += u32 * u32
+                        thr = best * inv2 - margin
+                        for t in range(be):
+                            if alive[bs + t] and buf32[t] >= thr:
+                                # the exact distance, left to right as the reference
+                                d = 0.0
+                                for j in range(p):
+                                    u = Xb[b, j, t] - q[j]
+                                    d += u * u
+                                i = inp[bs + t]
+                                if d > best or (d == best and i < far):
+                                    best = d
+                                    far = i
+                        continue
+                    # the bucket's distances, each summed left to right over the
+                    # coordinates as the reference does, vectorised across the records
+                    for t in range(bucket):
+                        buf[t] = 0.0
+                    for j in range(p):
+                        qj = q[j]
+                        for t in range(bucket):
+                            u = Xb[b, j, t] - qj
+                            buf[t] += u * u
+                    for t in range(be):
+                        if alive[bs + t]:
+                            d = buf[t]
+                            i = inp[bs + t]
+                            if d > best or (d == best and i < far):
+                                best = d
+                                far = i
+            if query == 0:
+                r = far
+            else:
+                s = far
         for rep in range(2 if three else 1):
             centre = r
             if rep == 1:
                 # s joined r's group only if every remaining record is as far from r as
                 # s: the reference then takes the next remaining record in input order
                 centre = s
-                while not remaining[centre]:
+                while labels[centre] >= 0:
                     centre += 1
-            got = _nearest(tree, X[centre], centre, k - 1, st_node, st_val, buf, kd, ki, stats)
-            ki[got] = centre
-            for t in range(got + 1):
+            # the m = k - 1 remaining records nearest to the centre, into kd (distances)
+            # and ki (input indices) in increasing (distance, input index) order:
+            # depth-first search of the tree, nearer box first
+            filled = 0
+            st_node[0] = 0
+            st_val[0] = 0.0
+            top = 1
+            while top > 0:
+                top -= 1
+                nd = st_node[top]
+                lb = st_val[top]
+                if nodes[nd, _COUNT] == 0:
+                    continue
+                if filled == m and (lb > kd[m - 1] or (lb >= kd[m - 1] and nodes[nd, _MINIDX] > ki[m - 1])):
+                    continue
+                if nodes[nd, _LEFT] < 0:
+                    stats[2] += 1
+                    s0 = nodes[nd, _START]
+                    e0 = nodes[nd, _END]
+                    # the leaf's distances, each summed left to right over the
+                    # coordinates as the reference does, vectorised across the records
+                    for t in range(e0 - s0):
+                        buf[t] = 0.0
+                    for j in range(p):
+                        qj = X[centre, j]
+                        for t in range(e0 - s0):
+                            u = XtT[j, s0 + t] - qj
+                            buf[t] += u * u
+                    for t in range(s0, e0):
+                        if not talive[t]:
+                            continue
+                        i = tin[t]
+                        if i == centre:
+                            continue
+                        d = buf[t - s0]
+                        if filled < m:
+                            at = filled
+                            filled += 1
+                        elif d < kd[m - 1] or (d == kd[m - 1] and i < ki[m - 1]):
+                            at = m - 1
+                        else:
+                            continue
+                        while at > 0 and (kd[at - 1] > d or (kd[at - 1] == d and ki[at - 1] > i)):
+                            kd[at] = kd[at - 1]
+                            ki[at] = ki[at - 1]
+                            at -= 1
+                        kd[at] = d
+                        ki[at] = i
+                    continue
+                stats[3] += 1
+                # the children's lower bounds from their boxes: exact in floating point
+                # (rounding is monotone: a coordinate inside a box gives a term no
+                # smaller than the face's)
+                a = nodes[nd, _LEFT]
+                b = nodes[nd, _RIGHT]
+                la = np.inf
+                lbb = np.inf
+                for side in range(2):
+                    ch = a if side == 0 else b
+                    if nodes[ch, _COUNT] == 0:
+                        continue
+                    d = 0.0
+                    for j in range(p):
+                        gl = nf[ch, j] - X[centre, j]
+                        gh = X[centre, j] - nf[ch, p + j]
+                        gv = gl if gl >= gh else gh
+                        gv = gv if gv >= 0.0 else 0.0
+                        d += gv * gv
+                    if side == 0:
+                        la = d
+                    else:
+                        lbb = d
+                if la > lbb:
+                    a, b = b, a
+                    la, lbb = lbb, la
+                st_node[top] = b
+                st_val[top] = lbb
+                st_node[top + 1] = a
+                st_val[top + 1] = la
+                top += 2
+            ki[filled] = centre
+            for t in range(filled + 1):
                 i = ki[t]
                 labels[i] = g
-                remaining[i] = False
                 for j in range(p):
                     _fsum_add(parts, npart, j, -X[i, j])
-                _remove(tree, i, pos_of)
-                _cones.remove(cones, i, rel)
-            nrem -= got + 1
+                # out of the tree: refit the leaf and its ancestors
+                tp = pos_of[i]
+                talive[tp] = False
+                nd = tleaf[tp]
+                while nd >= 0:
+                    nodes[nd, _COUNT] -= 1
+                    if nodes[nd, _COUNT] > 0:
+                        _fit_node(nd, Xt, talive, nodes, nf)
+                    nd = nodes[nd, _PARENT]
+                # out of the cone index: refit its bucket and super-bucket
+                cp = pos[i]
+                alive[cp] = False
+                b = cp // bucket
+                gq = b // group
+                bcnt[b] -= 1
+                gcnt[gq] -= 1
+                _cones.refit(b if bcnt[b] > 0 else -1, gq if gcnt[gq] > 0 else -1, ang, rho, alive, bf, bcnt, bang,
+                             gf, bucket, group, rel)
+            nrem -= filled + 1
             g += 1
-            done[0] += got + 1  # records grouped so far: read by the progress display
+            done[0] += filled + 1  # records grouped so far: read by the progress display
         if not three:
             break
-        if nrem < rebuild_fraction * built and nrem >= 2 * k:
-            _centroid(parts, npart, nrem, c)
-            idx = np.empty(nrem, np.int64)
-            t = 0
-            for i in range(n):
-                if remaining[i]:
-                    idx[t] = i
-                    t += 1
-            tree = _build(X, idx, c, leaf_size)
-            cones = _cones.build(X, idx, c, rel)
-            for t in range(nrem):
-                pos_of[tree[2][0, t]] = t
-            built = nrem
-            stats[5] += 1
-            fc_work = 0
+        if nrem >= 2 * k and nrem < rebuild_fraction * st[_BUILT]:
+            st[_G] = g
+            st[_NREM] = nrem
+            for j in range(p):
+                c[j] = _fsum_round(parts, npart, j) / nrem
+            return _REBUILD
     for i in range(n):
-        if remaining[i]:
+        if labels[i] < 0:
             labels[i] = g
     done[0] += nrem
-    stats[1] += cstats[0]
-    stats[2] += cstats[1]
-    return labels, stats
+    st[_G] = g
+    st[_NREM] = 0
+    return _DONE
 
 
-def _run(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Raw labels and diagnostics: records scanned by the farthest-from-centroid
-    query; super-buckets and buckets searched by the farthest-from-r queries; leaves
-    and inner nodes visited by the nearest-neighbour queries; builds; re-centrings."""
+def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
+    """Raw labels and diagnostics: super-buckets and buckets searched by the farthest
+    queries, leaves and inner nodes visited by the nearest-neighbour queries, builds.
+
+    Drives :func:`_mdav_core`, and between its calls rebuilds the tree and the cone
+    index from the remaining records, centred on their centroid. ``check(tree, index,
+    labels)``, if given, sees both structures just before each rebuild (tests)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     check_k(X, k)
-    rel = 1e-9 + 8.0 * (X.shape[1] + 8) * np.finfo(np.float64).eps
-    # the kernel adds the records it groups to the progress counter (no GIL needed)
-    return _mdav_core(X, int(k), LEAF_SIZE, REBUILD_FRACTION, rel, progress_counter())
+    n, p = X.shape
+    k = int(k)
+    rel = 1e-9 + 8.0 * (p + 8) * np.finfo(np.float64).eps
+    done = progress_counter()  # the kernel adds the records it groups (no GIL needed)
+    st = np.zeros(_NSTATE, np.int64)
+    st[_NREM] = n
+    stats = np.zeros(5, np.int64)
+    parts = np.zeros((p, _EXPANSION_CAPACITY))
+    npart = np.zeros(p, np.int64)
+    labels = np.full(n, -1, np.int64)
+    pos_of = np.full(n, -1, np.int64)
+    scratch = (np.empty(_STACK, np.int64), np.empty(_STACK), np.empty(max(LEAF_SIZE, _cones.BUCKET)), np.empty(k),
+               np.empty(k, np.int64))
+    cscratch = (np.empty(_cones.GROUP), np.empty(p), np.empty(p, np.float32), np.empty(_cones.BUCKET, np.float32))
+    # any point serves the first build: the exact centroid comes with the exact sums
+    c = X.mean(axis=0)
+    status = _REBUILD
+    while status == _REBUILD:
+        if check is not None and stats[4]:
+            check(tree, index, labels)
+        idx = np.flatnonzero(labels < 0)
+        tree = _new_tree(X, idx)
+        index = _cones.build(X, idx, c, rel)
+        pos_of[tree[2]] = np.arange(idx.size)
+        ng = index[10].shape[0]
+        st[_BUILT] = idx.size
+        stats[4] += 1
+        status = _mdav_core(X, k, rel, REBUILD_FRACTION, st, stats, done, parts, npart, labels, c, pos_of,
+                            *tree, *index, *scratch, np.empty(ng), np.empty(ng, np.int64), *cscratch)
+    return labels, stats
 
 
 def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
