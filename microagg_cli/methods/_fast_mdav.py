@@ -91,11 +91,13 @@ _START, _END, _LEFT, _RIGHT, _PARENT, _MINIDX, _COUNT = 0, 1, 2, 3, 4, 5, 6
 #: records (nodes, 2p).
 TREE_FIELDS = ("Xt", "XtT", "tin", "tleaf", "talive", "nodes", "nf")
 #: The state :func:`_mdav_core` keeps between calls: groups made, records remaining,
-#: records the structures were built on, whether the exact sums are set up.
-_G, _NREM, _BUILT, _INIT = 0, 1, 2, 3
-_NSTATE = 4
-#: What :func:`_mdav_core` returns: finished, or needs a rebuild first.
-_DONE, _REBUILD = 0, 1
+#: records the structures were built on, whether the exact sums are set up, records
+#: scanned by the farthest-from-centroid scan since its last re-centring, first entry
+#: of its order that may still remain.
+_G, _NREM, _BUILT, _INIT, _FC, _HEAD = 0, 1, 2, 3, 4, 5
+_NSTATE = 6
+#: What :func:`_mdav_core` returns: finished, or needs a rebuild or a re-centring first.
+_DONE, _REBUILD, _RECENTRE = 0, 1, 2
 
 
 # --------------------------------------------------------------------------- exact sums
@@ -268,7 +270,7 @@ def _new_tree(X: np.ndarray, idx: np.ndarray, leaf_size: int = LEAF_SIZE) -> tup
 
 # --------------------------------------------------------------------------- MDAV
 @njit(cache=True, nogil=True)
-def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, labels, c, pos_of,
+def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, labels, c, order, orho, oc0, pos_of,
                Xt, XtT, tin, tleaf, talive, nodes, nf,
                ang, rho, alive, inp, pos, Xb, Yb, ba, bf, bcnt, ga, gf, gcnt, bang, c0, geo, sigma,
                st_node, st_val, buf, kd, ki, gub, heap, ub, w, w32, buf32):
@@ -299,16 +301,47 @@ def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, label
         for j in range(p):
             c[j] = _fsum_round(parts, npart, j) / nrem
         three = nrem >= 3 * k
-        r = -1
+        # r: the remaining record farthest from the centroid (first on ties). ``order``
+        # holds the records by decreasing distance ``orho`` to a point ``oc0``; none
+        # after the first with (|x - oc0| + |c - oc0|)^2 below the best distance found
+        # can be farther
+        sn2 = 0.0
+        for j in range(p):
+            u = c[j] - oc0[j]
+            sn2 += u * u
+        sn = np.sqrt(sn2) * (1.0 + rel)
+        h = st[_HEAD]
+        while h < order.shape[0] and labels[order[h]] >= 0:
+            h += 1
+        st[_HEAD] = h
+        best = -1.0
+        r = n
+        for o in range(h, order.shape[0]):
+            e = orho[o] * (1.0 + rel) + sn
+            if e * e * (1.0 + rel) + 1e-300 < best:
+                break
+            i = order[o]
+            if labels[i] < 0:
+                st[_FC] += 1
+                d = 0.0
+                for j in range(p):
+                    u = X[i, j] - c[j]
+                    d += u * u
+                if d > best or (d == best and i < r):
+                    best = d
+                    r = i
+        # the scan lengthens as the centroid drifts from oc0: re-centre once the scans
+        # since the last re-centring cost about one pass over the remaining records
+        recentre = st[_FC] > nrem
         s = -1
-        for query in range(2 if three else 1):
-            # query 0: r = the remaining record farthest from the centroid; query 1:
-            # s = the one farthest from r (first on ties, both). w = q - c0; float32
-            # screening: the scaled query, 1/sigma^2 and the error margin (scaled units):
+        if three:
+            # s: the record farthest from r (first on ties), from the cone index.
+            # w = r - c0; float32 screening: the scaled query, 1/sigma^2 and the error
+            # margin (scaled units):
             # |screened - exact| <= (p + 6) u sum_j (|y_j| + |w_j|)^2
             #                    <= 2 (p + 6) u (|y|^2 + |w|^2)
             # with u = 2^-24 and |y| <= sigma; doubled for safety, plus an absolute floor
-            q = c if query == 0 else X[r]
+            q = X[r]
             wn2 = 0.0
             for j in range(p):
                 w[j] = q[j] - c0[j]
@@ -417,10 +450,7 @@ def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, label
                             if d > best or (d == best and i < far):
                                 best = d
                                 far = i
-            if query == 0:
-                r = far
-            else:
-                s = far
+            s = far
         for rep in range(2 if three else 1):
             centre = r
             if rep == 1:
@@ -538,12 +568,13 @@ def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, label
             done[0] += filled + 1  # records grouped so far: read by the progress display
         if not three:
             break
-        if nrem >= 2 * k and nrem < rebuild_fraction * st[_BUILT]:
+        rebuild = nrem < rebuild_fraction * st[_BUILT]
+        if nrem >= 2 * k and (rebuild or recentre):
             st[_G] = g
             st[_NREM] = nrem
             for j in range(p):
                 c[j] = _fsum_round(parts, npart, j) / nrem
-            return _REBUILD
+            return _REBUILD if rebuild else _RECENTRE
     for i in range(n):
         if labels[i] < 0:
             labels[i] = g
@@ -554,11 +585,13 @@ def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, label
 
 
 def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
-    """Raw labels and diagnostics: super-buckets and buckets searched by the farthest
-    queries, leaves and inner nodes visited by the nearest-neighbour queries, builds.
+    """Raw labels and diagnostics: super-buckets and buckets searched by the farthest-
+    from-r queries, leaves and inner nodes visited by the nearest-neighbour queries,
+    builds, re-centrings of the farthest-from-centroid scan.
 
     Drives :func:`_mdav_core`, and between its calls rebuilds the tree and the cone
-    index from the remaining records, centred on their centroid. ``check(tree, index,
+    index from the remaining records, centred on their centroid, or re-centres the
+    scan. ``check(tree, index,
     labels)``, if given, sees both structures just before each rebuild (tests)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     check_k(X, k)
@@ -568,7 +601,7 @@ def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     done = progress_counter()  # the kernel adds the records it groups (no GIL needed)
     st = np.zeros(_NSTATE, np.int64)
     st[_NREM] = n
-    stats = np.zeros(5, np.int64)
+    stats = np.zeros(6, np.int64)
     parts = np.zeros((p, _EXPANSION_CAPACITY))
     npart = np.zeros(p, np.int64)
     labels = np.full(n, -1, np.int64)
@@ -579,18 +612,29 @@ def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     # any point serves the first build: the exact centroid comes with the exact sums
     c = X.mean(axis=0)
     status = _REBUILD
-    while status == _REBUILD:
-        if check is not None and stats[4]:
-            check(tree, index, labels)
+    while status != _DONE:
         idx = np.flatnonzero(labels < 0)
-        tree = _new_tree(X, idx)
-        index = _cones.build(X, idx, c, rel)
-        pos_of[tree[2]] = np.arange(idx.size)
-        ng = index[10].shape[0]
-        st[_BUILT] = idx.size
-        stats[4] += 1
-        status = _mdav_core(X, k, rel, REBUILD_FRACTION, st, stats, done, parts, npart, labels, c, pos_of,
-                            *tree, *index, *scratch, np.empty(ng), np.empty(ng, np.int64), *cscratch)
+        if status == _REBUILD:
+            if check is not None and stats[4]:
+                check(tree, index, labels)
+            tree = _new_tree(X, idx)
+            index = _cones.build(X, idx, c, rel)
+            pos_of[tree[2]] = np.arange(idx.size)
+            ng = index[10].shape[0]
+            heap = (np.empty(ng), np.empty(ng, np.int64))
+            st[_BUILT] = idx.size
+            stats[4] += 1
+        else:
+            stats[5] += 1
+        # (re-)centre the farthest-from-centroid scan on c, in numpy (it is rare, and
+        # these distances only bound: any summation order, the margin rel covers it)
+        d = X[idx] - c
+        d = np.einsum("ij,ij->i", d, d)
+        by = np.argsort(-d, kind="stable")
+        st[_FC] = 0
+        st[_HEAD] = 0
+        status = _mdav_core(X, k, rel, REBUILD_FRACTION, st, stats, done, parts, npart, labels, c, idx[by],
+                            np.sqrt(d[by]), c.copy(), pos_of, *tree, *index, *scratch, *heap, *cscratch)
     return labels, stats
 
 
