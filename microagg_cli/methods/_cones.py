@@ -67,7 +67,7 @@ FIELDS = ("ang", "rho", "alive", "inp", "pos", "Xb", "Yb", "ba", "bf", "bcnt", "
 
 
 # ------------------------------------------------------------------------ building
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def select(key, perm, s, e, kth):
     """Quickselect on ``key[s:e]`` (``perm`` moved alike): position ``kth`` ends with
     the kth smallest key, none larger before it, none smaller after."""
@@ -102,7 +102,7 @@ def select(key, perm, s, e, kth):
             return
 
 
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _cone(U, s, e, axis, fit, out):
     """Angles of the directions ``U[s:e]`` to a unit axis, plus ``_ANGLE_MARGIN``, into
     ``out[s:e]``; returns the largest (the cone's half-angle). With ``fit``, the axis
@@ -138,7 +138,7 @@ def _cone(U, s, e, axis, fit, out):
     return beta + _ANGLE_MARGIN
 
 
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def refit(b, g, ang, rho, alive, bf, bcnt, bang, gf, bucket, group, rel):
     """Refit the cone (around the axis fixed at build time) and the norm range of
     bucket ``b`` to its remaining records, from each record's stored angle to that
@@ -192,7 +192,7 @@ def refit(b, g, ang, rho, alive, bf, bcnt, bang, gf, bucket, group, rel):
         F[c, _HI] = hi
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _build(X, idx, rel, F, rho0, perm, key, U, axis, nxt, mean, cov, stack,
            ang, rho, alive, inp, pos, Xb, Yb, ba, bf, bcnt, ga, gf, gcnt, bang, c0, geo, sigma):
     """Fill the index arrays (see :func:`build`); ``F`` .. ``stack`` are scratch."""
@@ -368,7 +368,7 @@ def build(X: np.ndarray, idx: np.ndarray, c0: np.ndarray, rel: float, bucket: in
 
 
 # ------------------------------------------------------------------------ the query
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def bounds(A, F, cnt, s, e, w, wn, sn2, rel, out):
     """Upper bounds on the rounded squared distance from ``q = c0 + w`` to any record
     of the cones ``s..e-1`` (axes ``A``, fields ``F``), into ``out[:e - s]``; -1 for an

@@ -101,7 +101,7 @@ _DONE, _REBUILD, _RECENTRE = 0, 1, 2
 
 
 # --------------------------------------------------------------------------- exact sums
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _fsum_add(parts, npart, j, x):
     """Add ``x`` exactly to expansion ``j`` (the partials loop of CPython's fsum)."""
     i = 0
@@ -122,7 +122,7 @@ def _fsum_add(parts, npart, j, x):
     npart[j] = i
 
 
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _fsum_round(parts, npart, j):
     """The correctly rounded value of expansion ``j`` (CPython fsum's final step)."""
     n = npart[j]
@@ -151,7 +151,7 @@ def _fsum_round(parts, npart, j):
 
 
 # --------------------------------------------------------------------------- the tree
-@njit(cache=True, nogil=True, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _fit_node(nd, Xt, alive, nodes, nf):
     """Box of the remaining records of node ``nd``: of a leaf, from its records; of an
     inner node, the union of its children's boxes that still hold records."""
@@ -180,7 +180,7 @@ def _fit_node(nd, Xt, alive, nodes, nf):
         first = False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _build_tree(X, idx, leaf_size, perm, key, stack, Xt, XtT, tin, tleaf, talive, nodes, nf):
     """Tree over the records ``idx`` (sorted input indices): fills the arrays of
     :data:`TREE_FIELDS` and returns the number of nodes. ``perm``, ``key``, ``stack``
@@ -269,7 +269,7 @@ def _new_tree(X: np.ndarray, idx: np.ndarray, leaf_size: int = LEAF_SIZE) -> tup
 
 
 # --------------------------------------------------------------------------- MDAV
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, labels, c, order, orho, oc0, pos_of,
                Xt, XtT, tin, tleaf, talive, nodes, nf,
                ang, rho, alive, inp, pos, Xb, Yb, ba, bf, bcnt, ga, gf, gcnt, bang, c0, geo, sigma,
