@@ -15,7 +15,11 @@ Cases (each in a fresh subprocess, so that peak RSS is per case): 10,000 x 10 an
 - ``all``: the three.
 
 Numba's compiled code is loaded (or compiled) by a warm-up call on a tiny input
-before the clock starts; its cost is printed separately. Times: wall clock and the
+before the clock starts; its cost is printed separately, with the number of the
+package's kernels numba compiled for it (0 when all came from the cache). ``--cold``
+gives every case an empty numba cache of its own (``NUMBA_CACHE_DIR`` = a fresh
+folder, removed afterwards), as on the first run after installation: the warm-up
+column is then the compile time. Times: wall clock and the
 process's CPU time (the machine may be shared: the CPU time is the steadier figure;
 the load average is printed first). Peak memory: ``tracemalloc`` peak (numpy
 allocations made from Python) and the process's peak RSS (``resource.getrusage``,
@@ -27,7 +31,7 @@ information loss of the partitioned mode (``split_indices`` with parts of at mos
 20,000, ``mdav`` on each part) against exact ``mdav`` on 200,000 x 10 mixture data.
 
 Usage: ``python benchmarks/mdav.py [--n 1000000] [--data all] [--reference]
-[--partition] [--repeat 1]``
+[--partition] [--repeat 1] [--cold]``
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -87,6 +92,9 @@ def run_case(n: int, kind: str, which: str, repeat: int) -> dict:
 
     mdav_fast(X[:50], K)  # loads (or compiles) the numba kernels
     warm = time.perf_counter() - t0
+    from microagg_cli import _jit
+
+    compiled = _jit.compilations() if hasattr(_jit, "compilations") else -1
     walls, cpus = [], []
     tracemalloc.start()
     for _ in range(repeat):
@@ -98,7 +106,7 @@ def run_case(n: int, kind: str, which: str, repeat: int) -> dict:
     tracemalloc.stop()
     return {
         "method": which, "data": kind, "n": n, "groups": int(labels.max()) + 1,
-        "wall_s": min(walls), "cpu_s": min(cpus), "warmup_s": warm,
+        "wall_s": min(walls), "cpu_s": min(cpus), "warmup_s": warm, "compiled": compiled,
         "tracemalloc_peak_mb": peak / 2**20, "maxrss_mb": _maxrss_mb(),
     }
 
@@ -134,9 +142,13 @@ def run_partition() -> dict:
     }
 
 
-def _sub(*args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
-                         text=True).stdout
+def _sub(*args: str, cold: bool = False) -> dict:
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
+        if cold:
+            env["NUMBA_CACHE_DIR"] = cache
+        out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
+                             text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -147,6 +159,7 @@ def main() -> None:
     ap.add_argument("--reference", action="store_true", help="also time mdav_reference")
     ap.add_argument("--partition", action="store_true", help="partitioned-mode IL check")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--cold", action="store_true", help="every case starts with an empty numba cache")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.case:
@@ -162,11 +175,11 @@ def main() -> None:
     if args.reference:
         cases += [("mdav_reference", kind, n) for kind in kinds for n in SIZES]
     print(f"{'method':<15} {'data':<8} {'n':>10} {'wall s':>8} {'CPU s':>8} {'warm-up s':>9} "
-          f"{'tracemalloc MB':>14} {'peak RSS MB':>11}")
+          f"{'compiled':>8} {'tracemalloc MB':>14} {'peak RSS MB':>11}")
     for which, kind, n in cases:
-        r = _sub("--case", f"{which}:{kind}:{n}", "--repeat", str(args.repeat))
+        r = _sub("--case", f"{which}:{kind}:{n}", "--repeat", str(args.repeat), cold=args.cold)
         print(f"{r['method']:<15} {r['data']:<8} {r['n']:>10,} {r['wall_s']:>8.2f} "
-              f"{r['cpu_s']:>8.2f} {r['warmup_s']:>9.2f} {r['tracemalloc_peak_mb']:>14.1f} "
+              f"{r['cpu_s']:>8.2f} {r['warmup_s']:>9.2f} {r['compiled']:>8} {r['tracemalloc_peak_mb']:>14.1f} "
               f"{r['maxrss_mb']:>11.0f}", flush=True)
     if args.partition:
         r = _sub("--case", "partition")

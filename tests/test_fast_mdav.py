@@ -14,8 +14,7 @@ from microagg_cli._jit import njit
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import _cones, _fast_mdav as fm
 from microagg_cli.methods.fixed_size import FAST_MDAV_MIN_N, mdav, mdav_reference
-from microagg_cli.partition import canonical_labels
-from microagg_cli.partition import group_sizes, information_loss
+from microagg_cli.partition import canonical_labels, group_sizes, information_loss
 
 
 def _data(rng: np.random.Generator, kind: str, n: int, p: int) -> np.ndarray:

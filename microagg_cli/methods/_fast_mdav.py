@@ -27,12 +27,16 @@ fall below ``REBUILD_FRACTION`` of those they were built on.
 
 Queries:
 
-* farthest from the centroid ``c``, and farthest from ``r``: the cone index of
-  :mod:`._cones` (buckets of records with similar directions and norms around the
-  centroid ``c0`` at the last build, bounded by the cone bound of maximum-inner-product
-  search, searched by decreasing bound). For ``q = c`` near ``c0`` the bound is about
-  ``(|x - c0| + |c - c0|)^2``: the buckets of the largest norms are searched first and
-  the search stops after a few;
+* farthest from the centroid ``c``: the remaining records are kept sorted by their
+  distance to a reference point ``c0``; ``|x - c| <= |x - c0| + |c - c0|`` stops the
+  scan after a few records while the centroid stays near ``c0``. As it drifts the
+  scans lengthen; once they have cost about one pass over the remaining records since
+  the last re-centring, ``c0`` becomes the current centroid and the records are
+  re-sorted (in numpy, between kernel calls: it is rare, and these distances only
+  bound, so their summation order does not matter);
+* farthest from ``r``: the cone index of :mod:`._cones` (buckets of records with
+  similar directions and norms around the centroid at the last build, bounded by the
+  cone bound of maximum-inner-product search, searched by decreasing bound);
 * nearest to a record: depth-first search of a k-d tree (median splits on the
   widest coordinate, leaves of ``LEAF_SIZE`` records), nearest box first.
 
@@ -49,13 +53,16 @@ Compile time: numba compiles these kernels on their first use after installation
 (each is optimised and turned into machine code on its own, then again inside every
 caller it is linked into), per line, and per array argument of a kernel called from
 Python (its unboxing code). So there are three kernels -- :func:`_build_tree`,
-:func:`._cones.build`'s and :func:`_mdav_core`, which answers every query itself --
-and a few small helpers without a Python entry point; nothing is allocated inside
-them (each ``np.empty`` or ``np.zeros`` of a new shape or dtype is a routine numba
-compiles), numpy's generic routines (``argsort``, ``@``, fancy indexing) and ``min`` /
-``max`` (a routine per type signature) are written out, and no call between kernels
-passes a literal constant (a literal compiles the callee once more). The rebuilds run
-between calls of :func:`_mdav_core`, which returns to Python for them.
+:func:`._cones.build`'s and :func:`_mdav_core`, which answers the queries itself --
+and seven small helpers without a Python entry point, ten functions in all (there
+were 56, numba's own routines included: the cold compile took about 20 s, now about
+8 s on the 2-core test machine). Nothing is allocated inside them (each ``np.empty``
+or ``np.zeros`` of a new shape or dtype is a routine numba compiles), so they need no
+reference counting (``_nrt=False``); numpy's generic routines (``argsort``, ``@``,
+fancy indexing) and ``min`` / ``max`` (a routine per type signature) are written out;
+no call between kernels passes a literal constant (a literal compiles the callee once
+more). The rebuilds and re-centrings run between calls of :func:`_mdav_core`, which
+returns to Python for them.
 """
 
 from __future__ import annotations
@@ -611,11 +618,12 @@ def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     cscratch = (np.empty(_cones.GROUP), np.empty(p), np.empty(p, np.float32), np.empty(_cones.BUCKET, np.float32))
     # any point serves the first build: the exact centroid comes with the exact sums
     c = X.mean(axis=0)
+    tree = index = heap = ()
     status = _REBUILD
     while status != _DONE:
         idx = np.flatnonzero(labels < 0)
         if status == _REBUILD:
-            if check is not None and stats[4]:
+            if check is not None and tree:
                 check(tree, index, labels)
             tree = _new_tree(X, idx)
             index = _cones.build(X, idx, c, rel)
@@ -667,6 +675,16 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     thread count. Values of magnitude 2**1000 or more (where an exact sum could
     overflow) are refused (:func:`in_range`); :func:`microagg_cli.methods.fixed_size.mdav`
     hands those to the reference implementation.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2005). Ordinal, continuous and heterogeneous
+    k-anonymity through microaggregation. Data Mining and Knowledge Discovery 11(2).
+    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
+    microaggregation for statistical disclosure control. IEEE TKDE 14(1).
+    Ram, P. & Gray, A. G. (2012). Maximum inner-product search using cone trees. KDD.
+    Shewchuk, J. R. (1997). Adaptive precision floating-point arithmetic and fast
+    robust geometric predicates. Discrete & Computational Geometry 18(3).
     """
     X = np.asarray(X, dtype=np.float64)
     check_k(X, k)
