@@ -15,7 +15,7 @@ hold before numba compiles anything:
   call, once per installation, which takes seconds. Just before the first such
   compilation in a process, one line goes to the ``microagg_cli`` logger (stderr;
   hidden by ``-q``): ``compiling fast MDAV kernels, once per installation, about
-  20 s (`sdc self-test --all` does it ahead of time)``. numba announces only real
+  10 s (`sdc self-test --all` does it ahead of time)``. numba announces only real
   compilations (its ``numba:compile`` event comes after a cache miss), so a warm
   cache says nothing. :func:`compilations` counts them (``sdc self-test`` shows it).
 * **numba on use.** ``njit`` only records a kernel; numba is imported at the first
@@ -43,8 +43,8 @@ _KERNEL_DIRS = ("methods", "metrics")
 #: (seconds, cold cache, 2-core machine; benchmarks/end_to_end.py --cold). Modules not
 #: listed are announced by their own name, without a time.
 KERNEL_FAMILIES: dict[str, tuple[str, int | None]] = {
-    "microagg_cli.methods._fast_mdav": ("fast MDAV", 20),
-    "microagg_cli.methods._cones": ("fast MDAV", 20),
+    "microagg_cli.methods._fast_mdav": ("fast MDAV", 10),
+    "microagg_cli.methods._cones": ("fast MDAV", 10),
 }
 
 _log = logging.getLogger("microagg_cli")

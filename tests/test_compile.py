@@ -99,7 +99,7 @@ def test_notice_once_per_process_named_after_the_family(monkeypatch):
     monkeypatch.setattr(_jit, "_announced", [])
     assert _jit._notice("numba.np.arraymath") is None  # numba's own helpers: not ours
     assert _jit._notice("microagg_cli.methods._fast_mdav") == (
-        "compiling fast MDAV kernels, once per installation, about 20 s (`sdc self-test --all` does it ahead of time)")
+        "compiling fast MDAV kernels, once per installation, about 10 s (`sdc self-test --all` does it ahead of time)")
     assert _jit._notice("microagg_cli.methods._cones") is None
     assert _jit._notice("microagg_cli.methods.refine") is None
     monkeypatch.setattr(_jit, "_announced", [])

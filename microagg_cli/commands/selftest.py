@@ -23,7 +23,7 @@ def selftest_command(methods, all_methods, fmt, quiet, verbose):
     """Compile (or load from the cache) and check the compiled kernels of METHODs.
 
     The methods with compiled kernels compile them on first use after installation,
-    once (fast MDAV: about 20 s on 2 cores), and keep them in numba's cache. Run this
+    once (fast MDAV: about 10 s on 2 cores), and keep them in numba's cache. Run this
     once where sdc is installed (a container image, a new virtual environment, a cron
     host) and no later run pays that time. Each kernel is also checked on this
     machine: fast MDAV must give exactly the reference MDAV partition; the other
