@@ -15,7 +15,8 @@ last restricted master (not a bound) and the history of the bounds.
 All IL figures are 100 * SSE / SST on the z-scored file (one block), as in the spec.
 
 Usage: ``nice python benchmarks/bounds.py [--ks 3,4,5,10] [--budget 120]
-[--time-limit 1800] [--mip 120] [--polish 0] [--labels-dir DIR] [--json out.json] [--data file.csv]``
+[--time-limit 1800] [--mip 120] [--polish 0] [--labels-dir DIR] [--json out.json] [--data file.csv]
+[--verbose]``
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _load(path: str) -> np.ndarray:
 
 
 def run(k: int, Z: np.ndarray, *, budget: float, time_limit: float, mip: float,
-        labels_dir: str | None, polish: float = 0.0) -> dict:
+        labels_dir: str | None, polish: float = 0.0, verbose: bool = False) -> dict:
     from microagg_cli.methods.refine import ils
     from microagg_cli.metrics.cg_bound import cg_lower_bound
     from microagg_cli.partition import information_loss, sst
@@ -65,7 +66,7 @@ def run(k: int, Z: np.ndarray, *, budget: float, time_limit: float, mip: float,
     d2 = np.sort(((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1), axis=1)[:, 1:k]
     lbnn = 100.0 * d2.sum() / (2 * k) / sst(Z)
     res = cg_lower_bound(Z, k, time_limit=time_limit, start_labels=labels, mip_seconds=mip,
-                         polish_seconds=polish, rng=np.random.default_rng(0))
+                         polish_seconds=polish, rng=np.random.default_rng(0), verbose=verbose)
     best = min(il, res.ub_il) if res.ub_il is not None else il
     return {
         "k": k,
@@ -96,6 +97,7 @@ def main() -> None:
     ap.add_argument("--polish", type=float, default=0.0,
                     help="seconds of ils (one thread) from the MIP solution: CG -> MIP -> local search")
     ap.add_argument("--labels-dir", default=None)
+    ap.add_argument("--verbose", action="store_true", help="print the column generation's progress")
     ap.add_argument("--data", default=str(CENSUS))
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -106,7 +108,7 @@ def main() -> None:
     rows = []
     for k in (int(x) for x in a.ks.split(",")):
         r = run(k, Z, budget=a.budget, time_limit=a.time_limit, mip=a.mip, labels_dir=a.labels_dir,
-                polish=a.polish)
+                polish=a.polish, verbose=a.verbose)
         rows.append(r)
         mip = f"{r['mip_il']:7.4f}" if r["mip_il"] is not None else "      -"
         print(f"{k:>3} {r['lb_nn']:7.4f} {r['lb_cg']:7.4f} {r['cg_status']:>10} {r['cg_seconds']:7.0f} "
