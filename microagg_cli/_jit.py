@@ -30,11 +30,12 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from pathlib import Path
 
-__all__ = ["njit", "Kernel", "compilations", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
+__all__ = ["njit", "Kernel", "compilations", "compile_seconds", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
 
 #: The package's kernel folders: numba writes its in-tree cache to their ``__pycache__``.
 _KERNEL_DIRS = ("methods", "metrics")
@@ -132,6 +133,17 @@ _numba: Any = None  # the numba module, once loaded
 _compiled = [0]  # the package's kernels compiled (not loaded from the cache) in this process
 
 
+_compile_time = [0.0]  # seconds spent compiling (outermost compilations), this process
+_depth = [0]
+_started = [0.0]
+
+
+def compile_seconds() -> float:
+    """Seconds numba has spent compiling in this process (nested compilations counted
+    once): a method's time minus this is its own work, whatever the cache held."""
+    return _compile_time[0]
+
+
 def compilations() -> int:
     """How many of the package's kernels numba has compiled in this process (a kernel
     loaded from the cache does not count)."""
@@ -152,6 +164,10 @@ def _load_numba() -> Any:
             """Announces the first cold compilation of a kernel in the process (module doc)."""
 
             def on_start(self, ev: Any) -> None:
+                with _announce_lock:
+                    if not _depth[0]:
+                        _started[0] = time.perf_counter()
+                    _depth[0] += 1
                 dispatcher = (ev.data or {}).get("dispatcher")
                 func = getattr(dispatcher, "py_func", None)
                 module = getattr(func, "__module__", "") or ""
@@ -162,7 +178,10 @@ def _load_numba() -> Any:
                     _log.warning(text)
 
             def on_end(self, ev: Any) -> None:
-                pass
+                with _announce_lock:
+                    _depth[0] -= 1
+                    if not _depth[0]:
+                        _compile_time[0] += time.perf_counter() - _started[0]
 
         event.register("numba:compile", _CompileListener())
         _numba = numba
