@@ -192,12 +192,10 @@ def _build_all() -> None:
     """Make every recorded kernel a numba dispatcher and rebind the module globals."""
     with _build_lock:
         numba = _load_numba()
-        built = {}
         while _pending:
             kernel = _pending.pop()
             if kernel._dispatcher is None:
                 kernel._dispatcher = numba.njit(*kernel._args, **kernel._kwargs)(kernel.py_func)
-            built[id(kernel)] = kernel
         for name, module in list(sys.modules.items()):
             if not name.startswith("microagg_cli") or module is None:
                 continue

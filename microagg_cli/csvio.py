@@ -258,17 +258,21 @@ def arrow_numpy(arr: Any) -> np.ndarray:
     if n == 0:
         return np.asarray(arr.to_numpy(zero_copy_only=False))
     if pa.types.is_boolean(t) and not arr.null_count:
-        bits = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
-        return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)
+        return _bitmap(arr.buffers()[1], arr.offset, n)
     if pa.types.is_floating(t) or (pa.types.is_integer(t) and not arr.null_count):
         kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
         dtype = np.dtype(f"{kind}{t.bit_width // 8}")
         out = np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset:arr.offset + n].copy()
         if arr.null_count:  # floats: NaN for null
-            bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
-            out[~np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + n].astype(bool)] = np.nan
+            out[~_bitmap(arr.buffers()[0], arr.offset, n)] = np.nan
         return out
     return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+def _bitmap(buffer: Any, offset: int, n: int) -> np.ndarray:
+    """An Arrow bitmap (values of a boolean array, or validity) as n bools from ``offset``."""
+    bits = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[offset:offset + n].astype(bool)
 
 
 def float_arrow(values: np.ndarray) -> Any:
