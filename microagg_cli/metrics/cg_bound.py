@@ -690,10 +690,54 @@ def _collect(out_sets: np.ndarray, out_rc: np.ndarray, found: int, keep: int,
     return float(out_rc[(found - 1) % keep]) if found else default
 
 
+def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, cand: np.ndarray,
+                tol: float, lim: int, keep: int, refine: int, deep: int,
+                ) -> tuple[float, int, bool, list[np.ndarray]]:
+    """One seed of :func:`exact_pricing`: ``(lower, nodes, cut, columns)``. Own
+    buffers: seeds are priced side by side in threads (the kernels release the GIL).
+    """
+    kmax = 2 * k - 1
+    out_sets = np.empty((keep, kmax), dtype=np.int64)
+    out_rc = np.empty(keep)
+    cols: list[np.ndarray] = []
+    low, nodes, found, limited = _exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
+    hi = _collect(out_sets, out_rc, found, keep, cols, -tol)
+    if limited and lim > 1 and low < hi:
+        # A cut search is retried, each result (completed or cut) being a valid
+        # bound: first with the partner-charging bound of _alpha_filter at the top
+        # ``deep`` levels of the tree, not only at the root (O(pool^2 k) a node, so
+        # only for the seeds that need it; Census k=10, 15 hard seeds at smoothed
+        # duals: the sum of their bounds went from -71.7 to -13.2), then by
+        # bisection of the search's threshold between the proven bound and the
+        # best rc met (or -tol): a search that only has to prove rc >= mid prunes
+        # far more.
+        depth = max(1, deep)
+        thr = hi if depth > 1 else 0.5 * (low + hi)
+        for step in range(refine + (depth > 1)):
+            if not low < hi:
+                break
+            if step > 0 or depth == 1:
+                thr = 0.5 * (low + hi)
+            low2, nd, found2, lim2 = _exact_seed(D, u, nnp, i, cand, k, kmax, thr, lim, out_sets, out_rc,
+                                                 1.25, 150, depth)
+            nodes += nd
+            hi = min(hi, _collect(out_sets, out_rc, found2, keep, cols, hi))
+            low = max(low, low2)
+            if lim2:
+                hi = min(hi, thr)
+            elif low2 < thr:
+                break  # a complete search met a group below thr: low2 is the minimum
+            # else: proven rc >= thr; go on between thr and hi
+        limited = low < hi
+    return float(low), int(nodes), bool(limited), cols
+
+
 def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
                   node_limit: int = 10**9, deadline: float | None = None,
                   nnp: np.ndarray | None = None, keep: int = 3,
                   order: np.ndarray | None = None, refine: int = 3, deep: int = 3,
+                  jobs: int | None = None, prev: np.ndarray | None = None,
+                  redo: np.ndarray | None = None,
                   ) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any]]:
     """Per-seed lower bounds on the reduced costs, and the negative columns met.
 
@@ -702,7 +746,7 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
     (default :func:`pricing_order`; ``np.arange(n)``: the smallest index);
     ``columns`` lists groups with rc < -tol found on the way; ``info`` counts nodes
     and seeds whose search was cut (by ``node_limit``, or to a root-only bound once
-    ``deadline`` has passed).
+    ``deadline`` has passed) and gives them as a boolean mask ``cut``.
 
     A larger ``tol`` is a *certified tolerance*: the search only has to prove
     rc >= -tol, which prunes far more (the Lagrangian bound then loses at most
@@ -715,6 +759,15 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
     threshold bisected between the bound proven and the best rc met; its bound is the
     best of all these (each is valid). ``cut_seeds`` counts the seeds still not
     proven to that best rc (or -tol).
+
+    ``prev`` and ``redo`` continue an earlier call at the same ``u``, ``tol`` and
+    ``order``: only the seeds in the boolean mask ``redo`` (typically the earlier
+    ``info["cut"]``, now with a wider ``node_limit``) are priced again; each seed's
+    bound is the larger of the two (both are valid), the others keep ``prev``'s.
+
+    ``jobs`` threads (default :func:`microagg_cli.threads.limit`) price seeds side by
+    side; seeds are independent, so the result does not depend on it (columns in
+    seed order), except through ``deadline``, which is a matter of timing anyway.
     """
     n = D.shape[0]
     kmax = 2 * k - 1
@@ -724,54 +777,40 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
     order = pricing_order(u) if order is None else np.asarray(order, dtype=np.int64)
     if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
         raise InvalidParameterError("exact_pricing: order must be a permutation of the records")
-    seed_lower = np.zeros(n)
-    cols: list[np.ndarray] = []
-    out_sets = np.empty((keep, kmax), dtype=np.int64)
-    out_rc = np.empty(keep)
-    nodes = 0
-    cut_seeds = 0
-    for pos, i in enumerate(order.tolist()):
-        if n - pos < k:
-            seed_lower[i] = -tol  # no group has this seed
-            continue
+    if (prev is None) != (redo is None):
+        raise InvalidParameterError("exact_pricing: prev and redo go together")
+    if jobs is None:
+        from ..threads import limit  # function level: metrics stay light to import
+
+        jobs = limit()
+    # seeds of fewer than k remaining records have no group
+    seed_lower = np.full(n, -tol) if prev is None else np.array(prev, dtype=np.float64)
+    cut = np.zeros(n, dtype=bool)
+    positions = [pos for pos in range(max(0, n - k + 1)) if redo is None or redo[order[pos]]]
+
+    def one(pos: int) -> tuple[float, int, bool, list[np.ndarray]]:
+        i = int(order[pos])
         rest = order[pos + 1:]
         cand = rest[np.argsort(D[i, rest], kind="stable")]
-        lim = node_limit
-        if deadline is not None and time.perf_counter() > deadline:
-            lim = 1
-        low, nd, found, limited = _exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
+        lim = 1 if deadline is not None and time.perf_counter() > deadline else node_limit
+        return _price_seed(D, u, nnp, k, i, cand, tol, lim, keep, refine, deep)
+
+    if jobs > 1 and len(positions) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
+            results = list(pool.map(one, positions))
+    else:
+        results = [one(pos) for pos in positions]
+    cols: list[np.ndarray] = []
+    nodes = 0
+    for pos, (low, nd, limited, found) in zip(positions, results):
+        i = order[pos]
+        seed_lower[i] = low if prev is None else max(low, seed_lower[i])
+        cut[i] = limited
         nodes += nd
-        hi = _collect(out_sets, out_rc, found, keep, cols, -tol)
-        if limited and lim > 1 and low < hi:
-            # A cut search is retried, each result (completed or cut) being a valid
-            # bound: first with the partner-charging bound of _alpha_filter at the top
-            # ``deep`` levels of the tree, not only at the root (O(pool^2 k) a node, so
-            # only for the seeds that need it; Census k=10, 15 hard seeds at smoothed
-            # duals: the sum of their bounds went from -71.7 to -13.2), then by
-            # bisection of the search's threshold between the proven bound and the
-            # best rc met (or -tol): a search that only has to prove rc >= mid prunes
-            # far more.
-            depth = max(1, deep)
-            thr = hi if depth > 1 else 0.5 * (low + hi)
-            for step in range(refine + (depth > 1)):
-                if not low < hi:
-                    break
-                if step > 0 or depth == 1:
-                    thr = 0.5 * (low + hi)
-                low2, nd, found2, lim2 = _exact_seed(D, u, nnp, i, cand, k, kmax, thr, lim, out_sets, out_rc,
-                                                     1.25, 150, depth)
-                nodes += nd
-                hi = min(hi, _collect(out_sets, out_rc, found2, keep, cols, hi))
-                low = max(low, low2)
-                if lim2:
-                    hi = min(hi, thr)
-                elif low2 < thr:
-                    break  # a complete search met a group below thr: low2 is the minimum
-                # else: proven rc >= thr; go on between thr and hi
-            limited = low < hi
-        cut_seeds += bool(limited)
-        seed_lower[i] = low
-    return seed_lower, cols, {"nodes": nodes, "cut_seeds": cut_seeds}
+        cols.extend(found)
+    return seed_lower, cols, {"nodes": nodes, "cut_seeds": int(cut.sum()), "cut": cut}
 
 
 @dataclass
