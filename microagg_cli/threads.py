@@ -4,7 +4,8 @@
 ``cpus // N`` threads (at least 1) through :func:`set_limit`, so that workers times
 threads never exceeds the CPUs the process may use: ``ils`` runs its two searches one
 after the other instead of side by side when it may use one thread (same result with
-``iterations``), and the kd-tree queries of LB_NN use that many threads. Everything else
+``iterations``), the kd-tree queries of LB_NN and the exact pricing of the column-generation
+bound (seeds side by side) use that many threads. Everything else
 sees :func:`available_cpus`. Results never depend on the limit. Standard library only.
 """
 

@@ -345,3 +345,54 @@ def test_cut_searches_give_valid_bounds(seed):
     # the cut paths and the bisection were exercised (``deep`` alone cannot gain here:
     # pools this small get the partner-charging bound at every node anyway)
     assert cut > 20 and gained[4, 1] > 0 and gained[3, 3] > 0
+
+
+def test_exact_pricing_threads_and_redo():
+    """Threads do not change the result; re-pricing only the cut seeds with a wider
+    budget (prev/redo) never lowers a bound and ends exactly where a full pass does."""
+    rng = np.random.default_rng(31)
+    cut_seen = 0
+    for _ in range(8):
+        n, k = int(rng.integers(9, 13)), 3
+        Z = rng.normal(size=(n, 2))
+        D = squared_distances(Z)
+        u = rng.normal(scale=2.0, size=n) + 1.5
+        low, cols, info = exact_pricing(D, u, k, node_limit=3, jobs=1)
+        low_t, cols_t, info_t = exact_pricing(D, u, k, node_limit=3, jobs=2)
+        np.testing.assert_array_equal(low, low_t)
+        assert [c.tolist() for c in cols] == [c.tolist() for c in cols_t]
+        assert info["nodes"] == info_t["nodes"] and (info["cut"] == info_t["cut"]).all()
+        cut_seen += info["cut_seeds"]
+        low2, _, info2 = exact_pricing(D, u, k, prev=low, redo=info["cut"], jobs=2)
+        assert info2["cut_seeds"] == 0 and (low2 >= low).all()
+        full, _, _ = exact_pricing(D, u, k)
+        np.testing.assert_allclose(low2, full, rtol=1e-12, atol=1e-12)  # rc summed along other paths
+        assert lagrangian_bound(u, low2, n, k) <= _optimum(Z, k) + 1e-9
+    assert cut_seen > 0  # the budget of 3 nodes did cut searches
+
+
+def test_smoothed_bounds_redo_rounds():
+    """With a tiny node budget the smoothing re-prices the cut seeds in wider rounds:
+    each round's bound is at least the previous one at the same lambda, all valid."""
+    import time
+
+    from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
+
+    rng = np.random.default_rng(12)
+    rounds = 0
+    for _ in range(4):
+        n, k = int(rng.integers(9, 13)), 3
+        Z = zscore(rng.normal(size=(n, 2)))[0]
+        D = squared_distances(Z)
+        nnp = _nn_prefix(D, 2 * k - 1)
+        u = rng.normal(scale=3.0, size=n) + 2.0
+        hist: list = []
+        lb = _smoothed_bounds(D, nnp, u, k, time.perf_counter() + 30, 2, 1e-6, hist, 0.0, False)
+        assert lb <= _optimum(Z, k) + 1e-9
+        assert all(h["bound"] <= lb for h in hist)
+        for j, b in enumerate(hist):
+            if b["redo"]:  # against the last pass at the same lambda
+                rounds += 1
+                a = [h for h in hist[:j] if h["lambda"] == b["lambda"]][-1]
+                assert b["bound"] >= a["bound"] - 1e-12 and b["node_limit"] > a["node_limit"]
+    assert rounds > 0
