@@ -946,8 +946,10 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
 
     Then the seeds the best lam's pass left cut are priced again, alone (the other
     seeds' bounds stand: same duals), with a budget 4x wider each round, while a
-    round raises the bound and its worst case fits in the time left (the budget
-    shrinks to fit; a round that cannot fit 2x the budget is not run). The few hard
+    round raises the bound and one seed's worst case fits in the time left and in
+    5 % of the smoothing time (the budget shrinks to fit; a round that cannot fit 2x
+    the budget is not run; seeds a round reaches after ``final`` keep their bounds,
+    so the limit is overrun by at most that worst case). The few hard
     seeds hold most of the bound's loss. Census k=10 at lam = 0.9, 3,000 nodes a
     seed: 23 seeds cut, bound 1,506.5 (358 s); those at 12,000 nodes: 9 cut, 1,517.7
     (+262 s); at 48,000: 4 cut, 1,520.5 (+153 s). At lam = 0.95: 44 cut, 1,511.2
@@ -959,7 +961,11 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
     u0 = nnp[:, k - 1] / (2.0 * k)
     start = time.perf_counter()
     # the search over lam ends here; the rest of the time goes to the hard seeds
-    stop_search = start + 0.6 * max(0.0, final - start)
+    window = max(0.0, final - start)
+    stop_search = start + 0.6 * window
+    from ..threads import limit  # function level: metrics stay light to import
+
+    jobs = limit()  # exact_pricing's default
     tries = 4  # searches of a cut seed: plain, deep (deep=3), 2 bisections (refine=2)
     passes: dict[float, tuple[float, np.ndarray, np.ndarray, dict[str, Any], float]] = {}
 
@@ -1006,10 +1012,13 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
     while info["cut_seeds"] and budget < 10**8:
         began = time.perf_counter()
         left = final - began
-        # worst case of a round: every cut seed spends its whole budget in each of its
-        # searches, at the node rate of the last pass (threads included)
-        rate = max(info["nodes"], 1) / max(seconds, 1e-3)
-        fit = int(left * rate / (info["cut_seeds"] * tries)) if left > 0 else 0
+        # A round need not finish: the seeds it reaches after ``final`` keep their
+        # bounds (their searches get one node). What must fit is one seed's worst
+        # case, its whole budget in each of its searches at one thread's node rate of
+        # the last pass: within the time left and 5 % of the smoothing time, the most
+        # the limit can be overrun by.
+        rate = max(info["nodes"], 1) / max(seconds, 1e-3) / jobs
+        fit = int(min(left, 0.05 * window) * rate / tries) if left > 0 else 0
         new_budget = min(4 * budget, fit)
         if new_budget < 2 * budget:
             break
