@@ -35,6 +35,7 @@ from .io import (
     OutputSet,
     atomic_write_bytes,
     check_output_path,
+    check_release,
     detect_format,
     file_fingerprint,
     read_table,
@@ -44,7 +45,7 @@ from .io import (
 from .methods import get_method
 from .progress import phase as progress_phase
 from .protection.block import check_stat
-from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, protect_run, single_plan
+from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
 __all__ = ["protect", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
 
@@ -68,6 +69,9 @@ def protect(
     output_format: str | None = None,
     delimiter: str | None = None,
     decimal: str = ".",
+    thousands: str | None = None,
+    na_values: list[str] | None = None,
+    keys: list[str] | None = None,
     strata: list[str] | None = None,
     small_strata: str = "error",
     strata_missing: str = "error",
@@ -99,6 +103,12 @@ def protect(
     seed : run seed; each block gets its own stream keyed by its position.
     force : replace existing output/report files.
     decimal : decimal mark of CSV input and output (``","`` for European CSV).
+    thousands : thousands separator of numbers in text columns (``","``, ``"."``, ``" "``,
+        ``"'"``), removed before parsing; None: numbers have none.
+    na_values : extra cells read as missing (placeholders such as ``".."``, ``"x"``).
+    keys : released columns that identify a group together with the protected ones
+        (e.g. a region code): the privacy check then requires every class of identical
+        (keys, stratum, protected values) rows to hold at least k records.
     strata, small_strata, weights, missing : see :func:`microagg_cli.protection.protect_table`.
     shuffle_rows : write the rows in a seeded random order, so that the output order
         does not reveal the groups.
@@ -132,7 +142,8 @@ def protect(
             strata_missing=strata_missing, weights=weights,
             missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
             evaluate_risk=evaluate_risk, partition_size=partition_size, engine=engine or "local",
-            scheduler=scheduler, bound=bound, delimiter=delimiter, decimal=decimal,
+            scheduler=scheduler, bound=bound, delimiter=delimiter, decimal=decimal, thousands=thousands,
+            na_values=na_values, keys=keys,
         )
     t0 = time.perf_counter()
     in_fmt = detect_format(input, input_format)
@@ -152,18 +163,28 @@ def protect(
     if regenerate_ids and not id_column:
         raise InvalidParameterError("--regenerate-ids needs --id-column COL")
     with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
-        table = read_table(input, fmt=in_fmt, delimiter=delimiter, decimal=decimal)
+        table = read_table(input, fmt=in_fmt, delimiter=delimiter, decimal=decimal, thousands=thousands,
+                           na_values=na_values or ())
     if decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
+    roles = list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c]
+    default_selection = plan is None and columns is None
     if plan is None:
         plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
-                           passthrough=passthrough, roles=list(strata or []) + [c for c in (weights, id_column) if c])
+                           passthrough=passthrough, roles=roles)
     check_id_column(table.columns, plan, id_column)
+    check_keys(table.columns, plan, keys, strata)
+    released_unnamed = [c for c in table.columns
+                        if c not in plan.columns and c not in plan.drop and c not in plan.passthrough and c not in roles]
+    if not default_selection:  # the default selection checked every column it left out
+        for name in released_unnamed:
+            check_release(table, name)
     result, rep = protect_run(
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
         shuffle_rows=shuffle_rows, id_column=id_column if regenerate_ids else None,
         output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
+        keys=keys,
     )
     if evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
@@ -498,7 +519,7 @@ def propose_plans(
         atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force, what="plan file")
         written = str(out_path)
     return {
-        "input": file_fingerprint(table.path),
+        "input": file_fingerprint(table),
         "columns": res["columns"],
         "candidates": candidates,
         "recommended": res["recommended"],

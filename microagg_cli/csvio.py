@@ -26,6 +26,7 @@ import csv
 import hashlib
 import io as _io
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -216,10 +217,44 @@ def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple
     except pa.ArrowException:  # refused by Arrow: the pandas reader decides (and words the error)
         table = None
     if table is None:
+        _check_field_counts(body, name, delim, len(header))
         table = _read_with_pandas(body, name, delim)
     if table.num_rows == 0:
         raise DataError(f"{name}: the file has a header but no data rows")
     return table, delim
+
+
+def _check_field_counts(body: memoryview, name: str, delim: str, width: int) -> None:
+    """Refuse a row whose number of fields differs from the header's (exit code 3, line number).
+
+    A short row must not become missing cells and a long row (or a delimiter ending
+    every data row while the header has none) must not shift the columns: pandas would
+    take the extra first field as a row index and move every column by one. Blank lines
+    (empty or white space only) are skipped, as the readers skip them."""
+    text = bytes(body).decode("utf-8")
+    reader = csv.reader(_io.StringIO(text, newline=""), delimiter=delim)
+    next(reader, None)
+    first_bad: tuple[int, int] | None = None
+    trailing = rows = 0
+    for record in reader:
+        if not record or (len(record) == 1 and not record[0].strip()):
+            continue
+        rows += 1
+        if len(record) != width:
+            if first_bad is None:
+                first_bad = (reader.line_num, len(record))
+            if len(record) == width + 1 and not record[-1].strip():
+                trailing += 1
+    if first_bad is None:
+        return
+    line, got = first_bad
+    if trailing == rows:
+        raise DataError(f"{name}: every data row ends with a delimiter {delim!r} the header lacks "
+                        f"({width + 1} fields from line {line} on, the header has {width}); remove the trailing "
+                        "delimiters or add a header name for the last column")
+    kind = "short" if got < width else "long"
+    raise DataError(f"{name}: malformed CSV: line {line} has {got} field(s), the header has {width} "
+                    f"(a {kind} row); every row must have as many fields as the header")
 
 
 def _read_with_pandas(body: memoryview, name: str, delim: str) -> Any:
@@ -288,22 +323,42 @@ def float_arrow(values: np.ndarray) -> Any:
     return pa.Array.from_buffers(pa.float64(), len(v), [validity, pa.py_buffer(v)], null_count=n_null)
 
 
-def _parse_slow(texts: list[Any], decimal: str) -> tuple[np.ndarray, np.ndarray]:
+def _parse_slow(texts: list[Any], decimal: str, tokens: frozenset[str] = MISSING_TOKENS,
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The pandas parse of earlier versions: (numbers with NaN where missing, bad mask)."""
     import pandas as pd
 
     values = pd.Series(texts, dtype=object)
     text = values.astype(str).str.strip()
+    missing = text.isin(tokens).to_numpy()
     if decimal != ".":
         text = text.str.replace(decimal, ".", regex=False)
-    missing = text.isin(MISSING_TOKENS).to_numpy()
     num = np.array(pd.to_numeric(text.where(~missing, None), errors="coerce"), dtype=np.float64)
     bad = np.isnan(num) & ~missing
     num[missing] = np.nan
     return num, bad
 
 
-def parse_numbers(col: Any, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]:
+def missing_tokens(na_values: Sequence[str] = ()) -> frozenset[str]:
+    """The cells read as missing: :data:`MISSING_TOKENS` and the user's ``--na-values``."""
+    return MISSING_TOKENS | frozenset(v.strip() for v in na_values) if na_values else MISSING_TOKENS
+
+
+def _strip_thousands(text: Any, thousands: str, decimal: str) -> Any:
+    """Remove the thousands separator from cells grouped by it (``1,234,567.5``); a cell
+    holding the separator anywhere else (``1,5`` with ``--thousands ,``) becomes bad."""
+    import pyarrow.compute as pc
+
+    sep = re.escape(thousands)
+    grouped = pc.match_substring_regex(
+        text, rf"^[+-]?[0-9]{{1,3}}({sep}[0-9]{{3}})+({re.escape(decimal)}[0-9]*)?([eE][+-]?[0-9]{{1,3}})?$")
+    text = pc.if_else(grouped, pc.replace_substring(text, thousands, ""), text)
+    stray = pc.match_substring(text, thousands)
+    return pc.if_else(stray, "\x00", text)
+
+
+def parse_numbers(col: Any, decimal: str = ".", *, thousands: str | None = None,
+                  na_values: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Strict float parse of a text column: (float64 with NaN where missing, bad mask).
 
     ``col``: an Arrow string array (chunked or not; null = ``""``). The rules: a cell
@@ -326,6 +381,13 @@ def parse_numbers(col: Any, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]
     # ASCII (a tab, a no-break space) matches neither a token nor a plain number and
     # takes the slow path, whose idea of white space is the old code's by construction.
     text = pc.utf8_trim(col, " ")
+    tokens = missing_tokens(na_values)
+    if na_values:
+        col = pc.if_else(pc.is_in(pc.utf8_trim_whitespace(col), value_set=pa.array(sorted(tokens))), "", col)
+        text = pc.utf8_trim(col, " ")
+    if thousands:
+        col = _strip_thousands(pc.utf8_trim_whitespace(col), thousands, decimal)
+        text = col
     if decimal != ".":
         text = pc.replace_substring(text, decimal, ".")
     plain = np.asarray(arrow_numpy(pc.match_substring_regex(text, _NUMBER_RE)), dtype=bool)
@@ -337,12 +399,12 @@ def parse_numbers(col: Any, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]
         num = np.array(arrow_numpy(pc.cast(pc.if_else(pa.array(plain), text, None), pa.float64())),
                        dtype=np.float64)  # NaN where not plain
         rest = np.flatnonzero(~plain)
-        tokens = np.asarray(arrow_numpy(pc.is_in(text.take(pa.array(rest)),
-                                                  value_set=pa.array(sorted(MISSING_TOKENS)))), dtype=bool)
-        missing[rest[tokens]] = True
-        other = rest[~tokens]
+        is_token = np.asarray(arrow_numpy(pc.is_in(text.take(pa.array(rest)),
+                                                    value_set=pa.array(sorted(tokens)))), dtype=bool)
+        missing[rest[is_token]] = True
+        other = rest[~is_token]
         if other.size:
-            slow_num, slow_bad = _parse_slow(col.take(pa.array(other)).to_pylist(), decimal)
+            slow_num, slow_bad = _parse_slow(col.take(pa.array(other)).to_pylist(), decimal, tokens)
             num[other] = slow_num
             bad[other] = slow_bad
     num[missing] = np.nan
@@ -350,7 +412,7 @@ def parse_numbers(col: Any, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]
     if neg_zero.any():
         # pandas parses a column of integers as int64 ("-0" -> 0.0), other columns as
         # floats ("-0" -> -0.0): the whole column decides, so let the old code decide.
-        return _parse_slow(col.to_pylist(), decimal)
+        return _parse_slow(col.to_pylist(), decimal, tokens)
     return num, bad
 
 

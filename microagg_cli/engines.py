@@ -59,6 +59,8 @@ from .io import (
     Table,
     PARQUET_ROW_GROUP_ROWS,
     check_output_path,
+    check_overlap,
+    check_release,
     detect_format,
     file_mode,
     missing_mask,
@@ -72,10 +74,11 @@ from .io import (
 from .io import id_type as io_id_type
 from .methods import get_method
 from .csvio import CsvSource, CsvWriter, open_csv_source
+from .outputs import check_replaceable_folder
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
-from .protection.table import HYGIENE_KEY, build_report, check_id_column, check_run, overall_stats
+from .protection.table import HYGIENE_KEY, build_report, check_id_column, check_keys, check_run, overall_stats
 
 __all__ = [
     "ENGINES",
@@ -316,20 +319,17 @@ def _output_target(output: str | Path, output_format: str | None, src: Any, *, f
         parent = out.parent if str(out.parent) else Path(".")
         if not parent.is_dir():
             raise DataError(f"output folder {str(parent)!r} does not exist")
-        here, there = out.resolve(), src.path.resolve()
-        if here == there or there in here.parents or (not src.is_dataset and here in there.parents):
-            raise DataError(f"output {str(out)!r} overlaps the input; the input is never modified")
-        if out.exists() and not force:
+        check_overlap(out, (src.path,))
+        if (out.exists() or out.is_symlink()) and not force:
             raise OutputExistsError(f"output {str(out)!r} exists; use --force to replace it")
+        check_replaceable_folder(out, set(src.relative_names()))  # --force replaces only sdc's own files
         return _Target(out, True)
     fmt = detect_format(out, output_format)
     if fmt == "csv" and src.is_dataset:
         raise InvalidParameterError(
             "a dataset directory is streamed to Parquet only: give -o OUT.parquet or a directory name"
         )
-    checked = check_output_path(out, force=force, inputs=(src.path if not src.is_dataset else None,))
-    if src.is_dataset and checked is not None and src.path.resolve() in checked.resolve().parents:
-        raise DataError(f"output {str(out)!r} is inside the input dataset; the input is never modified")
+    checked = check_output_path(out, force=force, inputs=(src.path,))
     assert checked is not None
     return _Target(checked, False, fmt)
 
@@ -635,6 +635,7 @@ def protect_stream(
     input_format: str | None = None,
     delimiter: str | None = None,
     decimal: str = ".",
+    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """Protect a Parquet file, a Parquet dataset directory or a CSV file in two streaming passes.
 
@@ -682,7 +683,7 @@ def protect_stream(
     target = _output_target(output, output_format, src, force=force)
     rep_path = None
     if report is not None:
-        rep_path = check_output_path(report, force=force, inputs=(None if src.is_dataset else src.path,),
+        rep_path = check_output_path(report, force=force, inputs=(src.path,),
                                      what="report")
         if rep_path is not None and rep_path.resolve() == target.path.resolve():
             raise InvalidParameterError("the report and the output are the same file")
@@ -715,7 +716,7 @@ def protect_stream(
         results, il_parts = protect_blocks(
             StreamColumns(src), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-            runner=runner, progress=tick, bound=bound,
+            runner=runner, progress=tick, bound=bound, keys=keys,
         )
         engine_info = runner.describe()
     engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
@@ -809,6 +810,9 @@ def protect_streaming(
     bound: str = "auto",
     delimiter: str | None = None,
     decimal: str = ".",
+    thousands: str | None = None,
+    na_values: list[str] | None = None,
+    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """:func:`microagg_cli.api.protect` for the streaming engines (``--engine``, or a
     Parquet dataset directory as input; a Parquet or CSV file with ``--engine``): checks
@@ -824,6 +828,8 @@ def protect_streaming(
     unsupported = [
         ("--shuffle-rows", shuffle_rows, "the streaming mode writes rows in input order"),
         ("--evaluate", evaluate_risk, "run sdc evaluate on the output instead"),
+        ("--thousands", thousands, "remove the separators first, or protect in memory (without --engine)"),
+        ("--na-values", na_values, "blank the placeholders first, or protect in memory (without --engine)"),
     ]
     for option, given, hint in unsupported:
         if given:
@@ -835,6 +841,8 @@ def protect_streaming(
     src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
     is_csv = isinstance(src, CsvSource)
     stand_in = Table(src.schema.empty_table(), "csv" if is_csv else "parquet", src.path)
+    roles = list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c]
+    default_selection = False
     if plan is None:
         get_method(method)
         if k is None:
@@ -844,18 +852,26 @@ def protect_streaming(
                 for name in names:
                     if name not in src.columns:
                         raise DataError(f"{label}: no column {name!r} in the input (columns: {', '.join(src.columns)})")
-            roles = list(strata or []) + [c for c in (weights, id_column) if c]
             columns = _default_columns(src, set(drop or []) | set(passthrough or []) | set(roles))
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")
+            default_selection = True
         protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)
         plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
                                 passthrough=tuple(passthrough or ()))
     check_id_column(src.columns, plan, id_column)
+    check_keys(src.columns, plan, keys, strata)
+    if not default_selection:  # nothing released in clear unless named (the default selection checked its own)
+        fmt = "csv" if is_csv else "parquet"
+        delim, dec = (src.delimiter, src.decimal) if is_csv else (",", ".")
+        for name in src.columns:
+            if name not in plan.columns and name not in plan.drop and name not in plan.passthrough \
+                    and name not in roles:
+                check_release(Table(src.read_column(name), fmt, src.path, delim, dec), name)
     return protect_stream(
         input, output, plan, partition_size=partition_size, seed=seed, stat=stat, weights=weights,
         missing=missing, small_strata=small_strata, strata=strata, strata_missing=strata_missing,
         id_column=id_column if regenerate_ids else None, engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
         cluster=cluster, progress=progress, bound=bound, input_format=input_format, delimiter=delimiter,
-        decimal=decimal,
+        decimal=decimal, keys=keys,
     )

@@ -762,7 +762,7 @@ def build_document(
         if c.k not in entry["k_values"]:
             entry["k_values"].append(c.k)
     done = [r for r in rows if r is not None]
-    fp = file_fingerprint(table.path)
+    fp = file_fingerprint(table)
     return {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .audit import digesting
-from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, open_csv_source, parse_numbers
+from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_tokens, open_csv_source, parse_numbers
 from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
+from .readings import decimal_comma_file, masked_shape, numeric_reading
 from .outputs import (
     COMMIT_LOCK,
     OutputSet,
@@ -51,6 +52,8 @@ __all__ = [
     "resolve_columns",
     "default_column",
     "mostly_numeric_error",
+    "reading_error",
+    "check_release",
     "missing_mask",
     "assemble_output",
     "output_schema",
@@ -64,6 +67,7 @@ __all__ = [
     "open_csv_source",
     "file_fingerprint",
     "check_output_path",
+    "check_overlap",
     "atomic_write_bytes",
     "OutputSet",
     "clean_stale_temps",
@@ -112,10 +116,12 @@ class Table:
     fmt : ``"csv"`` or ``"parquet"``.
     path : where it was read from (``None`` for stdin).
     delimiter, decimal : the CSV dialect found or given.
+    thousands : the thousands separator removed before parsing numbers (``--thousands``), or None.
+    na_values : extra cells read as missing (``--na-values``), besides the usual tokens.
     """
 
     def __init__(self, data: Any, fmt: str = "csv", path: Path | None = None, delimiter: str = ",",
-                 decimal: str = "."):
+                 decimal: str = ".", thousands: str | None = None, na_values: Sequence[str] = ()):
         if _is_arrow_table(data):
             self._data, self._frame, self._arrow = data, None, True
         else:
@@ -124,6 +130,10 @@ class Table:
         self.path = path
         self.delimiter = delimiter
         self.decimal = decimal
+        self.thousands = thousands
+        self.na_values = tuple(na_values)
+        #: name, size and SHA-256 of the bytes this table was parsed from (set by :func:`read_table`)
+        self.fingerprint: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return (f"Table(<{self.n_rows} x {len(self.columns)}>, fmt={self.fmt!r}, path={self.path!r}, "
@@ -230,6 +240,8 @@ def read_table(
     fmt: str | None = None,
     delimiter: str | None = None,
     decimal: str = ".",
+    thousands: str | None = None,
+    na_values: Sequence[str] = (),
 ) -> Table:
     """Read a CSV or Parquet file (``-`` = CSV on stdin) into an Arrow-backed :class:`Table`.
 
@@ -247,15 +259,26 @@ def read_table(
             raise DataError(f"input {str(src)!r} is a directory, not a file")
         if not os.access(src, os.R_OK):
             raise DataError(f"input file {str(src)!r} is not readable")
-    if fmt == "parquet":
-        return Table(_read_parquet(src), "parquet", src)
+    if thousands is not None and (len(thousands) != 1 or thousands.isalnum() or thousands in "+-eE"
+                                  or thousands == decimal):
+        raise InvalidParameterError(
+            f"--thousands must be one character other than a digit, a letter, a sign or the decimal mark, "
+            f"got {thousands!r}")
     try:
         raw = sys.stdin.buffer.read() if src is None else src.read_bytes()
     except OSError as exc:
         raise DataError(f"{_name(src)}: cannot read ({exc.strerror})") from None
-    data, delim = read_csv_arrow(raw, _name(src), delimiter)
+    # the report's fingerprint is of these very bytes, not of a second read of the path
+    fingerprint = {"name": _name(src) if src is None else src.name, "size_bytes": len(raw),
+                   "sha256": hashlib.sha256(raw).hexdigest()}
+    if fmt == "parquet":
+        table = Table(_read_parquet(src, raw), "parquet", src, thousands=thousands, na_values=na_values)
+    else:
+        data, delim = read_csv_arrow(raw, _name(src), delimiter)
+        table = Table(data, "csv", src, delim, decimal, thousands, na_values)
     del raw
-    return Table(data, "csv", src, delim, decimal)
+    table.fingerprint = fingerprint if src is not None else {"name": "<stdin>", "size_bytes": None, "sha256": None}
+    return table
 
 
 def _name(src: Path | None) -> str:
@@ -266,14 +289,14 @@ def _check_header(header: list[str], src: Path | None) -> None:
     check_header(header, _name(src))
 
 
-def _read_parquet(src: Path | None) -> pa.Table:
+def _read_parquet(src: Path | None, raw: bytes) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if src is None:
         raise InvalidParameterError("Parquet input cannot come from stdin")
     try:  # ParquetFile, not read_table: the latter loads pyarrow.dataset and pandas (0.2 s)
-        with pq.ParquetFile(src) as parquet:
+        with pq.ParquetFile(pa.BufferReader(raw)) as parquet:
             table = parquet.read()
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{src}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
@@ -330,6 +353,10 @@ def missing_mask(table: Table, name: str) -> np.ndarray:
             if short.size:
                 out[short] = np.asarray(pc.is_in(text.take(pa.array(short)), value_set=_token_array())
                                         .to_numpy(zero_copy_only=False), dtype=bool)
+            if table.na_values:
+                out |= np.asarray(pc.is_in(pc.utf8_trim_whitespace(col),
+                                           value_set=pa.array(sorted(missing_tokens(table.na_values))))
+                                  .to_numpy(zero_copy_only=False), dtype=bool)
             # cells with characters other than printable ASCII: the old code decides
             odd = np.flatnonzero(~np.asarray(pc.match_substring_regex(col, r"^[\x20-\x7e]*$")
                                              .to_numpy(zero_copy_only=False), dtype=bool))
@@ -361,7 +388,7 @@ def column_values(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     if table.arrow_backed:
         col = table.column(name)
         if table.fmt == "csv":
-            return parse_numbers(col, table.decimal)
+            return parse_numbers(col, table.decimal, thousands=table.thousands, na_values=table.na_values)
         kind = _arrow_kind(col.type)
         if kind in ("int", "float"):
             import pyarrow as pa
@@ -376,7 +403,7 @@ def column_values(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
                 out = arrow_numpy(arr.cast(pa.float64()))
             return np.array(out, dtype=np.float64), np.zeros(n, dtype=bool)
         if kind == "text":
-            return parse_numbers(col, ".")
+            return parse_numbers(col, ".", thousands=table.thousands, na_values=table.na_values)
     import pandas as pd
 
     col = table.pandas_column(name) if table.arrow_backed else table.frame[name]
@@ -411,7 +438,9 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
     The rule: at least one non-empty cell parses as a number, at least half of them
     do, and some do not. Such a column is most likely a numeric attribute with a typo,
     and passing it through would release it in clear. ``parsed``: the column's
-    :func:`column_values`, when the caller has them already.
+    :func:`column_values`, when the caller has them already. The message gives the
+    offending cell's row and its shape only (:func:`microagg_cli.readings.masked_shape`):
+    the cell may hold a confidential number.
     """
     values, bad = parsed if parsed is not None else column_values(table, name)
     n_bad = int(bad.sum())
@@ -423,24 +452,90 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
     i = int(np.flatnonzero(bad)[0])
     return DataError(
         f"column {name!r} is mostly numeric ({n_num} of {n_num + n_bad} non-empty cells) but row {i + 1} "
-        f"holds {table.cell_text(name, i)!r}: fix the cell, protect it explicitly with --columns, "
+        f"holds {masked_shape(table.cell_text(name, i))}: fix the cell, protect it explicitly with --columns, "
         f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}"
+    )
+
+
+def _text_column(table: Table, name: str) -> Any:
+    """The column as Arrow text, or None when it is stored as numbers, booleans or another
+    non-text type (those are judged by their type)."""
+    if table.arrow_backed:
+        col = table.column(name)
+        if table.fmt == "csv" or _arrow_kind(col.type) == "text":
+            return col
+        return None
+    import pyarrow as pa
+
+    col = table.frame[name]
+    if table.fmt == "csv" or col.dtype == object or str(col.dtype) == "string":
+        return pa.array(col.astype("string").fillna("").tolist(), type=pa.string())
+    return None
+
+
+def reading_error(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray] | None = None,
+                  ) -> DataError | None:
+    """A :class:`DataError` when the text column ``name`` reads as numbers under another
+    convention (:func:`microagg_cli.readings.numeric_reading`: decimal comma, thousands
+    separators, currency or percent signs, accounting negatives, placeholder cells),
+    naming the column, the convention and the option that settles it; else None."""
+    col = _text_column(table, name)
+    if col is None:
+        return None
+    values, _bad = parsed if parsed is not None else column_values(table, name)
+    reading = numeric_reading(col, decimal=table.decimal, thousands=table.thousands,
+                              missing_tokens=missing_tokens(table.na_values), strict_numbers=~np.isnan(values))
+    if reading is None:
+        return None
+    settle = (f"settle it with {' or '.join('`' + o + '`' for o in reading.option.split(' or '))}"
+              if reading.option else "convert the column to plain numbers first")
+    hint = ""
+    if table.decimal == "." and reading.option != "--decimal ,":
+        texts = [c for c in (_text_column(table, n) for n in table.columns) if c is not None]
+        if decimal_comma_file(texts):
+            hint = "; the file's numbers are mostly written with a decimal comma: use `--decimal ,`"
+    besides = f", besides {reading.placeholders} placeholder cells" if reading.placeholders else ""
+    return DataError(
+        f"column {name!r} holds numbers written with {reading.name} ({reading.matched} of {reading.total} "
+        f"non-empty cells{besides}; e.g. row {reading.example_row + 1}); {settle} (or protect it with --columns, "
+        f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}){hint}"
     )
 
 
 def default_column(table: Table, name: str) -> bool:
     """Does the default selection protect column ``name``? Yes for a numeric column with
-    at least one value, no for a text column; a column that is mostly but not entirely
-    numeric raises :func:`mostly_numeric_error` (a typo must not release a number in
-    clear). Each column is parsed once; the streaming engines call this one column at a
-    time."""
+    at least one value, no for a column that is not a number under any common
+    convention; a column that is mostly but not entirely numeric raises
+    :func:`mostly_numeric_error`, and one that reads as numbers under another convention
+    raises :func:`reading_error` (neither may release a number in clear). Each column is
+    parsed once; the streaming engines call this one column at a time."""
     values, bad = column_values(table, name)
     if not bad.any():
         return not bool(np.isnan(values).all())
-    err = mostly_numeric_error(table, name, (values, bad))
+    err = reading_error(table, name, (values, bad)) or mostly_numeric_error(table, name, (values, bad))
     if err is not None:
         raise err
     return False
+
+
+def check_release(table: Table, name: str, *, default_selection: bool = False) -> None:
+    """Refuse to release column ``name`` in clear when it is a number under any convention.
+
+    Called for every column that would pass through unchanged without being named
+    (``--passthrough``, a plan's passthrough, ``--strata``, ``--weights``, the id
+    column). ``default_selection``: the column was left out by the default selection
+    (already checked there). Raises :class:`DataError` (exit code 3)."""
+    values, bad = column_values(table, name)
+    if not bad.any():
+        if not bool(np.isnan(values).all()) and not default_selection:
+            raise DataError(
+                f"column {name!r} is numeric but neither protected nor named: protect it (--columns or a plan "
+                f"block), release it unchanged on purpose with --passthrough {name}, or remove it with --drop {name}"
+            )
+        return
+    err = reading_error(table, name, (values, bad)) or mostly_numeric_error(table, name, (values, bad))
+    if err is not None:
+        raise err
 
 
 def resolve_columns(
@@ -498,8 +593,11 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
         values, bad = column_values(table, name)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
+            err = reading_error(table, name, (values, bad))
+            if err is not None:
+                raise err
             raise DataError(
-                f"column {name!r} is not numeric: row {i + 1} holds {table.cell_text(name, i)!r}"
+                f"column {name!r} is not numeric: row {i + 1} holds {masked_shape(table.cell_text(name, i))}"
             )
         nan = np.isnan(values)
         if nan.any() and not allow_missing:
@@ -516,8 +614,14 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
     return out
 
 
-def file_fingerprint(path: Path | None) -> dict[str, Any]:
-    """Name, size and SHA-256 of an input file (for the report)."""
+def file_fingerprint(path: Path | Table | None) -> dict[str, Any]:
+    """Name, size and SHA-256 of an input file (for the report). Given a :class:`Table`
+    read by :func:`read_table`, those of the bytes it was parsed from (a file replaced
+    or truncated during the run is not certified as the one protected)."""
+    if isinstance(path, Table):
+        if path.fingerprint is not None:
+            return dict(path.fingerprint)
+        path = path.path
     if path is None:
         return {"name": "<stdin>", "size_bytes": None, "sha256": None}
     digest = hashlib.sha256()
@@ -527,26 +631,76 @@ def file_fingerprint(path: Path | None) -> dict[str, Any]:
     return {"name": path.name, "size_bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of what ``path`` names (links followed), or None where it is missing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _lineage(path: Path) -> set[tuple[int, int]]:
+    """The identities of ``path`` and of every folder above it, spelled both as written
+    (``..`` folded) and with links resolved: bind mounts and links cannot hide a folder."""
+    out = set()
+    for p in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):
+        for q in (p, *p.parents):
+            ident = _identity(q)
+            if ident is not None:
+                out.add(ident)
+    return out
+
+
+def check_overlap(out: str | Path, inputs: Sequence[Path | None], *, what: str = "output") -> None:
+    """Refuse an output that is, contains or lies inside an input (file or dataset folder).
+
+    Compared by device and inode along both paths, so a relative spelling, ``..``, a
+    symbolic link or a bind mount of the same folder cannot hide the overlap. Raises
+    :class:`DataError` (exit code 3): the input is never modified."""
+    out = Path(out)
+    above_out = _lineage(out)
+    here = _identity(out)
+    for src in inputs:
+        if src is None:
+            continue
+        ident = _identity(src)
+        if ident is None:
+            continue
+        kind = "folder" if Path(src).is_dir() else "file"
+        if here == ident:
+            raise DataError(f"{what} {str(out)!r} is the input {kind} {str(src)!r}; the input is never modified")
+        if ident in above_out:
+            raise DataError(f"{what} {str(out)!r} lies inside the input {kind} {str(src)!r}; "
+                            "the input is never modified")
+        if here is not None and here in _lineage(Path(src)):
+            raise DataError(f"{what} {str(out)!r} contains the input {kind} {str(src)!r}; "
+                            "the input is never modified")
+
+
 def check_output_path(
     path: str | Path, *, force: bool, inputs: tuple[Path | None, ...] = (), what: str = "output"
 ) -> Path | None:
-    """Refuse an output that is an input, sits in a missing folder, or exists without force.
+    """Refuse an output that is, contains or lies in an input, sits in a missing folder,
+    is a folder, or exists without force (a dangling symbolic link exists too).
 
     Returns the path (``None`` for ``-``, stdout).
     """
     if str(path) == "-":
         return None
     out = Path(path)
-    for src in inputs:
-        if src is not None and out.exists() and src.exists() and os.path.samefile(out, src):
-            raise DataError(f"{what} {str(out)!r} is the input file; the input is never modified")
-        if src is not None and out.resolve() == src.resolve():
+    check_overlap(out, inputs, what=what)
+    for src in inputs:  # the same name, whatever exists
+        if src is not None and os.path.abspath(out) == os.path.abspath(src):
             raise DataError(f"{what} {str(out)!r} is the input file; the input is never modified")
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise DataError(f"{what} folder {str(parent)!r} does not exist")
     if out.is_dir():
         raise DataError(f"{what} {str(out)!r} is a directory")
+    if out.is_symlink() and not out.exists() and not force:
+        raise OutputExistsError(f"{what} {str(out)!r} exists (a symbolic link to a missing file); "
+                                "use --force to replace the link")
     if out.exists() and not force:
         raise OutputExistsError(f"{what} {str(out)!r} exists; use --force to replace it")
     return out

@@ -27,6 +27,8 @@ from typing import Any, Callable
 from .errors import DataError, Interrupted, OutputExistsError
 
 __all__ = [
+    "MARKER",
+    "check_replaceable_folder",
     "OutputSet",
     "atomic_write_bytes",
     "clean_stale_temps",
@@ -113,6 +115,77 @@ def clean_stale_temps(folder: Path) -> list[str]:
             "removed %s: a temporary file left by sdc process %s, which is no longer running",
             os.path.join(str(folder), entry.name), m["pid"])
     return removed
+
+
+#: The file ``sdc`` writes into every dataset directory it creates: the list of the
+#: files it wrote there. ``--force`` replaces a folder only when it holds nothing else.
+MARKER = ".sdc-output.json"
+
+
+def _marker_files(path: Path) -> set[str]:
+    """The files an earlier ``sdc`` run listed in ``path``'s marker (empty when none)."""
+    import json
+
+    try:
+        with open(path / MARKER, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return set()
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("tool") == "sdc" else None
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
+
+
+def _tree(path: Path) -> list[tuple[str, bool]]:
+    """(relative posix path, is a directory) of everything below ``path`` (links not followed)."""
+    out: list[tuple[str, bool]] = []
+    stack = [(path, "")]
+    while stack:
+        folder, rel = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                name = f"{rel}{entry.name}"
+                is_dir = entry.is_dir(follow_symlinks=False)
+                out.append((name, is_dir))
+                if is_dir:
+                    stack.append((Path(entry.path), name + "/"))
+    return sorted(out)
+
+
+def write_marker(folder: Path) -> None:
+    """List the files of a dataset directory being built in ``folder`` in its marker."""
+    import json
+
+    files = [name for name, is_dir in _tree(folder) if not is_dir and name != MARKER]
+    doc = {"tool": "sdc", "note": "written by sdc; sdc --force replaces this folder only while it holds "
+                                  "nothing but these files", "files": files}
+    with open(folder / MARKER, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+    os.chmod(folder / MARKER, file_mode())
+
+
+def check_replaceable_folder(path: Path, new_files: set[str] | None = None, *, what: str = "output") -> None:
+    """Refuse to replace the existing folder ``path`` unless it holds only what ``sdc`` writes.
+
+    Allowed: the marker (:data:`MARKER`), the files it lists (an earlier run's output)
+    and ``new_files`` (what this run writes), with their folders. Anything else (an
+    input dataset, a user's file) makes it a :class:`DataError` (exit code 3) naming
+    one such entry: ``--force`` never deletes what ``sdc`` did not write.
+    """
+    if not path.is_dir() or path.is_symlink():
+        return
+    allowed = _marker_files(path) | set(new_files or ()) | {MARKER}
+    parents = {"/".join(f.split("/")[:i]) for f in allowed for i in range(1, f.count("/") + 1)}
+    try:
+        entries = _tree(path)
+    except OSError as exc:
+        raise write_error(what, path, exc) from None
+    for name, is_dir in entries:
+        if (is_dir and name in parents) or (not is_dir and name in allowed):
+            continue
+        raise DataError(
+            f"{what} folder {str(path)!r} holds {name!r}, which sdc did not write there; --force replaces only "
+            "sdc's own output files: move it away or choose another output folder")
 
 
 def _temp_name(path: Path) -> Path:
@@ -247,6 +320,7 @@ class OutputSet:
         def fill(tmp: Path) -> None:
             os.mkdir(tmp, 0o700)
             builder(tmp)
+            write_marker(tmp)
             os.chmod(tmp, file_mode(private=private, folder=True))
 
         self._stage(path, fill, what=what, folder=True, force=None)
@@ -268,9 +342,13 @@ class OutputSet:
     def commit(self) -> list[Path]:
         """Rename every staged file into place; returns the targets."""
         with COMMIT_LOCK:
-            for path, _tmp, _folder, what, force in self._staged:
+            for path, tmp, folder, what, force in self._staged:
                 if (path.exists() or path.is_symlink()) and not force:
                     raise OutputExistsError(f"{what} {str(path)!r} appeared while writing; use --force to replace it")
+                if folder and path.is_dir() and not path.is_symlink():
+                    check_replaceable_folder(path, {n for n, d in _tree(tmp) if not d}, what=what)
+                elif not folder and path.is_dir() and not path.is_symlink():
+                    raise DataError(f"{what} {str(path)!r} is a directory; sdc replaces only files it writes")
             old_dirs = []
             _COMMIT_STATE["depth"] += 1
             try:

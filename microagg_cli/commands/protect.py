@@ -78,6 +78,16 @@ def methods_text() -> str:
 @click.option("--regenerate-ids", is_flag=True, help="Replace --id-column with fresh random ids (seeded permutation of 1..n).")
 @click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
               help="Decimal mark of CSV input and output (',' for European CSV with ';' delimiter).")
+@click.option("--thousands", default=None, metavar="SEP",
+              help="Thousands separator in the input's numbers (',' '.' ' ' or \"'\"), removed before parsing: "
+                   "--thousands . --decimal , reads 1.234,5 as 1234.5.")
+@click.option("--na-values", default=None, metavar="TOKENS",
+              help="Extra cells read as missing, comma-separated (placeholders of official tables such as "
+                   "'..', 'x', '-'), besides empty cells, NA, N/A, NaN, NULL and '.'.")
+@click.option("--keys", default=None, metavar="COL[,COL]",
+              help="Released columns that identify records together with the protected ones (e.g. a region "
+                   "code): every class of identical (strata, keys, protected values) rows must hold >= K records, "
+                   "or nothing is written (exit 4).")
 @click.option("--evaluate", "evaluate_risk", is_flag=True,
               help="Add the full risk section of sdc evaluate to the report and summary: DLD, PLD, ID, k', DR "
                    "and score over the intruder scenarios (1G, 2G... by blocks touched).")
@@ -104,7 +114,8 @@ def methods_text() -> str:
 @listing_option("--list-methods", methods_text, "List every method with its parameters and reference, then exit.")
 @verbosity_options
 def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
-                    weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, evaluate_risk,
+                    weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, thousands, na_values, keys,
+                    evaluate_risk,
                     bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
                     verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
@@ -141,7 +152,9 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
             input, output, k=k, method=method, params=parse_params(params), plan=block_plan,
             columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report, seed=seed,
             stat=stat, force=force, input_format=input_format, output_format=output_format,
-            delimiter=delimiter, decimal=decimal, strata=split_names(strata), small_strata=small_strata,
+            delimiter=delimiter, decimal=decimal, thousands=thousands,
+            na_values=None if na_values is None else [v for v in na_values.split(",") if v.strip()],
+            keys=split_names(keys), strata=split_names(strata), small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows, id_column=id_column,
             regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk, partition_size=partition_size,
             engine=engine, scheduler=scheduler, bound={None: "auto", True: "on", False: "off"}[bound],

@@ -31,7 +31,7 @@ import numpy as np
 from .. import audit
 from .._version import __version__
 from ..blocking import Block, BlockPlan
-from ..errors import DataError, InfeasibleError, InvalidParameterError
+from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
 from ..io import (
     Table,
     assemble_output,
@@ -57,7 +57,7 @@ __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
     "check_run", "protect_blocks", "protect_table", "il_parts", "LB_SHARE", "BOUND_MODES", "optimality",
     "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
-    "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "protect_run",
+    "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "check_keys", "protect_run", "released_check", "merged_labels",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,6 +144,7 @@ def check_run(
     strata_missing: str,
     weights: str | None,
     missing: str,
+    keys: list[str] | None = None,
 ) -> str:
     """Check a run's options against the input's columns before any work; return the statistic.
 
@@ -161,7 +162,7 @@ def check_run(
     if strata_missing not in ("error", "own"):
         raise InvalidParameterError(f"unknown --strata-missing policy {strata_missing!r} (use error or own)")
     protected = set(plan.columns)
-    for role, cols in (("strata", strata or []), ("weights", [weights] if weights else [])):
+    for role, cols in (("strata", strata or []), ("weights", [weights] if weights else []), ("keys", keys or [])):
         for c in cols:
             if c not in columns:
                 raise DataError(f"{role}: no column {c!r} in the input")
@@ -191,8 +192,16 @@ def protect_blocks(
     runner: Any = None,
     progress: Callable[[int], None] | None = None,
     bound: str = "auto",
+    keys: list[str] | None = None,
+    recode_merged: bool = False,
 ) -> tuple[list[BlockResult], list[tuple[float, float]]]:
     """The block loop: protect every block of ``plan`` read from ``source``.
+
+    After every block, the privacy check is repeated on what is released
+    (:func:`released_check`): every class of identical (stratum, ``keys``, protected
+    values) rows must hold at least k records. ``recode_merged``: the caller writes the
+    merged strata under one label (:func:`merged_labels`), so the check uses those
+    labels; otherwise a merge that leaves a released stratum value below k is refused.
 
     Returns the per-block results (values in input row order, NaN where a record was
     not grouped or was suppressed) and each block's IL_SSE parts (numerator,
@@ -204,7 +213,7 @@ def protect_blocks(
     if bound not in BOUND_MODES:
         raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {bound!r}")
     stat = check_run(source.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
-                     strata_missing=strata_missing, weights=weights, missing=missing)
+                     strata_missing=strata_missing, weights=weights, missing=missing, keys=keys)
     n = source.n_rows
     w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
     keys = [source.keys(c) for c in (strata or [])]
@@ -304,7 +313,112 @@ def protect_blocks(
         results.append(BlockResult(resolved_block, Xp, labels_all if offset else None, stats))
         parts.append(il_parts(X, Xp))
         del X
+    released_check(results, [source.keys(c)[0] for c in (strata or [])], list(strata or []),
+                   [source.keys(c)[0] for c in (keys or [])], list(keys or []), recode_merged=recode_merged)
     return results, parts
+
+
+def _row_keys(key_cols: list[np.ndarray]) -> tuple[list[tuple[str, ...]], np.ndarray]:
+    """(distinct key tuples as text, in order of first appearance; each row's index into them)."""
+    n = len(key_cols[0])
+    codes = np.empty((n, len(key_cols)), dtype=np.int64)
+    uniques = []
+    for j, col in enumerate(key_cols):
+        text = np.asarray(col).astype(str)
+        u, inv = np.unique(text, return_inverse=True)
+        codes[:, j] = inv.reshape(-1)
+        uniques.append(u)
+    rows, first, inv = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    keys = [tuple(str(uniques[j][rows[i, j]]) for j in range(len(key_cols))) for i in order]
+    return keys, rank[inv.reshape(-1)]
+
+
+def merged_labels(results: list[BlockResult], strata: list[str]) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """The released label of every merged stratum: ``{stratum key: label}``.
+
+    Strata merged in any block (``--small-strata merge``) form one set (merges of every
+    block are joined, so the labels are the same in every block); each column of the
+    set's label is its members' distinct values, sorted as text and joined by ``+``
+    (strata ``1`` and ``3`` merged: both released as ``1+3``). Strata not merged are
+    not in the map."""
+    parent: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def find(a: tuple[str, ...]) -> tuple[str, ...]:
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for r in results:
+        info = r.stats.get("strata") or {}
+        for m in info.get("merged", []):
+            a = tuple(str(m["stratum"][c]) for c in strata)
+            b = tuple(str(m["into"][c]) for c in strata)
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+            parent.setdefault(a, a)
+            parent.setdefault(b, b)
+    sets: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for key in parent:
+        sets.setdefault(find(key), []).append(key)
+    out: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for members in sets.values():
+        label = tuple("+".join(sorted({m[j] for m in members})) for j in range(len(strata)))
+        for m in members:
+            out[m] = label
+    return out
+
+
+def released_check(results: list[BlockResult], strata_cols: list[np.ndarray], strata: list[str],
+                   key_cols: list[np.ndarray], keys: list[str], *, recode_merged: bool) -> None:
+    """The k-check on what is released: (stratum, keys, protected values) classes >= k.
+
+    The stratum columns and the declared ``keys`` pass through and identify records
+    together with the protected values, so every class of identical released
+    (stratum label, keys, protected values) rows of a block's grouped records must hold
+    at least k records (blocks of methods whose k counts values are exempt, as in the
+    per-block check). Adds ``stats["k_released"]`` to each block; raises
+    :class:`PrivacyCheckError` (exit code 4) otherwise, naming the columns."""
+    if not strata_cols and not key_cols:
+        return
+    n = len((strata_cols or key_cols)[0])
+    extra = np.zeros((n, 0), dtype=np.float64)
+    if strata_cols:
+        skeys, srow = _row_keys(strata_cols)
+        if recode_merged:
+            labels = merged_labels(results, strata)
+            label_of = [labels.get(k, k) for k in skeys]
+            distinct = {lab: i for i, lab in enumerate(dict.fromkeys(label_of))}
+            srow = np.asarray([distinct[lab] for lab in label_of], dtype=np.int64)[srow]
+        extra = np.hstack([extra, srow[:, None].astype(np.float64)])
+    if key_cols:
+        _kkeys, krow = _row_keys(key_cols)
+        extra = np.hstack([extra, krow[:, None].astype(np.float64)])
+    names = list(strata) + list(keys)
+    for r in results:
+        if get_method(r.block.method).output != "labels":
+            continue
+        rows = np.flatnonzero(~np.isnan(r.values).all(axis=1))
+        if not rows.size:
+            continue
+        sizes, n_classes = row_classes(np.hstack([extra[rows], r.values[rows]]))
+        k_min = int(sizes.min())
+        r.stats["k_released"] = {"columns": names + list(r.block.columns), "k_min": k_min,
+                                 "k_prime": rows.size / n_classes, "k_anonymous": k_min >= r.block.k}
+        if k_min < r.block.k:
+            small = int((sizes < r.block.k).sum())
+            how = (" (the merged strata keep their own values in this output: use the in-memory engine, "
+                   "which releases them under one merged label, or --small-strata suppress)"
+                   if strata and not recode_merged and any((r.stats.get("strata") or {}).get("merged") or []
+                                                           for r in results) else
+                   (f" (microaggregate within the keys: --strata {','.join(keys)})" if keys else ""))
+            raise PrivacyCheckError(
+                f"block {r.block.name!r}: {small} released rows fall in classes of identical "
+                f"({', '.join(names)}, protected values) smaller than k={r.block.k} (smallest {k_min}); "
+                f"nothing was written{how}")
 
 
 def protect_table(
@@ -322,6 +436,7 @@ def protect_table(
     runner: Any = None,
     progress: Callable[[int], None] | None = None,
     bound: str = "auto",
+    keys: list[str] | None = None,
 ) -> ProtectResult:
     """Protect every block of ``plan`` in ``table``; return the output table and stats.
 
@@ -342,16 +457,56 @@ def protect_table(
         records (:func:`microagg_cli.partitioning.split_indices`), each protected on its
         own with the block's z-scaling and its own seed; the extra information loss
         against one exact run is estimated on two neighbouring parts and reported.
+    keys : released columns that identify records together with the protected ones
+        (a region code): every class of identical (strata, keys, protected values)
+        rows must hold at least k records, or nothing is written.
     runner, progress, bound : see :func:`protect_blocks`.
+
+    Merged strata (``small_strata="merge"``) are released under one label per merged
+    set (:func:`merged_labels`), so that k holds on the released stratum too.
     """
     results, parts = protect_blocks(
         TableSource(table), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        runner=runner, progress=progress, bound=bound,
+        runner=runner, progress=progress, bound=bound, keys=keys, recode_merged=True,
     )
     values = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
     out = assemble_output(table, values, plan.drop)
-    return ProtectResult(out, results, {}, overall_stats(results, parts))
+    recoded = _recode_merged(table, results, list(strata or []))
+    for name, column in recoded.items():
+        out = with_column(out, name, column)
+    result = ProtectResult(out, results, {}, overall_stats(results, parts))
+    result.overall.pop("strata_recoded", None)
+    if recoded:
+        result.overall["strata_recoded"] = {
+            "rule": "merged strata are released under one label: their values joined by '+'",
+            "labels": [{"stratum": dict(zip(strata or [], k)), "released_as": dict(zip(strata or [], v))}
+                       for k, v in merged_labels(results, list(strata or [])).items()],
+        }
+    return result
+
+
+def _recode_merged(table: Table, results: list[BlockResult], strata: list[str]) -> dict[str, Any]:
+    """The stratum columns with every merged stratum's value replaced by its label (text)."""
+    import pyarrow as pa
+
+    labels = merged_labels(results, strata)
+    if not labels:
+        return {}
+    source = TableSource(table)
+    skeys, srow = _row_keys([source.keys(c)[0] for c in strata])
+    out = {}
+    for j, name in enumerate(strata):
+        new = [labels[k][j] if k in labels else None for k in skeys]
+        if all(v is None or v == k[j] for v, k in zip(new, skeys)):
+            continue
+        col = table.column(name)
+        text = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
+        values = np.asarray(text.to_pylist(), dtype=object)
+        change = np.asarray([v is not None for v in new])[srow]
+        values[change] = np.asarray([v for v in new], dtype=object)[srow][change]
+        out[name] = pa.array(values.tolist(), type=pa.string())
+    return out
 
 
 def il_parts(X: np.ndarray, Xp: np.ndarray) -> tuple[float, float]:
@@ -558,7 +713,7 @@ def build_report(
         }
         entry.update(r.stats)
         blocks.append(entry)
-    fp = file_fingerprint(table.path)
+    fp = file_fingerprint(table)
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
@@ -599,6 +754,23 @@ def single_plan(
                             passthrough=tuple(passthrough or ()))
 
 
+def check_keys(columns: list[str], plan: BlockPlan, keys: list[str] | None, strata: list[str] | None) -> None:
+    """Declared key columns exist, are named once and are neither protected, dropped nor strata."""
+    seen: set[str] = set()
+    for c in keys or []:
+        if c not in columns:
+            raise DataError(f"--keys: no column {c!r} in the input")
+        if c in seen:
+            raise InvalidParameterError(f"--keys: column {c!r} is named twice")
+        seen.add(c)
+        if c in plan.columns:
+            raise InvalidParameterError(f"key column {c!r} cannot also be protected")
+        if c in plan.drop:
+            raise InvalidParameterError(f"key column {c!r} cannot also be dropped")
+        if c in (strata or []):
+            raise InvalidParameterError(f"column {c!r} is both a key and a stratum (strata are checked as keys)")
+
+
 def check_id_column(columns: list[str], plan: BlockPlan, id_column: str | None) -> None:
     """An identifier column to regenerate exists and is neither protected nor dropped."""
     if id_column is None:
@@ -628,6 +800,7 @@ def protect_run(
     started: float | None = None,
     progress: Callable[[int], None] | None = None,
     bound: str = "auto",
+    keys: list[str] | None = None,
 ) -> tuple[ProtectResult, dict[str, Any]]:
     """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
     reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
@@ -639,7 +812,7 @@ def protect_run(
     check_id_column(table.columns, plan, id_column)
     result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
                            weights=weights, missing=missing, partition_size=partition_size,
-                           strata_missing=strata_missing, progress=progress, bound=bound)
+                           strata_missing=strata_missing, progress=progress, bound=bound, keys=keys)
     hygiene = output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows, id_column=id_column)
     rep = build_report(table, plan, result, seed=seed, stat=check_stat(stat), output=output,
                        seconds=time.perf_counter() - t0)
@@ -647,7 +820,7 @@ def protect_run(
                              plan=plan.source.name if getattr(plan, "source", None) else None,
                              strata=list(strata or []), small_strata=small_strata,
                              strata_missing=strata_missing, weights=weights,
-                             missing=missing, decimal=decimal, bound=bound)
+                             missing=missing, decimal=decimal, bound=bound, keys=list(keys or []))
     rep["output_hygiene"] = hygiene
     result.report = rep
     return result, rep

@@ -1,0 +1,226 @@
+"""Numbers written in other conventions: is a text column a number after all?
+
+A column that ``sdc`` does not parse as numbers is released unchanged, so a column of
+numbers that merely *looks* like text to the strict parser (a decimal comma ``1,5``,
+thousands separators ``248,514`` / ``248.514`` / ``248 514`` / ``248'514``, a currency
+or percent sign ``$9192`` / ``12 %``, an accounting negative ``(120)``, or a majority of
+placeholder cells ``-`` / ``..`` / ``x`` as official tables use for "not available" or
+"confidential") would be released in clear. :func:`numeric_reading` reads a text column
+under each of these conventions and returns the one that makes it numeric (or mostly
+numeric), with the option that settles it; the caller refuses the column unless the
+user named it (:func:`microagg_cli.io.default_column`, :func:`microagg_cli.io.released_check`).
+
+:func:`masked_shape` describes a cell without its value (digits become ``9``, a cell
+with letters is only "a value with letters"), for error messages about columns that
+hold or may hold protected numbers: logs never get an original value.
+
+Only pyarrow compute (regular expressions in C++) and numpy: a column of a million
+names is read in well under a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "PLACEHOLDERS", "decimal_comma_file",
+           "mostly_share"]
+
+#: Cells official tables use for "not available", "not applicable", "confidential",
+#: "nil" (Eurostat, ONS, Destatis, Statistics Canada, ABS conventions).
+PLACEHOLDERS = frozenset({
+    "-", "--", "---", "\u2013", "\u2014", "..", "...", "\u2026", ":", "x", "X", "xx", "XX", "xxx", "XXX",
+    "*", "**", "***", "c", "C", "(c)", "(C)", "(x)", "(X)", "z", "(z)", "s", "S", "(s)", "F", "(F)", "?",
+    "#", "n.a.", "n/a", "na", "n.v.", "nd", "n.d.", "#N/A", "#NA", "N.A.", "NULL", "(NA)", "-.-", "/",
+})
+
+#: The share of non-empty cells that must read as numbers for a column to count as
+#: numeric under a convention (the same threshold as the strict "mostly numeric" rule).
+mostly_share = 0.5
+
+_D = r"[0-9]"
+_SIGN = "[+\\-\u2212]?"
+_EXP = r"([eE][+-]?[0-9]{1,3})?"
+_SPACES = " \u00a0\u202f\u2009"          # space, no-break space, narrow no-break space, thin space
+_QUOTES = "'\u2019"                      # apostrophe, right single quotation mark (Swiss style)
+_CURRENCY = "(\\$|US\\$|\u20ac|\u00a3|\u00a5|\u20b9|\u20bd|\u20a9|\u20ba|CHF|EUR|USD|GBP|JPY|SEK|NOK|DKK|PLN|CZK|HUF|Fr\\.?|kr\\.?|R\\$|zl|z\u0142)"
+_PCT = "(%|\u2030|pct)"
+
+_DECIMAL_COMMA = rf"{_SIGN}({_D}+,{_D}*|,{_D}+){_EXP}"
+_PLAIN = rf"{_SIGN}({_D}+(\.{_D}*)?|\.{_D}+){_EXP}"
+_GROUP_COMMA = rf"{_SIGN}{_D}{{1,3}}(,{_D}{{3}})+(\.{_D}+)?"
+_GROUP_DOT = rf"{_SIGN}{_D}{{1,3}}(\.{_D}{{3}})+(,{_D}+)?"
+_GROUP_SPACE = rf"{_SIGN}{_D}{{1,3}}([{_SPACES}]{_D}{{3}})+([.,]{_D}+)?"
+_GROUP_QUOTE = rf"{_SIGN}{_D}{{1,3}}([{_QUOTES}]{_D}{{3}})+([.,]{_D}+)?"
+_ANY_NUMBER = "(" + "|".join((_GROUP_COMMA, _GROUP_DOT, _GROUP_SPACE, _GROUP_QUOTE, _DECIMAL_COMMA, _PLAIN)) + ")"
+_AFFIXED = (rf"^{_SIGN}\s?({_CURRENCY}\s?{_SIGN}\s?{_ANY_NUMBER}|{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT}))$")
+_PARENS = rf"^\(\s?({_CURRENCY}\s?)?{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT})?\s?\)$"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A convention under which a text column reads as numbers.
+
+    Attributes
+    ----------
+    name : what the convention is, for the message (``"a decimal comma"``).
+    option : the option that settles it (``"--decimal ,"``), or None where only
+        converting the column first (or naming it) does.
+    matched, total : cells that read as numbers under it, of the non-empty,
+        non-placeholder cells.
+    example_row : the first row (0-based) that needs the convention.
+    """
+
+    name: str
+    option: str | None
+    matched: int
+    total: int
+    example_row: int
+    placeholders: int = 0
+
+
+def _text(col: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = pc.cast(col, pa.string())
+    if col.null_count:
+        col = pc.fill_null(col, "")
+    return pc.utf8_trim_whitespace(col)
+
+
+def _match(text: Any, regex: str) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.match_substring_regex(text, regex).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _is_in(text: Any, values: Iterable[str]) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.is_in(text, value_set=pa.array(sorted(set(values)), type=pa.string()))
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = None,
+                    missing_tokens: Iterable[str] = (), strict_numbers: np.ndarray | None = None,
+                    ) -> Reading | None:
+    """The convention under which the text column ``col`` is numeric, or None.
+
+    Parameters
+    ----------
+    col : an Arrow array of text (chunked or not; other types are cast to text).
+    decimal, thousands : the conventions already in force (``--decimal``,
+        ``--thousands``): a reading they already apply is not suggested again.
+    missing_tokens : cells that are missing (empty, ``NA``, the user's ``--na-values``).
+    strict_numbers : a mask of cells the strict parser read as numbers (computed here
+        when not given).
+
+    Returns
+    -------
+    The :class:`Reading` that makes at least one and at least half of the non-empty,
+    non-placeholder cells numbers (the strict numbers count for every reading), where
+    the strict reading alone does not; else None. Placeholders (:data:`PLACEHOLDERS`):
+    when the strict numbers are at least half of the cells other than placeholders, the
+    reading is "placeholder cells", settled with ``--na-values``.
+    """
+    text = _text(col)
+    n = len(text)
+    if n == 0:
+        return None
+    missing = _is_in(text, set(missing_tokens) | {""})
+    placeholder = _is_in(text, PLACEHOLDERS) & ~missing
+    if strict_numbers is None:
+        strict_numbers = _match(text, rf"^{_PLAIN}$") if decimal == "." else _match(text, rf"^{_DECIMAL_COMMA}$|^{_PLAIN}$")
+    strict = np.asarray(strict_numbers, dtype=bool) & ~missing
+    counted = ~missing & ~placeholder
+    total = int(counted.sum())
+    n_strict = int((strict & counted).sum())
+    readings: list[tuple[str, str | None, str]] = []
+    if decimal == ".":
+        readings.append(("a decimal comma", "--decimal ,", rf"^{_DECIMAL_COMMA}$"))
+    if thousands != ",":
+        readings.append(("',' as a thousands separator", "--thousands ,", rf"^{_GROUP_COMMA}$"))
+    if thousands != ".":
+        readings.append(("'.' as a thousands separator", "--thousands ." + ("" if decimal == "," else " --decimal ,"),
+                         rf"^{_GROUP_DOT}$"))
+    if thousands not in tuple(_SPACES):
+        readings.append(("a space as a thousands separator", "--thousands ' '", rf"^{_GROUP_SPACE}$"))
+    if thousands not in tuple(_QUOTES):
+        readings.append(("an apostrophe as a thousands separator", "--thousands \"'\"", rf"^{_GROUP_QUOTE}$"))
+    readings.append(("currency or percent signs", None, _AFFIXED))
+    readings.append(("accounting negatives in parentheses", None, _PARENS))
+    found: list[tuple[int, str, str | None, int]] = []
+    for name, option, regex in readings:
+        hits = _match(text, regex) & counted & ~strict
+        m = int(hits.sum())
+        if m and n_strict + m >= mostly_share * total:
+            found.append((m, name, option, int(np.flatnonzero(hits)[0])))
+    if found:
+        # the reading that explains most cells; readings that explain as many (1,234:
+        # a decimal comma or a thousands separator?) are named with it
+        top = max(m for m, *_ in found)
+        best = [f for f in found if f[0] == top]
+        options = [o for _m, _n, o, _r in best if o]
+        return Reading(" or ".join(n for _m, n, _o, _r in best), " or ".join(options) if options else None,
+                       n_strict + top, total, min(r for *_x, r in best))
+    # every convention at once (a file may mix them): still mostly numbers?
+    anything = np.zeros(n, dtype=bool)
+    for _name, _option, regex in readings:
+        anything |= _match(text, regex)
+    anything &= counted & ~strict
+    m = int(anything.sum())
+    if m and n_strict + m >= mostly_share * total:
+        return Reading("a mix of number conventions", None, n_strict + m, total, int(np.flatnonzero(anything)[0]))
+    ph = int(placeholder.sum())
+    if ph and n_strict >= 1 and n_strict >= mostly_share * total:
+        tokens = sorted(set(text.filter(_arrow_mask(placeholder)).to_pylist()))
+        return Reading("placeholder cells (" + ", ".join(repr(t) for t in tokens[:6]) + ") for missing values",
+                       "--na-values " + ",".join(tokens[:6]), n_strict, total, int(np.flatnonzero(placeholder)[0]),
+                       placeholders=ph)
+    return None
+
+
+def _arrow_mask(mask: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    return pa.array(mask, type=pa.bool_())
+
+
+def decimal_comma_file(columns: Iterable[Any]) -> bool:
+    """Are the file's decimal numbers mostly written with a decimal comma?
+
+    Counts cells like ``1,5`` (and not a thousands grouping such as ``1,500``) against
+    cells like ``1.5`` over the given text columns."""
+    comma = dot = 0
+    for col in columns:
+        text = _text(col)
+        comma += int((_match(text, rf"^{_SIGN}{_D}*,{_D}+$") & ~_match(text, rf"^{_GROUP_COMMA}$")).sum())
+        dot += int((_match(text, rf"^{_SIGN}{_D}*\.{_D}+$") & ~_match(text, rf"^{_GROUP_DOT}$")).sum())
+    return comma > dot
+
+
+def masked_shape(value: Any, limit: int = 40) -> str:
+    """A cell described without its value: ``'99,9'`` for ``'12,5'``; "a value with
+    letters" for anything with a letter; at most ``limit`` characters."""
+    text = str(value)
+    if any(ch.isalpha() for ch in text):
+        return f"a value with letters ({len(text)} characters)"
+    if not text.strip():
+        return "an empty-looking value"
+    shape = "".join("9" if ch.isdigit() else ch for ch in text)
+    return "a value shaped " + quote(shape, limit)
+
+
+def quote(value: Any, limit: int = 40) -> str:
+    """``repr`` of a value cut to ``limit`` characters (cron logs must not get a 10 MB line)."""
+    text = str(value)
+    if len(text) > limit:
+        return repr(text[:limit]) + f"... ({len(text)} characters)"
+    return repr(text)
