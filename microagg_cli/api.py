@@ -176,9 +176,7 @@ def protect(
     check_keys(table.columns, plan, keys, strata)
     released_unnamed = [c for c in table.columns
                         if c not in plan.columns and c not in plan.drop and c not in plan.passthrough and c not in roles]
-    if not default_selection:  # the default selection checked every column it left out
-        for name in released_unnamed:
-            check_release(table, name)
+
     result, rep = protect_run(
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
@@ -186,6 +184,12 @@ def protect(
         output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
         keys=keys,
     )
+    # nothing released in clear unless named or not a number under any convention (the
+    # default selection checked every column it left out); checked after the run's own
+    # errors, before anything is written
+    if not default_selection:
+        for name in released_unnamed:
+            check_release(table, name)
     if evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 

@@ -330,9 +330,12 @@ def _parse_slow(texts: list[Any], decimal: str, tokens: frozenset[str] = MISSING
 
     values = pd.Series(texts, dtype=object)
     text = values.astype(str).str.strip()
-    missing = text.isin(tokens).to_numpy()
+    extra = text.isin(tokens - MISSING_TOKENS).to_numpy() if tokens is not MISSING_TOKENS else None
     if decimal != ".":
         text = text.str.replace(decimal, ".", regex=False)
+    missing = text.isin(MISSING_TOKENS).to_numpy()
+    if extra is not None:
+        missing |= extra
     num = np.array(pd.to_numeric(text.where(~missing, None), errors="coerce"), dtype=np.float64)
     bad = np.isnan(num) & ~missing
     num[missing] = np.nan

@@ -25,7 +25,7 @@ from .audit import digesting
 from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_tokens, open_csv_source, parse_numbers
 from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
-from .readings import decimal_comma_file, masked_shape, numeric_reading
+from .readings import Reading, decimal_comma_file, masked_shape, numeric_reading
 from .outputs import (
     COMMIT_LOCK,
     OutputSet,
@@ -432,7 +432,7 @@ MOSTLY_NUMERIC = 0.5
 
 
 def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray] | None = None,
-                         ) -> DataError | None:
+                         *, reading: Reading | None = None) -> DataError | None:
     """A :class:`DataError` if ``name`` is mostly but not entirely numeric, else None.
 
     The rule: at least one non-empty cell parses as a number, at least half of them
@@ -454,7 +454,40 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
         f"column {name!r} is mostly numeric ({n_num} of {n_num + n_bad} non-empty cells) but row {i + 1} "
         f"holds {masked_shape(table.cell_text(name, i))}: fix the cell, protect it explicitly with --columns, "
         f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}"
+        f"{_reading_hint(table, reading)}"
     )
+
+
+def _reading_hint(table: Table, reading: Reading | None) -> str:
+    if reading is None:
+        return ""
+    return (f"; it reads as numbers written with {reading.name}: "
+            f"{_settle(reading)}{_decimal_comma_hint(table, reading)}")
+
+
+def _settle(reading: Reading) -> str:
+    return (f"settle it with {' or '.join('`' + o + '`' for o in reading.option.split(' or '))}"
+            if reading.option else "convert the column to plain numbers first")
+
+
+def _decimal_comma_hint(table: Table, reading: Reading) -> str:
+    if table.decimal == "." and reading.option != "--decimal ,":
+        texts = [c for c in (_text_column(table, n) for n in table.columns) if c is not None]
+        if decimal_comma_file(texts):
+            return "; the file's numbers are mostly written with a decimal comma: use `--decimal ,`"
+    return ""
+
+
+def column_reading(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray] | None = None,
+                   ) -> Reading | None:
+    """The other convention under which the text column ``name`` reads as numbers
+    (:func:`microagg_cli.readings.numeric_reading`), or None."""
+    col = _text_column(table, name)
+    if col is None:
+        return None
+    values, _bad = parsed if parsed is not None else column_values(table, name)
+    return numeric_reading(col, decimal=table.decimal, thousands=table.thousands,
+                           missing_tokens=missing_tokens(table.na_values), strict_numbers=~np.isnan(values))
 
 
 def _text_column(table: Table, name: str) -> Any:
@@ -475,30 +508,24 @@ def _text_column(table: Table, name: str) -> Any:
 
 def reading_error(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray] | None = None,
                   ) -> DataError | None:
-    """A :class:`DataError` when the text column ``name`` reads as numbers under another
-    convention (:func:`microagg_cli.readings.numeric_reading`: decimal comma, thousands
-    separators, currency or percent signs, accounting negatives, placeholder cells),
-    naming the column, the convention and the option that settles it; else None."""
-    col = _text_column(table, name)
-    if col is None:
-        return None
-    values, _bad = parsed if parsed is not None else column_values(table, name)
-    reading = numeric_reading(col, decimal=table.decimal, thousands=table.thousands,
-                              missing_tokens=missing_tokens(table.na_values), strict_numbers=~np.isnan(values))
-    if reading is None:
-        return None
-    settle = (f"settle it with {' or '.join('`' + o + '`' for o in reading.option.split(' or '))}"
-              if reading.option else "convert the column to plain numbers first")
-    hint = ""
-    if table.decimal == "." and reading.option != "--decimal ,":
-        texts = [c for c in (_text_column(table, n) for n in table.columns) if c is not None]
-        if decimal_comma_file(texts):
-            hint = "; the file's numbers are mostly written with a decimal comma: use `--decimal ,`"
+    """A :class:`DataError` refusing to release ``name`` in clear, or None.
+
+    The column is mostly numeric (:func:`mostly_numeric_error`, with the convention
+    that explains it where one does), or it reads as numbers under another convention
+    (:func:`column_reading`: decimal comma, thousands separators, currency or percent
+    signs, accounting negatives, placeholder cells); the message names the column, the
+    convention and the option that settles it."""
+    parsed = parsed if parsed is not None else column_values(table, name)
+    reading = column_reading(table, name, parsed)
+    err = mostly_numeric_error(table, name, parsed, reading=reading)
+    if err is not None or reading is None:
+        return err
     besides = f", besides {reading.placeholders} placeholder cells" if reading.placeholders else ""
     return DataError(
         f"column {name!r} holds numbers written with {reading.name} ({reading.matched} of {reading.total} "
-        f"non-empty cells{besides}; e.g. row {reading.example_row + 1}); {settle} (or protect it with --columns, "
-        f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}){hint}"
+        f"non-empty cells{besides}; e.g. row {reading.example_row + 1}); {_settle(reading)} (or protect it with "
+        f"--columns, remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name})"
+        f"{_decimal_comma_hint(table, reading)}"
     )
 
 
@@ -512,28 +539,28 @@ def default_column(table: Table, name: str) -> bool:
     values, bad = column_values(table, name)
     if not bad.any():
         return not bool(np.isnan(values).all())
-    err = reading_error(table, name, (values, bad)) or mostly_numeric_error(table, name, (values, bad))
+    err = reading_error(table, name, (values, bad))
     if err is not None:
         raise err
     return False
 
 
-def check_release(table: Table, name: str, *, default_selection: bool = False) -> None:
-    """Refuse to release column ``name`` in clear when it is a number under any convention.
+def check_release(table: Table, name: str) -> None:
+    """Refuse to release column ``name`` in clear when it is a number in disguise.
 
-    Called for every column that would pass through unchanged without being named
-    (``--passthrough``, a plan's passthrough, ``--strata``, ``--weights``, the id
-    column). ``default_selection``: the column was left out by the default selection
-    (already checked there). Raises :class:`DataError` (exit code 3)."""
+    Called, with an explicit selection (``--columns`` or a plan), for every column that
+    would pass through unchanged without being named (``--passthrough``, a plan's
+    passthrough, ``--strata``, ``--weights``, ``--keys``, the id column): a column that
+    is mostly numeric, or numeric under another convention (decimal comma, thousands
+    separators, currency or percent signs, accounting negatives, placeholder cells),
+    raises :func:`reading_error`'s :class:`DataError` (exit code 3). A column the strict
+    parser reads as numbers in full is plainly visible as such: it passes through as
+    the explicit selection left it, and is listed as passed through in the summary and
+    the report."""
     values, bad = column_values(table, name)
     if not bad.any():
-        if not bool(np.isnan(values).all()) and not default_selection:
-            raise DataError(
-                f"column {name!r} is numeric but neither protected nor named: protect it (--columns or a plan "
-                f"block), release it unchanged on purpose with --passthrough {name}, or remove it with --drop {name}"
-            )
         return
-    err = reading_error(table, name, (values, bad)) or mostly_numeric_error(table, name, (values, bad))
+    err = reading_error(table, name, (values, bad))
     if err is not None:
         raise err
 
@@ -593,11 +620,9 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
         values, bad = column_values(table, name)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            err = reading_error(table, name, (values, bad))
-            if err is not None:
-                raise err
             raise DataError(
                 f"column {name!r} is not numeric: row {i + 1} holds {masked_shape(table.cell_text(name, i))}"
+                f"{_reading_hint(table, column_reading(table, name, (values, bad)))}"
             )
         nan = np.isnan(values)
         if nan.any() and not allow_missing:

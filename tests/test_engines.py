@@ -146,7 +146,7 @@ def test_dataset_directory_in_and_out(tmp_path):
     _write(df, src, files=4)
     (src / "_SUCCESS").write_text("")  # marker files are skipped
     rep = protect_stream(src, out, PLAN, partition_size=180, seed=2)
-    assert sorted(p.name for p in out.iterdir()) == [f"part-{f:03d}.parquet" for f in range(4)]
+    assert sorted(p.name for p in out.iterdir()) == [".sdc-output.json"] + [f"part-{f:03d}.parquet" for f in range(4)]
     for f in range(4):
         assert pq.read_metadata(out / f"part-{f:03d}.parquet").num_rows == pq.read_metadata(
             src / f"part-{f:03d}.parquet").num_rows
@@ -180,7 +180,7 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
     _write(df, src, files=2)
     out = tmp_path / "out"
     out.mkdir()
-    (out / "old.parquet").write_bytes(b"old")
+    (out / "part-000.parquet").write_bytes(b"old")  # a name this run writes: --force may replace it
     with pytest.raises(OutputExistsError):
         protect_stream(src, out, PLAN, partition_size=100)
     # a failure while writing leaves the old output and no temporary folder
@@ -191,11 +191,12 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
     monkeypatch.setattr(engines, "_batches", boom)
     with pytest.raises(DataError, match="cannot write output .*disk full; nothing was written"):
         protect_stream(src, out, PLAN, partition_size=100, force=True)
-    assert [p.name for p in out.iterdir()] == ["old.parquet"]
+    assert [p.name for p in out.iterdir()] == ["part-000.parquet"]
+    assert (out / "part-000.parquet").read_bytes() == b"old"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     monkeypatch.undo()
     protect_stream(src, out, PLAN, partition_size=100, force=True)
-    assert sorted(p.name for p in out.iterdir()) == ["part-000.parquet", "part-001.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".sdc-output.json", "part-000.parquet", "part-001.parquet"]
     # files with different schemas make no dataset
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -205,7 +206,7 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
         open_parquet(bad)
     with pytest.raises(InvalidParameterError, match="--scheduler needs --engine dask"):
         protect_stream(src, tmp_path / "x.parquet", PLAN, scheduler="tcp://127.0.0.1:1")
-    with pytest.raises(DataError, match="overlaps the input"):
+    with pytest.raises(DataError, match="the input is never modified"):
         protect_stream(src, src, PLAN, force=True)
 
 

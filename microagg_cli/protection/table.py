@@ -214,6 +214,7 @@ def protect_blocks(
         raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {bound!r}")
     stat = check_run(source.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
                      strata_missing=strata_missing, weights=weights, missing=missing, keys=keys)
+    declared_keys = list(keys or [])
     n = source.n_rows
     w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
     keys = [source.keys(c) for c in (strata or [])]
@@ -313,8 +314,8 @@ def protect_blocks(
         results.append(BlockResult(resolved_block, Xp, labels_all if offset else None, stats))
         parts.append(il_parts(X, Xp))
         del X
-    released_check(results, [source.keys(c)[0] for c in (strata or [])], list(strata or []),
-                   [source.keys(c)[0] for c in (keys or [])], list(keys or []), recode_merged=recode_merged)
+    released_check(results, key_cols, list(strata or []),
+                   [source.keys(c)[0] for c in declared_keys], declared_keys, recode_merged=recode_merged)
     return results, parts
 
 
