@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from . import audit
 from .blocking import (
+    DEFAULT_BLOCK_SIZE,
     STRATEGIES,
     BlockPlan,
     block_notes,
@@ -476,7 +477,7 @@ def propose_plans(
         raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
     names = list(STRATEGIES) if strategy == "all" else ([strategy] if strategy else [])
     if any(STRATEGIES[n][1] for n in names) and size is None:
-        raise InvalidParameterError(f"strategy {strategy!r} needs the block size --size S")
+        size = DEFAULT_BLOCK_SIZE  # the block sizes of the literature's Census tables
     if size is not None and (isinstance(size, bool) or int(size) != size or size < 1):
         raise InvalidParameterError(f"--size must be an integer >= 1, got {size!r}")
     if max_known is not None and not evaluate:

@@ -90,6 +90,7 @@ from .errors import DataError, InvalidParameterError, check_k_value, k_message
 
 
 __all__ = [
+    "DEFAULT_BLOCK_SIZE",
     "Block",
     "BlockPlan",
     "PLAN_VERSION",
@@ -909,6 +910,11 @@ def _random(A: np.ndarray, size: int, seed: int) -> list[list[int]]:
     perm = np.random.default_rng(int(seed)).permutation(A.shape[0]).tolist()
     return _canonical([perm[i:i + size] for i in range(0, len(perm), size)])
 
+
+#: Columns per block when a strategy needs a size and none is given (``sdc blocks``
+#: without ``--size``): blocks of three attributes, as in the literature's Census tables
+#: (Nin, Herranz & Torra 2008, "How to group attributes in multivariate microaggregation").
+DEFAULT_BLOCK_SIZE = 3
 
 #: name -> (function(|corr| matrix, size, seed) -> blocks of column positions,
 #: whether it needs a block size, one-line description).

@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from .errors import Interrupted
 from .outputs import COMMIT_LOCK, commit_in_progress, committed_files, defer_signal, discard_live_temps
@@ -93,7 +94,30 @@ def hard_exit(signum: int) -> None:
     os._exit(128 + int(signum))
 
 
+#: Functions that run as finalizers (object destructors, weakref callbacks): an
+#: exception raised inside one is printed ("Exception ignored in ...") and dropped.
+_FINALIZERS = frozenset({"__del__", "_on_type_disposal", "_exitfunc", "_finalize", "finalize"})
+
+
+def _in_finalizer(frame: Any) -> bool:
+    """Is the interrupted code (or a caller) a finalizer, where raising is unsafe?"""
+    depth = 0
+    while frame is not None and depth < 64:
+        code = frame.f_code
+        if code.co_name in _FINALIZERS or (code.co_name == "__call__" and code.co_filename.endswith("weakref.py")):
+            return True
+        frame, depth = frame.f_back, depth + 1
+    return False
+
+
 def _handler(signum: int, _frame: object) -> None:
+    if _in_finalizer(_frame) and not _state["signum"]:
+        # never raise inside a finalizer (Python would print a traceback and drop the
+        # exception): note the signal; the watchdog then ends the run the clean way
+        # (temporary outputs removed, the message, 128 + signum) within GRACE seconds
+        _state["signum"] = signum
+        _state["since"] = time.monotonic()
+        return
     if commit_in_progress():  # never between two renames of one output set
         _state["signum"] = _state["signum"] or signum
         _state["main_has_it"] = True

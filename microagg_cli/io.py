@@ -12,6 +12,7 @@ Protected columns are parsed strictly: a value that is not a finite number is a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -943,19 +944,8 @@ def write_table(
     if path is None:
         if fmt != "csv":
             raise InvalidParameterError("only CSV can be written to stdout (-o -)")
-        if arrow:
-            out = getattr(sys.stdout, "buffer", None)
-            sys.stdout.flush()
-            if out is not None:
-                write_csv(frame, out, delimiter=delimiter, decimal=decimal)
-                out.flush()
-            else:
-                from .csvio import csv_bytes
-
-                sys.stdout.write(csv_bytes(frame, delimiter=delimiter, decimal=decimal).decode("utf-8"))
-        else:
-            sys.stdout.write(_csv_text(frame, delimiter, decimal))
-        sys.stdout.flush()
+        with _stdout_errors("output"):
+            _write_stdout_csv(frame, arrow, delimiter, decimal)
         return
     if fmt == "csv":
         if arrow:
@@ -977,6 +967,32 @@ def write_table(
     _stage_or_write(path, writer, force=force, into=into, what="output")
 
 
+@contextlib.contextmanager
+def _stdout_errors(what: str) -> Any:
+    """An OS error while writing to standard output (a full device, a closed pipe) names it."""
+    try:
+        yield
+    except OSError as exc:
+        raise DataError(f"cannot write the {what} to standard output ('-'): "
+                        f"{exc.strerror or type(exc).__name__}") from None
+
+
+def _write_stdout_csv(frame: Any, arrow: bool, delimiter: str, decimal: str) -> None:
+    if arrow:
+        out = getattr(sys.stdout, "buffer", None)
+        sys.stdout.flush()
+        if out is not None:
+            write_csv(frame, out, delimiter=delimiter, decimal=decimal)
+            out.flush()
+        else:
+            from .csvio import csv_bytes
+
+            sys.stdout.write(csv_bytes(frame, delimiter=delimiter, decimal=decimal).decode("utf-8"))
+    else:
+        sys.stdout.write(_csv_text(frame, delimiter, decimal))
+    sys.stdout.flush()
+
+
 def _stage_or_write(path: Path, writer: Callable[[Any], None], *, force: bool, into: OutputSet | None,
                     what: str, private: bool = False) -> None:
     writer = digesting(path, writer)  # the audit trail hashes the bytes as written
@@ -996,8 +1012,9 @@ def write_json(obj: Any, path: Path | None, *, force: bool, into: OutputSet | No
     """Write JSON atomically (``path=None``: stdout). ``private``: mode 0600 (internal reports)."""
     text = json_text(obj)
     if path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        with _stdout_errors(what):
+            sys.stdout.write(text)
+            sys.stdout.flush()
         return
     data = text.encode("utf-8")
     _stage_or_write(path, lambda fh: fh.write(data), force=force, into=into, what=what, private=private)

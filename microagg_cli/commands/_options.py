@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sys
+import time
 from typing import Any, Callable
 
 import click
@@ -55,6 +57,10 @@ def format_options(func: Callable) -> Callable:
     return func
 
 
+#: A short id of this run (process), on every log line written to a non-terminal.
+RUN_ID = secrets.token_hex(3)
+
+
 def setup_logging(quiet: bool, verbose: int) -> None:
     """Logs go to stderr: rich on a terminal, plain lines otherwise; -q keeps errors only."""
     level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
@@ -68,7 +74,11 @@ def setup_logging(quiet: bool, verbose: int) -> None:
         handler.setFormatter(logging.Formatter("%(message)s"))
     else:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("sdc: %(levelname)s: %(message)s"))
+        # cron logs interleave runs: every line carries its time (ISO 8601, UTC) and the run's id
+        fmt = logging.Formatter(f"%(asctime)s sdc[{RUN_ID}]: %(levelname)s: %(message)s",
+                                datefmt="%Y-%m-%dT%H:%M:%SZ")
+        fmt.converter = time.gmtime
+        handler.setFormatter(fmt)
     handler.setLevel(level)
     logger.addHandler(handler)
     logger.setLevel(level)
@@ -92,6 +102,26 @@ class _AsciiStderr:
 
     def isatty(self) -> bool:
         return False
+
+
+class _AsciiStdout(_AsciiStderr):
+    """stdout as rich sees it off a terminal (a file, a pipe): ASCII tables, +-| boxes."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+def stdout_console():
+    """A rich console for a table on stdout: ASCII, no colour, no wrapping off a terminal."""
+    from rich.console import Console
+
+    if not sys.stdout.isatty() or os.environ.get("NO_COLOR"):
+        return Console(file=_AsciiStdout(), highlight=False, width=200, no_color=True, color_system=None,
+                       emoji=False)
+    return Console(highlight=False)
 
 
 def stderr_console():

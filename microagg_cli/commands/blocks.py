@@ -23,7 +23,7 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
                    "column per block; single = one block; random = seeded; all = every strategy "
                    "(with --evaluate).")
 @click.option("--size", type=int, default=None, metavar="S",
-              help="Columns per block (correlated, cross, random). When S does not divide the number of "
+              help="Columns per block (correlated, cross, random; default 3). When S does not divide the number of "
                    "columns, some blocks are smaller: one block holds the remainder (correlated, random) or "
                    "sizes differ by at most one (cross); blocks are listed in the order of their first column, "
                    "so the smaller one need not be the last.")

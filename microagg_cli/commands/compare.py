@@ -7,12 +7,12 @@ import sys
 import click
 
 from .. import api
-from .. import grid, report
+from .. import grid, interrupts, report
 from ..errors import InvalidParameterError
 from ._common_eval import parse_known, parse_weights
 from ._options import (
     check_delimiter,
-    complete_method_list, listing_option, setup_logging, split_names, stderr_console,
+    complete_method_list, listing_option, setup_logging, split_names, stderr_console, stdout_console,
                        verbosity_options)
 
 __all__ = ["compare_command"]
@@ -164,14 +164,11 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         total = exc.document["cells"] if exc.document else "?"
         kept = f"; the finished rows are in {', '.join(exc.written)}" if exc.written else "; nothing was written"
         click.echo(f"Error: interrupted after {done} of {total} cells{kept}", err=True)
-        click.get_current_context().exit(130)
+        click.get_current_context().exit(interrupts.exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM
     out_fmt = grid.output_format(fmt, kwargs["output"])
     if kwargs["output"] is None:
         if out_fmt == "table":
-            from rich.console import Console
-
-            console = Console(highlight=False) if sys.stdout.isatty() else Console(width=200, highlight=False)
-            report.print_tables(doc, console)
+            report.print_tables(doc, stdout_console())  # ASCII boxes into files and pipes
         else:
             click.echo(report.render_compare(doc, out_fmt), nl=False)
     elif not quiet:

@@ -45,6 +45,7 @@ class ParamSpec:
         where = f"{method}: parameter {self.name!r}" if method else f"parameter {self.name!r}"
         if value is None:
             return None
+        given = value
         try:
             if self.type == "bool":
                 if isinstance(value, str):
@@ -63,11 +64,11 @@ class ParamSpec:
             elif self.type == "float":
                 value = float(value)
                 if not np.isfinite(value):
-                    raise ValueError(value)
+                    raise InvalidParameterError(f"{where} must be a finite number, got {str(given).strip()!r}")
             else:
                 value = str(value)
         except (TypeError, ValueError):
-            raise InvalidParameterError(f"{where} must be of type {self.type}, got {value!r}") from None
+            raise InvalidParameterError(f"{where} must be of type {self.type}, got {str(given)[:40]!r}") from None
         if self.min is not None and value < self.min:
             raise InvalidParameterError(f"{where} must be >= {self.min}, got {value!r}")
         if self.max is not None and value > self.max:

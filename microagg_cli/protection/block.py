@@ -152,7 +152,7 @@ def check_weights(weights: np.ndarray | None, n: int) -> np.ndarray | None:
         raise InvalidParameterError(f"weights must have one value per record ({n}), got shape {w.shape}")
     if not np.isfinite(w).all() or (w <= 0).any():
         i = int(np.flatnonzero(~(np.isfinite(w) & (w > 0)))[0])
-        raise DataError(f"sampling weights must be positive and finite: row {i + 1} holds {w[i]!r}")
+        raise DataError(f"sampling weights must be positive and finite: row {i + 1} holds {float(w[i]):g}")
     return w
 
 

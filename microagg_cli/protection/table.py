@@ -57,7 +57,7 @@ __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
     "check_run", "protect_blocks", "protect_table", "il_parts", "LB_SHARE", "BOUND_MODES", "optimality",
     "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
-    "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "check_keys", "protect_run", "released_check", "merged_labels",
+    "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "check_keys", "protect_run", "released_check", "merged_labels", "check_magnitude", "MAX_MAGNITUDE",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.2"
+REPORT_SCHEMA_VERSION = "1.3"
 
 MISSING_POLICIES = ("error", "complete", "available")
 SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
@@ -228,6 +228,7 @@ def protect_blocks(
     parts: list[tuple[float, float]] = []
     for i, block in enumerate(plan.blocks):
         X = source.numeric(list(block.columns), allow_missing=missing != "error")
+        check_magnitude(X, block.columns)
         nan = np.isnan(X)
         grouped = ~nan.any(axis=1) if missing == "complete" else ~nan.all(axis=1)
         missing_cells = int(nan.sum())
@@ -317,6 +318,29 @@ def protect_blocks(
     released_check(results, key_cols, list(strata or []),
                    [source.keys(c)[0] for c in declared_keys], declared_keys, recode_merged=recode_merged)
     return results, parts
+
+
+#: Largest magnitude a protected value may have: squares of larger differences overflow
+#: double precision (about 1.8e308), and so would the z-scaling's variance and every
+#: squared distance of the methods.
+MAX_MAGNITUDE = 1e150
+
+
+def check_magnitude(X: np.ndarray, columns: tuple[str, ...] | list[str]) -> None:
+    """Refuse a block whose values are so large that squared distances overflow.
+
+    A :class:`DataError` (exit code 3) names the column and the first row beyond
+    :data:`MAX_MAGNITUDE` (never the value): rescale the column (larger units) first.
+    Checked once per block, before any method runs, so every method is covered."""
+    with np.errstate(invalid="ignore"):
+        big = np.abs(X) > MAX_MAGNITUDE
+    if big.any():
+        j = int(np.flatnonzero(big.any(axis=0))[0])
+        i = int(np.flatnonzero(big[:, j])[0])
+        raise DataError(
+            f"column {columns[j]!r} holds values beyond {MAX_MAGNITUDE:.0e} in absolute value (first in row {i + 1}): "
+            "squared distances would overflow double precision; rescale the column (express it in larger units) "
+            "before protecting it")
 
 
 def _row_keys(key_cols: list[np.ndarray]) -> tuple[list[tuple[str, ...]], np.ndarray]:
