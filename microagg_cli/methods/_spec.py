@@ -63,12 +63,12 @@ class ParamSpec:
                 value = int(str(value).strip()) if isinstance(value, str) else int(value)
             elif self.type == "float":
                 value = float(value)
-                if not np.isfinite(value):
-                    raise InvalidParameterError(f"{where} must be a finite number, got {str(given).strip()!r}")
             else:
                 value = str(value)
         except (TypeError, ValueError):
             raise InvalidParameterError(f"{where} must be of type {self.type}, got {str(given)[:40]!r}") from None
+        if self.type == "float" and not np.isfinite(value):
+            raise InvalidParameterError(f"{where} must be a finite number, got {str(given).strip()[:40]!r}")
         if self.min is not None and value < self.min:
             raise InvalidParameterError(f"{where} must be >= {self.min}, got {value!r}")
         if self.max is not None and value > self.max:
