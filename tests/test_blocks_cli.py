@@ -236,7 +236,6 @@ def test_blocks_output_file_needs_force(small_csv, tmp_path):
 
 
 BLOCKS_USAGE = {
-    "no size": (["--strategy", "cross"], "needs the block size"),
     "all without evaluate": (["--strategy", "all", "--size", "2"], "add --evaluate"),
     "all -o without recommend": (["--strategy", "all", "--size", "2", "--evaluate", "-k", "2", "-o", "{tmp}/p.toml"],
                                  "needs --recommend"),
