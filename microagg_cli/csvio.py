@@ -257,6 +257,18 @@ def _check_field_counts(body: memoryview, name: str, delim: str, width: int) -> 
                     f"(a {kind} row); every row must have as many fields as the header")
 
 
+def _without_cells(msg: str) -> str:
+    """A parser's message without the row text it quotes (cells never reach a log), at most 120 characters."""
+    msg = re.sub(r"(got \d+)\s*:.*$", r"\1", msg)
+    return msg[:120]
+
+
+def arrow_csv_error(exc: BaseException) -> str:
+    """Arrow's CSV error in one line, the quoted row left out (``Row #2: Expected 3 columns, got 4``)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return _without_cells(text)
+
+
 def _read_with_pandas(body: memoryview, name: str, delim: str) -> Any:
     """The pandas reader of earlier versions (files the Arrow parser refuses)."""
     import pandas as pd
@@ -268,7 +280,7 @@ def _read_with_pandas(body: memoryview, name: str, delim: str) -> Any:
                             na_filter=False, engine="c")
     except (pd.errors.ParserError, ValueError) as exc:
         msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"{name}: malformed CSV ({msg})") from None
+        raise DataError(f"{name}: malformed CSV ({_without_cells(msg)})") from None
     arrays = [pa.array(frame[c].astype(object).where(frame[c].notna(), "").tolist(), type=pa.string())
               for c in frame.columns]
     return pa.table(arrays, names=[str(c) for c in frame.columns])
@@ -742,7 +754,7 @@ class CsvSource:
                     pending = rest.to_batches() if rest.num_rows else []
                     n_pending = rest.num_rows
         except pa.ArrowInvalid as exc:
-            raise DataError(f"{self.path}: malformed CSV ({str(exc).splitlines()[0]})") from None
+            raise DataError(f"{self.path}: malformed CSV ({arrow_csv_error(exc)})") from None
         if n_pending:
             yield pa.Table.from_batches(pending, schema=schema).combine_chunks().to_batches()[0]
 
@@ -834,7 +846,7 @@ def open_csv_source(path: str | Path, *, delimiter: str | None = None, decimal: 
                 raise DataError(f"{name}: a line holds only white space; read this file in memory")
             rows += batch.num_rows
     except pa.ArrowInvalid as exc:
-        raise DataError(f"{name}: malformed CSV ({str(exc).splitlines()[0]})") from None
+        raise DataError(f"{name}: malformed CSV ({arrow_csv_error(exc)})") from None
     if not rows:
         raise DataError(f"{name}: the file has a header but no data rows")
     schema = pa.schema([pa.field(n, pa.string()) for n in (names or [])])
