@@ -36,7 +36,6 @@ from .io import (
     OutputSet,
     atomic_write_bytes,
     check_output_path,
-    check_release,
     detect_format,
     file_fingerprint,
     read_table,
@@ -175,22 +174,14 @@ def protect(
                            passthrough=passthrough, roles=roles)
     check_id_column(table.columns, plan, id_column)
     check_keys(table.columns, plan, keys, strata)
-    released_unnamed = [c for c in table.columns
-                        if c not in plan.columns and c not in plan.drop and c not in plan.passthrough and c not in roles]
 
     result, rep = protect_run(
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
         shuffle_rows=shuffle_rows, id_column=id_column if regenerate_ids else None,
         output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
-        keys=keys,
+        keys=keys, named=[id_column] if id_column else [], default_selection=default_selection,
     )
-    # nothing released in clear unless named or not a number under any convention (the
-    # default selection checked every column it left out); checked after the run's own
-    # errors, before anything is written
-    if not default_selection:
-        for name in released_unnamed:
-            check_release(table, name)
     if evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 

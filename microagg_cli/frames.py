@@ -38,7 +38,7 @@ from .blocking import STRATEGIES, BlockPlan, check_k_option
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
-from .protection.table import protect_run, single_plan
+from .protection.table import check_keys, protect_run, single_plan
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
 
@@ -100,6 +100,7 @@ def protect_frame(
     partition_size: int | None = None,
     evaluate_risk: bool = False,
     bound: str = "auto",
+    keys: list[str] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Protect a DataFrame (or Arrow table): ``sdc protect`` in memory.
 
@@ -124,6 +125,7 @@ def protect_frame(
     """
     t0 = time.perf_counter()
     table = as_table(df)
+    plan_given = plan
     if plan is not None:
         if columns is not None:
             raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
@@ -131,11 +133,14 @@ def protect_frame(
             plan = plan.with_passthrough(passthrough)
     else:
         plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
-                           passthrough=passthrough, roles=list(strata or []) + [c for c in (weights, id_column) if c])
-    result, rep = protect_run(  # checks id_column too
+                           passthrough=passthrough,
+                           roles=list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c])
+    check_keys(table.columns, plan, keys, strata)
+    result, rep = protect_run(  # checks id_column too, and that nothing unnamed is a number in disguise
         table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
         strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        shuffle_rows=shuffle_rows, id_column=id_column, started=t0, bound=bound,
+        shuffle_rows=shuffle_rows, id_column=id_column, started=t0, bound=bound, keys=keys,
+        default_selection=plan_given is None and columns is None,
     )
     if evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)

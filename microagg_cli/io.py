@@ -495,9 +495,13 @@ def _text_column(table: Table, name: str) -> Any:
     """The column as Arrow text, or None when it is stored as numbers, booleans or another
     non-text type (those are judged by their type)."""
     if table.arrow_backed:
+        import pyarrow as pa
+
         col = table.column(name)
         if table.fmt == "csv" or _arrow_kind(col.type) == "text":
             return col
+        if pa.types.is_dictionary(col.type) and _arrow_kind(col.type.value_type) == "text":
+            return col.cast(pa.string())  # a categorical column of text: read it as text
         return None
     import pyarrow as pa
 

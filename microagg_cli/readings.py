@@ -55,7 +55,8 @@ _GROUP_DOT = rf"{_SIGN}{_D}{{1,3}}(\.{_D}{{3}})+(,{_D}+)?"
 _GROUP_SPACE = rf"{_SIGN}{_D}{{1,3}}([{_SPACES}]{_D}{{3}})+([.,]{_D}+)?"
 _GROUP_QUOTE = rf"{_SIGN}{_D}{{1,3}}([{_QUOTES}]{_D}{{3}})+([.,]{_D}+)?"
 _ANY_NUMBER = "(" + "|".join((_GROUP_COMMA, _GROUP_DOT, _GROUP_SPACE, _GROUP_QUOTE, _DECIMAL_COMMA, _PLAIN)) + ")"
-_AFFIXED = (rf"^{_SIGN}\s?({_CURRENCY}\s?{_SIGN}\s?{_ANY_NUMBER}|{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT}))$")
+_AFFIXED = (rf"^{_SIGN}\s?({_CURRENCY}\s?{_SIGN}\s?{_ANY_NUMBER}|{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT}))$"
+            rf"|^{_ANY_NUMBER}[\-" "\u2212" "]$")  # a trailing minus (ledger exports: 120-)
 _PARENS = rf"^\(\s?({_CURRENCY}\s?)?{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT})?\s?\)$"
 
 
@@ -154,7 +155,7 @@ def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = Non
         readings.append(("a space as a thousands separator", "--thousands ' '", rf"^{_GROUP_SPACE}$"))
     if thousands not in tuple(_QUOTES):
         readings.append(("an apostrophe as a thousands separator", "--thousands \"'\"", rf"^{_GROUP_QUOTE}$"))
-    readings.append(("currency or percent signs", None, _AFFIXED))
+    readings.append(("currency or percent signs (or a trailing minus)", None, _AFFIXED))
     readings.append(("accounting negatives in parentheses", None, _PARENS))
     found: list[tuple[int, str, str | None, int]] = []
     for name, option, regex in readings:

@@ -35,6 +35,7 @@ from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyC
 from ..io import (
     Table,
     assemble_output,
+    check_release,
     file_fingerprint,
     id_type,
     missing_mask,
@@ -826,18 +827,32 @@ def protect_run(
     progress: Callable[[int], None] | None = None,
     bound: str = "auto",
     keys: list[str] | None = None,
+    named: tuple[str, ...] | list[str] = (),
+    default_selection: bool = False,
 ) -> tuple[ProtectResult, dict[str, Any]]:
     """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
     reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
 
     ``id_column`` is regenerated (a seeded permutation of 1..n). ``output`` is the output
     file's name for the report; ``started`` the run's ``time.perf_counter()`` start.
+
+    Before anything is returned, every column that passes through without being named
+    (the plan's passthrough, ``strata``, ``weights``, ``keys``, ``id_column`` and
+    ``named``, e.g. an identifier kept as it is) is checked not to be a number in
+    disguise (:func:`microagg_cli.io.check_release`); ``default_selection``: the plan
+    is the default selection, which checked every column it left out already.
     """
     t0 = time.perf_counter() if started is None else started
     check_id_column(table.columns, plan, id_column)
     result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
                            weights=weights, missing=missing, partition_size=partition_size,
                            strata_missing=strata_missing, progress=progress, bound=bound, keys=keys)
+    if not default_selection:
+        exempt = (set(plan.columns) | set(plan.drop) | set(plan.passthrough) | set(strata or []) | set(keys or [])
+                  | {c for c in (weights, id_column) if c} | set(named))
+        for name in table.columns:
+            if name not in exempt:
+                check_release(table, name)
     hygiene = output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows, id_column=id_column)
     rep = build_report(table, plan, result, seed=seed, stat=check_stat(stat), output=output,
                        seconds=time.perf_counter() - t0)
