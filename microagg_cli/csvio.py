@@ -372,6 +372,20 @@ def _strip_thousands(text: Any, thousands: str, decimal: str) -> Any:
     return pc.if_else(stray, "\x00", text)
 
 
+def text_array(col: Any) -> Any:
+    """One Arrow string array of a column (chunks joined, other types cast, null = ``""``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = pc.cast(col, pa.string())
+    if col.null_count:
+        col = pc.fill_null(col, "")
+    return col
+
+
 def parse_numbers(col: Any, decimal: str = ".", *, thousands: str | None = None,
                   na_values: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Strict float parse of a text column: (float64 with NaN where missing, bad mask).
@@ -386,12 +400,7 @@ def parse_numbers(col: Any, decimal: str = ".", *, thousands: str | None = None,
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        col = pc.cast(col, pa.string())
-    if col.null_count:
-        col = pc.fill_null(col, "")
+    col = text_array(col)
     # Only spaces are trimmed here: a cell with any other character outside printable
     # ASCII (a tab, a no-break space) matches neither a token nor a plain number and
     # takes the slow path, whose idea of white space is the old code's by construction.

@@ -25,6 +25,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .csvio import text_array
+
 __all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "PLACEHOLDERS", "decimal_comma_file",
            "mostly_share"]
 
@@ -83,16 +85,9 @@ class Reading:
 
 
 def _text(col: Any) -> Any:
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        col = pc.cast(col, pa.string())
-    if col.null_count:
-        col = pc.fill_null(col, "")
-    return pc.utf8_trim_whitespace(col)
+    return pc.utf8_trim_whitespace(text_array(col))
 
 
 def _match(text: Any, regex: str) -> np.ndarray:
