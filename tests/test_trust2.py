@@ -452,3 +452,66 @@ def test_catalogue(tmp_path, index):
     assert tree(tmp_path) == before, name  # nothing written, nothing deleted, inputs untouched
     for secret in ("45O0", "1234", "9192", "(120)"):
         assert secret not in res.stderr, (name, secret)
+
+
+# ------------------------------------------------------------------ properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _grouped(value: int, sep: str) -> str:
+    text = f"{value:,}"
+    return text.replace(",", sep)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=1000, max_value=10**9), min_size=3, max_size=12),
+       st.sampled_from([",", ".", " ", "'", "\u00a0"]), st.integers(min_value=0, max_value=99))
+def test_grouped_numbers_are_always_caught(values, sep, cents):
+    cells = [_grouped(v, sep) + (("." if sep != "." else ",") + f"{cents:02d}" if cents % 2 else "")
+             for v in values]
+    assert numeric_reading(pa.array(cells)) is not None, cells
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False).map(lambda x: round(x, 3)),
+                min_size=3, max_size=12),
+       st.sampled_from(["comma", "currency", "percent", "parens"]))
+def test_numbers_with_marks_are_always_caught(values, style):
+    def fmt(x: float) -> str:
+        text = f"{abs(x):.3f}"
+        if style == "comma":
+            return ("-" if x < 0 else "") + text.replace(".", ",")
+        if style == "currency":
+            return ("-" if x < 0 else "") + "$" + text
+        if style == "percent":
+            return ("-" if x < 0 else "") + text + " %"
+        return f"({text})" if x < 0 else text + "-" if x == 0 else f"({text})"
+    cells = [fmt(x) for x in values]
+    assert numeric_reading(pa.array(cells)) is not None, cells
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12)
+                .filter(lambda t: t.strip() and t.strip() not in {"x", "c", "z", "s", "na", "nd", "xx", "xxx"}),
+                min_size=3, max_size=12))
+def test_words_are_never_numbers(cells):
+    assert numeric_reading(pa.array(cells)) is None
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=0, max_value=2**31 - 1), st.integers(min_value=2, max_value=6))
+def test_k_holds_on_the_released_stratum_with_merge(seed, k):
+    from microagg_cli.blocking import BlockPlan
+    from microagg_cli.protection import protect_table
+
+    rng = np.random.default_rng(seed)
+    n = 60
+    frame = pd.DataFrame({"s": rng.choice(["a", "b", "c", "d", "e"], size=n, p=[.4, .3, .2, .06, .04]),
+                          "x": rng.normal(size=n).round(2).astype(str), "y": rng.normal(size=n).round(2).astype(str)})
+    table = io.Table(frame, "csv", None)
+    res = protect_table(table, BlockPlan.single(["x", "y"], k=k), strata=["s"], small_strata="merge")
+    out = res.data.to_pandas()
+    sizes = out.groupby(["s", "x", "y"]).size()
+    assert sizes.min() >= k
