@@ -61,12 +61,14 @@ from .io import (
     check_output_path,
     check_overlap,
     check_release,
+    check_unchanged,
     detect_format,
     file_mode,
     missing_mask,
     numeric_matrix,
     default_column,
     output_schema,
+    input_stamp,
     pandas_index_columns,
     resolve_columns,
     write_json,
@@ -680,6 +682,7 @@ def protect_stream(
     elif scheduler is not None:
         raise InvalidParameterError("--scheduler needs --engine dask")
     src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
+    stamp = input_stamp(src.files)  # the report certifies these very files: they must stay put
     target = _output_target(output, output_format, src, force=force)
     rep_path = None
     if report is not None:
@@ -751,8 +754,10 @@ def protect_stream(
     result = ProtectResult(schema.empty_table(), results, {}, overall)
     rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,
                        seconds=time.perf_counter() - t0)
+    check_unchanged(stamp, src.files, str(src.path))
     rep["input"] = {**src.fingerprint(), "format": "csv" if isinstance(src, CsvSource) else "parquet", "rows": n,
                     "columns": len(src.columns)}
+    check_unchanged(stamp, src.files, str(src.path))
     rep["output"] = {"name": target.path.name, "rows": n, "columns": len(schema.names)}
     if target.is_dataset:
         rep["output"]["files"] = len(src.files)

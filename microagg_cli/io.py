@@ -69,6 +69,8 @@ __all__ = [
     "file_fingerprint",
     "check_output_path",
     "check_overlap",
+    "input_stamp",
+    "check_unchanged",
     "atomic_write_bytes",
     "OutputSet",
     "clean_stale_temps",
@@ -659,6 +661,27 @@ def file_fingerprint(path: Path | Table | None) -> dict[str, Any]:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return {"name": path.name, "size_bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def input_stamp(files: Sequence[Path]) -> tuple[tuple[int, int, int, int], ...]:
+    """(device, inode, size, modification time) of each input file, to compare at the end."""
+    out = []
+    for f in files:
+        st = os.stat(f)
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def check_unchanged(stamp: tuple[tuple[int, int, int, int], ...], files: Sequence[Path], name: str) -> None:
+    """Refuse to certify an input that was replaced, truncated or rewritten during the run
+    (its inode, size or modification time changed since :func:`input_stamp`): exit code 3."""
+    try:
+        now = input_stamp(files)
+    except OSError:
+        now = ()
+    if now != stamp:
+        raise DataError(f"input {name!r} changed while it was being protected (replaced, truncated or rewritten); "
+                        "nothing was written: run again on a file that stays put")
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -515,3 +515,21 @@ def test_k_holds_on_the_released_stratum_with_merge(seed, k):
     out = res.data.to_pandas()
     sizes = out.groupby(["s", "x", "y"]).size()
     assert sizes.min() >= k
+
+
+def test_a_streamed_input_changed_during_the_run_is_not_certified(tmp_path, monkeypatch):
+    from microagg_cli import engines
+
+    ds = _dataset(tmp_path)
+    real = engines.protect_blocks
+
+    def touching(*args, **kwargs):
+        out = real(*args, **kwargs)
+        with open(ds / "part-001.parquet", "ab") as fh:  # the input grows while the run goes on
+            fh.write(b"\0")
+        return out
+
+    monkeypatch.setattr(engines, "protect_blocks", touching)
+    with pytest.raises(DataError, match="changed while it was being protected"):
+        api.protect(ds, tmp_path / "o.parquet", k=3)
+    assert not (tmp_path / "o.parquet").exists()
