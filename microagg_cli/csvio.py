@@ -64,6 +64,8 @@ _BLOCK_BYTES = 1 << 20
 _WRITE_ROWS = 1 << 17
 
 _BOM = b"\xef\xbb\xbf"
+#: The first line spreadsheet software writes to name the delimiter (``sep=;``).
+_SEP_LINE = re.compile(rb"^sep=([,;\t|])\r?\n")
 _ASCII_WS = " \t\n\r\x0b\x0c"
 # A plain decimal number (after the decimal mark became "."). Every text matching it
 # is parsed by Arrow to the same float as pandas.to_numeric (checked on random texts
@@ -200,6 +202,10 @@ def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple
 
     _check_utf8(_chunks(raw), name)
     start = 3 if raw[:3] == _BOM else 0
+    declared = _SEP_LINE.match(bytes(raw[start:start + 16]))
+    if declared:  # a spreadsheet's "sep=;" first line: it names the delimiter
+        start += declared.end()
+        delimiter = delimiter or declared.group(1).decode("ascii")
     body = memoryview(raw)[start:]
     if _is_blank(body):
         raise DataError(f"{name}: the file is empty")
@@ -366,7 +372,8 @@ def _strip_thousands(text: Any, thousands: str, decimal: str) -> Any:
 
     sep = re.escape(thousands)
     grouped = pc.match_substring_regex(
-        text, rf"^[+-]?[0-9]{{1,3}}({sep}[0-9]{{3}})+({re.escape(decimal)}[0-9]*)?([eE][+-]?[0-9]{{1,3}})?$")
+        text, rf"^[+-]?([0-9]{{1,3}}({sep}[0-9]{{3}})+|[0-9]{{1,2}}({sep}[0-9]{{2}})*{sep}[0-9]{{3}})"
+              rf"({re.escape(decimal)}[0-9]*)?([eE][+-]?[0-9]{{1,3}})?$")  # 1,234,567 and 12,34,567
     text = pc.if_else(grouped, pc.replace_substring(text, thousands, ""), text)
     stray = pc.match_substring(text, thousands)
     return pc.if_else(stray, "\x00", text)

@@ -52,13 +52,14 @@ _PCT = "(%|\u2030|pct)"
 
 _DECIMAL_COMMA = rf"{_SIGN}({_D}+,{_D}*|,{_D}+){_EXP}"
 _PLAIN = rf"{_SIGN}({_D}+(\.{_D}*)?|\.{_D}+){_EXP}"
-_GROUP_COMMA = rf"{_SIGN}{_D}{{1,3}}(,{_D}{{3}})+(\.{_D}+)?"
+_GROUP_COMMA = rf"{_SIGN}({_D}{{1,3}}(,{_D}{{3}})+|{_D}{{1,2}}(,{_D}{{2}})*,{_D}{{3}})(\.{_D}+)?"  # also 12,34,567
 _GROUP_DOT = rf"{_SIGN}{_D}{{1,3}}(\.{_D}{{3}})+(,{_D}+)?"
 _GROUP_SPACE = rf"{_SIGN}{_D}{{1,3}}([{_SPACES}]{_D}{{3}})+([.,]{_D}+)?"
 _GROUP_QUOTE = rf"{_SIGN}{_D}{{1,3}}([{_QUOTES}]{_D}{{3}})+([.,]{_D}+)?"
 _ANY_NUMBER = "(" + "|".join((_GROUP_COMMA, _GROUP_DOT, _GROUP_SPACE, _GROUP_QUOTE, _DECIMAL_COMMA, _PLAIN)) + ")"
 _AFFIXED = (rf"^{_SIGN}\s?({_CURRENCY}\s?{_SIGN}\s?{_ANY_NUMBER}|{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT}))$"
-            rf"|^{_ANY_NUMBER}[\-" "\u2212" "]$")  # a trailing minus (ledger exports: 120-)
+            rf"|^{_ANY_NUMBER}[\-" "\u2212" "]$"  # a trailing minus (ledger exports: 120-)
+            rf"|^'{_SIGN}{_ANY_NUMBER}$")  # a leading apostrophe (a spreadsheet's "keep as text")
 _PARENS = rf"^\(\s?({_CURRENCY}\s?)?{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT})?\s?\)$"
 
 
@@ -150,7 +151,7 @@ def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = Non
         readings.append(("a space as a thousands separator", "--thousands ' '", rf"^{_GROUP_SPACE}$"))
     if thousands not in tuple(_QUOTES):
         readings.append(("an apostrophe as a thousands separator", "--thousands \"'\"", rf"^{_GROUP_QUOTE}$"))
-    readings.append(("currency or percent signs (or a trailing minus)", None, _AFFIXED))
+    readings.append(("currency or percent signs (or a trailing minus, a leading apostrophe)", None, _AFFIXED))
     readings.append(("accounting negatives in parentheses", None, _PARENS))
     found: list[tuple[int, str, str | None, int]] = []
     for name, option, regex in readings:
