@@ -77,6 +77,7 @@ from .io import id_type as io_id_type
 from .methods import get_method
 from .csvio import CsvSource, CsvWriter, open_csv_source
 from .outputs import check_replaceable_folder
+from .readings import name_list, quote
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
@@ -856,7 +857,8 @@ def protect_streaming(
             for label, names in (("--drop", drop or []), ("--passthrough", passthrough or [])):
                 for name in names:
                     if name not in src.columns:
-                        raise DataError(f"{label}: no column {name!r} in the input (columns: {', '.join(src.columns)})")
+                        raise DataError(f"{label}: no column {quote(name)} in the input "
+                                        f"(columns: {name_list(src.columns)})")
             columns = _default_columns(src, set(drop or []) | set(passthrough or []) | set(roles))
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")

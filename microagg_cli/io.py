@@ -26,7 +26,7 @@ from .audit import digesting
 from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_tokens, open_csv_source, parse_numbers
 from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
-from .readings import Reading, decimal_comma_file, masked_shape, numeric_reading
+from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
 from .outputs import (
     COMMIT_LOCK,
     OutputSet,
@@ -591,7 +591,7 @@ def resolve_columns(
         seen: set[str] = set()
         for name in names:
             if name not in have:
-                raise DataError(f"{label}: no column {name!r} in the input (columns: {', '.join(have)})")
+                raise DataError(f"{label}: no column {quote(name)} in the input (columns: {name_list(have)})")
             if name in seen:
                 raise InvalidParameterError(f"{label}: column {name!r} is named twice")
             seen.add(name)

@@ -27,8 +27,8 @@ import numpy as np
 
 from .csvio import text_array
 
-__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "PLACEHOLDERS", "decimal_comma_file",
-           "mostly_share"]
+__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "PLACEHOLDERS",
+           "decimal_comma_file", "mostly_share"]
 
 #: Cells official tables use for "not available", "not applicable", "confidential",
 #: "nil" (Eurostat, ONS, Destatis, Statistics Canada, ABS conventions).
@@ -221,3 +221,12 @@ def quote(value: Any, limit: int = 40) -> str:
     if len(text) > limit:
         return repr(text[:limit]) + f"... ({len(text)} characters)"
     return repr(text)
+
+
+def name_list(names: Iterable[str], limit: int = 12) -> str:
+    """``a, b, c`` for a message: each name capped at 40 characters, at most ``limit``
+    names (then ``... (N in all)``)."""
+    names = list(names)
+    shown = [n if len(n) <= 40 else n[:40] + "..." for n in names[:limit]]
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return ", ".join(shown) + more

@@ -48,7 +48,8 @@ def stratify(key_columns: list[np.ndarray] | None, n: int) -> Strata:
 
 
 def _describe(key: tuple[str, ...]) -> str:
-    return "/".join(key) if key else "(all)"
+    text = "/".join(key) if key else "(all)"
+    return text if len(text) <= 40 else text[:40] + "..."  # a log line stays a line
 
 
 def resolve_small_strata(strata: Strata, Z: np.ndarray, k: int, policy: str) -> Strata:
@@ -68,7 +69,10 @@ def resolve_small_strata(strata: Strata, Z: np.ndarray, k: int, policy: str) -> 
     if len(strata.keys) == 1 and strata.keys[0] == ():
         raise InfeasibleError(f"k={k} exceeds the {sizes[0]} record(s) to group; choose k <= {sizes[0]}")
     if policy == "error":
-        listed = ", ".join(f"{_describe(key)} ({sizes[strata.keys.index(key)]})" for key in small)
+        index = {key: i for i, key in enumerate(strata.keys)}
+        listed = ", ".join(f"{_describe(key)} ({sizes[index[key]]})" for key in small[:10])
+        if len(small) > 10:
+            listed += ", ..."
         raise InfeasibleError(
             f"{len(small)} stratum/strata have fewer than k={k} records: {listed}; "
             "use --small-strata merge|suppress"
