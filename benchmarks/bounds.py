@@ -65,8 +65,17 @@ def run(k: int, Z: np.ndarray, *, budget: float, time_limit: float, mip: float,
     il = information_loss(Z, labels)
     d2 = np.sort(((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1), axis=1)[:, 1:k]
     lbnn = 100.0 * d2.sum() / (2 * k) / sst(Z)
-    res = cg_lower_bound(Z, k, time_limit=time_limit, start_labels=labels, mip_seconds=mip,
-                         polish_seconds=polish, rng=np.random.default_rng(0), verbose=verbose)
+    res = cg_lower_bound(Z, k, time_limit=time_limit, start_labels=labels, mip_seconds=mip, verbose=verbose)
+    if polish > 0 and res.labels is not None and Z.shape[0] >= 2 * k:
+        # the decomposition heuristic's last step (Castro et al. 2022): local search from
+        # the MIP's partition; the bound module measures, this script runs the method
+        from microagg_cli.partition import canonical_labels, sse
+
+        lab = ils(Z, k, rng=np.random.default_rng(0), time_budget=float(polish), threads=1,
+                  start_labels=res.labels)
+        val = sse(Z, lab)
+        if res.upper is None or val < res.upper:
+            res.upper, res.labels = val, canonical_labels(lab)
     best = min(il, res.ub_il) if res.ub_il is not None else il
     return {
         "k": k,

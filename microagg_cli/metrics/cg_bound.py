@@ -1042,8 +1042,6 @@ def cg_lower_bound(
     time_limit: float | None = 600.0,
     start_labels: np.ndarray | None = None,
     mip_seconds: float = 0.0,
-    polish_seconds: float = 0.0,
-    rng: np.random.Generator | None = None,
     tol: float = 1e-6,
     near: int | None = None,
     max_new: int | None = None,
@@ -1064,12 +1062,11 @@ def cg_lower_bound(
         first columns and the first upper bound); default: runs along the first
         principal axis.
     mip_seconds : > 0 solves the set-partitioning MIP over the generated columns
-        (:func:`scipy.optimize.milp`) for up to this long, as a primal side.
-    polish_seconds : > 0 then runs :func:`microagg_cli.methods.refine.ils` for this
-        long (one thread) from the best partition known (the MIP's, else the
-        start): the decomposition heuristic of Castro, Gentile &
-        Spagnolo-Arrizabalaga (2022), column generation -> MIP -> local search.
-    rng : seeds the polishing ``ils`` (default ``np.random.default_rng(0)``).
+        (:func:`scipy.optimize.milp`) for up to this long, as a primal side. (The
+        decomposition heuristic of Castro, Gentile & Spagnolo-Arrizabalaga (2022),
+        column generation -> MIP -> local search, runs
+        :func:`microagg_cli.methods.refine.ils` from ``CGResult.labels`` next: a
+        measure never runs a method; ``benchmarks/bounds.py --polish`` does both.)
     tol : reduced costs above -tol count as non-negative (the bound accounts for it).
     near : records scanned by the heuristic pricing around each seed (default
         clip(6k, 20, 80)).
@@ -1266,14 +1263,6 @@ def cg_lower_bound(
             val = _labels_sse(D, lab)
             if val < upper:
                 upper, best_labels = val, lab
-    if polish_seconds > 0 and n >= 2 * k:
-        from ..methods.refine import ils  # function level: metrics need not load methods
-
-        lab = ils(Z, k, rng=np.random.default_rng(0) if rng is None else rng,
-                  time_budget=float(polish_seconds), threads=1, start_labels=best_labels)
-        val = _labels_sse(D, lab)
-        if val < upper:
-            upper, best_labels = val, canonical_labels(lab)
     # the bound can never exceed a feasible value; if rounding made it do so, cap it
     lower = min(best_lb, upper)  # (LB_NN and the Lagrangian bounds, the best one)
     return CGResult(lower=float(lower), lp_value=float(lp), status=status, sst=sst,
