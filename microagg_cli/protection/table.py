@@ -860,7 +860,8 @@ def protect_run(
                              plan=plan.source.name if getattr(plan, "source", None) else None,
                              strata=list(strata or []), small_strata=small_strata,
                              strata_missing=strata_missing, weights=weights,
-                             missing=missing, decimal=decimal, bound=bound, keys=list(keys or []))
+                             missing=missing, decimal=decimal, bound=bound, keys=list(keys or []),
+                             thousands=table.thousands, na_values=list(table.na_values))
     rep["output_hygiene"] = hygiene
     result.report = rep
     return result, rep
