@@ -18,6 +18,7 @@ from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
+from ._monge import optimal_sizes_monge
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
 
@@ -29,8 +30,15 @@ __all__ = [
     "optimal_contiguous_sizes",
     "fixed_contiguous_sizes",
     "labels_from_sorted_sizes",
+    "MONGE_MIN_K",
     "SPECS",
 ]
+
+#: From this k on, :func:`optimal_contiguous_sizes` uses the O(n log k) Monge solver
+#: of ``_monge.py`` instead of the O(n k) shortest path (the crossover measured on
+#: 1,000,000 lognormal values: equal at k = 10, the Monge solver 2x faster at k = 30,
+#: 40x at k = 1,000; ``benchmarks/univariate.py --vs microagg1d``).
+MONGE_MIN_K = 10
 
 
 # ---------------------------------------------------------------------------
@@ -118,11 +126,21 @@ def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
 
     Notes
     -----
-    O(n k) time, O(n) memory (numba). Among partitions of equal computed cost the
-    one whose last group is smallest wins, recursively from the top end.
+    k < :data:`MONGE_MIN_K`: the shortest path, O(n k) time (numba). Larger k: the
+    same recurrence solved as row minima of a Monge matrix, block of k rows by
+    block (``_monge.optimal_sizes_monge``), O(n log k) time -- linear in n whatever
+    k, 0.11 s for the DP at n = 1,000,000, k = 10,000 where the shortest path needs
+    30 s. Both O(n) memory. Both pick, among partitions of equal computed cost, the
+    one whose last group is smallest, recursively from the top end, and compute
+    bit-identical edge costs on integer-valued data; on 20,000 random inputs (all
+    n < 120, every k) they returned the same partition except on 20 inputs made of
+    a handful of repeated non-integer values, where several partitions have the same
+    SSE in real arithmetic and rounding separates them (SSE equal to the last bit).
     """
     v = np.ascontiguousarray(values_sorted, dtype=np.float64)
     check_kernel_input(v, k)
+    if int(k) >= MONGE_MIN_K:
+        return optimal_sizes_monge(v, int(k))
     return _optimal_sizes_kernel(v, int(k))
 
 

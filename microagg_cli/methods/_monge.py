@@ -1,0 +1,136 @@
+"""Optimal univariate k-partition for large k: row minima of a Monge band, block by block.
+
+The shortest path of Hansen & Mukherjee (2003) over nodes 0..n of sorted values,
+
+    cost[j] = min over i in [j-2k+1, j-k] of  cost[i] + SSE(i, j),
+
+(SSE(i, j) = within-group SSE of sorted values i..j-1, 0-based) is a least-weight
+subsequence problem whose weight SSE(i, j) satisfies the quadrangle (Monge)
+inequality on sorted data; the band of allowed i (and the unreachable nodes
+1..k-1, cost +inf) keeps the matrix M[j, i] = cost[i] + SSE(i, j) Monge with +inf
+entries only in its lower-left and upper-right corners. Hence the *largest* minimising
+i of a row never decreases from one row to the next (total monotonicity).
+
+Because i <= j - k, the rows j of one block [a, a + k) only read cost[i] with
+i < a, all final before the block starts: each block is an offline row-minima problem
+of k rows by 2k - 1 columns, solved here by monotone divide and conquer -- the row in
+the middle is scanned over its allowed columns, its argmin splits the columns of the
+rows above and below. That is O(k log k) edge evaluations per block and
+O(n log k) for the whole file (SMAWK, as in microagg1d, would make it O(n); the
+divide and conquer is simpler and, at k <= 10,000, faster in practice).
+
+Edge costs are O(1) each from prefix sums local to the block's window of 3k - 1 values
+and anchored at a value inside it (no cancellation across the whole file, unlike
+global prefix sums), then re-anchored at the group's own last value v[j-1], the
+anchor the O(n k) kernel of ``univariate.py`` uses: on integer-valued data (sums
+exact) both kernels compute bit-identical edge costs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+
+__all__ = ["optimal_sizes_monge"]
+
+
+@njit(cache=True, nogil=True)
+def _edge(P1: np.ndarray, P2: np.ndarray, lo: int, A: float, v: np.ndarray,
+          i: int, j: int) -> float:  # pragma: no cover - numba
+    # SSE of v[i..j-1] from window prefix sums of (v - A), re-anchored at v[j-1].
+    m = j - i
+    s0 = P1[j - lo] - P1[i - lo]
+    q0 = P2[j - lo] - P2[i - lo]
+    d = v[j - 1] - A
+    s = s0 - m * d
+    q = q0 - 2.0 * d * s0 + m * d * d
+    e = q - s * s / m
+    if e < 0.0:
+        e = 0.0
+    return e
+
+
+@njit(cache=True, nogil=True)
+def optimal_sizes_monge(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
+    """Group sizes of the optimal contiguous k-partition of sorted ``v`` (see module).
+
+    ``back[j]`` (size of the last group of the best path to node j) is the largest
+    minimising i's group, i.e. among equal computed costs the smallest last group:
+    the tie rule of the O(n k) kernel.
+    """
+    n = v.shape[0]
+    cost = np.full(n + 1, np.inf)
+    back = np.zeros(n + 1, dtype=np.int64)
+    cost[0] = 0.0
+    P1 = np.zeros(3 * k + 1)
+    P2 = np.zeros(3 * k + 1)
+    stack = np.empty((130, 4), dtype=np.int64)
+    a = k
+    while a <= n:
+        b = min(a + k, n + 1)  # rows a..b-1
+        lo = max(0, a - 2 * k + 1)
+        A = v[a - 1]
+        w = b - 1 - lo  # values lo..b-2
+        for t in range(w):
+            d = v[lo + t] - A
+            P1[t + 1] = P1[t] + d
+            P2[t + 1] = P2[t] + d * d
+        top = 0
+        stack[0, 0] = a
+        stack[0, 1] = b - 1
+        stack[0, 2] = lo
+        stack[0, 3] = b - 1 - k
+        top = 1
+        while top > 0:
+            top -= 1
+            r_lo = stack[top, 0]
+            r_hi = stack[top, 1]
+            c_lo = stack[top, 2]
+            c_hi = stack[top, 3]
+            if r_lo > r_hi:
+                continue
+            r = (r_lo + r_hi) // 2
+            i0 = max(c_lo, r - 2 * k + 1, 0)
+            i1 = min(c_hi, r - k)
+            best = np.inf
+            best_i = -1
+            for i in range(i0, i1 + 1):
+                c = cost[i]
+                if c < np.inf:
+                    c += _edge(P1, P2, lo, A, v, i, r)
+                    if c <= best:  # the largest i (smallest last group) on ties
+                        best = c
+                        best_i = i
+            if best_i < 0:  # cannot happen for exact Monge costs; full band as a guard
+                for i in range(max(r - 2 * k + 1, 0), r - k + 1):
+                    c = cost[i]
+                    if c < np.inf:
+                        c += _edge(P1, P2, lo, A, v, i, r)
+                        if c <= best:
+                            best = c
+                            best_i = i
+            cost[r] = best
+            back[r] = r - best_i
+            stack[top, 0] = r + 1
+            stack[top, 1] = r_hi
+            stack[top, 2] = best_i
+            stack[top, 3] = c_hi
+            stack[top + 1, 0] = r_lo
+            stack[top + 1, 1] = r - 1
+            stack[top + 1, 2] = c_lo
+            stack[top + 1, 3] = best_i
+            top += 2
+        a = b
+    # Walk back from node n (as univariate.sizes_from_back, kept local: no import
+    # of the univariate module from here).
+    out = np.empty(n // k + 1, dtype=np.int64)
+    g = 0
+    j = n
+    while j > 0:
+        if back[j] <= 0:
+            raise ValueError("no feasible partition (non-finite values or n < k)")
+        out[g] = back[j]
+        j -= back[j]
+        g += 1
+    return out[:g][::-1].copy()
