@@ -15,7 +15,7 @@ Peak memory: ``tracemalloc`` peak (numpy allocations made in Python) and the gro
 of the process's maximum RSS during the call (``resource.getrusage``; includes
 numba's own allocations).
 
-``--vs microagg1d``: the table of optimal-1d against microagg1d (Stamm & Chakraborty
+``--vs microagg1d``: the table of optimal-1d against microagg1d (Stamm & Schaub
 2024, the O(n) SMAWK / Wilber solver for every k) on 1,000,000 z-scored lognormal values,
 k = 3, 10, 100, 1000, 10000: seconds for the whole call *including the sort* (best of
 ``--repeat``) and the SSE of each partition, both SSEs evaluated the same way here
