@@ -32,7 +32,27 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["optimal_sizes_monge"]
+__all__ = ["optimal_sizes_monge", "sizes_from_back"]
+
+
+@njit(cache=True, nogil=True)
+def sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
+    """Group sizes of a shortest path, first group first, from its back pointers.
+
+    ``back[j]`` is the size of the last group of the best path to node j; the walk
+    starts at node n, so sizes come out last group first and are reversed.
+    Shared by the univariate (both solvers) and the multivariate (projected) kernels.
+    """
+    out = np.empty(n // k + 1, dtype=np.int64)
+    g = 0
+    j = n
+    while j > 0:
+        if back[j] <= 0:  # unreachable for finite input with n >= k
+            raise ValueError("no feasible partition (non-finite values or n < k)")
+        out[g] = back[j]
+        j -= back[j]
+        g += 1
+    return out[:g][::-1].copy()
 
 
 @njit(cache=True, nogil=True)
@@ -122,15 +142,4 @@ def optimal_sizes_monge(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cove
             stack[top + 1, 3] = best_i
             top += 2
         a = b
-    # Walk back from node n (as univariate.sizes_from_back, kept local: no import
-    # of the univariate module from here).
-    out = np.empty(n // k + 1, dtype=np.int64)
-    g = 0
-    j = n
-    while j > 0:
-        if back[j] <= 0:
-            raise ValueError("no feasible partition (non-finite values or n < k)")
-        out[g] = back[j]
-        j -= back[j]
-        g += 1
-    return out[:g][::-1].copy()
+    return sizes_from_back(back, n, k)

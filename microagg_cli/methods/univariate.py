@@ -18,7 +18,7 @@ from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
-from ._monge import optimal_sizes_monge
+from ._monge import optimal_sizes_monge, sizes_from_back
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
 
@@ -44,26 +44,6 @@ MONGE_MIN_K = 10
 # ---------------------------------------------------------------------------
 # Shared building blocks
 # ---------------------------------------------------------------------------
-
-
-@njit(cache=True, nogil=True)
-def sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
-    """Group sizes of a shortest path, first group first, from its back pointers.
-
-    ``back[j]`` is the size of the last group of the best path to node j; the walk
-    starts at node n, so sizes come out last group first and are reversed.
-    Shared by the univariate and the multivariate (projected) kernels.
-    """
-    out = np.empty(n // k + 1, dtype=np.int64)
-    g = 0
-    j = n
-    while j > 0:
-        if back[j] <= 0:  # unreachable for finite input with n >= k
-            raise ValueError("no feasible partition (non-finite values or n < k)")
-        out[g] = back[j]
-        j -= back[j]
-        g += 1
-    return out[:g][::-1].copy()
 
 
 @njit(cache=True, nogil=True)
