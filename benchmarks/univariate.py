@@ -98,7 +98,7 @@ def vs_microagg1d(repeat: int) -> str:
                  "microagg1d -e . && /tmp/bench/bin/python benchmarks/univariate.py --vs microagg1d")
     import microagg1d
 
-    from microagg_cli.methods.univariate import MONGE_MIN_K, optimal_1d
+    from microagg_cli.methods.univariate import MONGE_MIN_K, SMAWK_MIN_K, optimal_1d
 
     x = np.random.default_rng(20240601).lognormal(size=N_1D)
     x = (x - x.mean()) / x.std()  # z-scored, as the CLI hands it over (SST = n)
@@ -125,7 +125,8 @@ def vs_microagg1d(repeat: int) -> str:
             lab_m = univariate_microaggregation(x, k)
             t_m.append(time.perf_counter() - t0)
         e_sdc, e_m = partition_sse(x, lab_sdc), partition_sse(x, lab_m)
-        solver = "Monge O(n log k)" if k >= MONGE_MIN_K else "shortest path O(n k)"
+        solver = ("Monge, SMAWK" if k >= SMAWK_MIN_K else "Monge, divide and conquer"
+                  if k >= MONGE_MIN_K else "shortest path O(n k)")
         lines.append(f"| {k} | {solver} | {min(t_sdc):.3f} | {min(t_m):.3f} | {e_sdc:.4f} | "
                      f"{e_m:.4f} | {e_m - e_sdc:.2e} |")
         print(lines[-1], file=sys.stderr, flush=True)

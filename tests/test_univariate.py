@@ -361,8 +361,11 @@ def test_kernel_guards_for_library_callers():
 # The O(n log k) Monge solver (k >= MONGE_MIN_K) against the O(n k) shortest path
 # ---------------------------------------------------------------------------
 
-from microagg_cli.methods._monge import optimal_sizes_monge  # noqa: E402
-from microagg_cli.methods.univariate import MONGE_MIN_K, _optimal_sizes_kernel  # noqa: E402
+from microagg_cli.methods._monge import optimal_sizes_monge, optimal_sizes_smawk  # noqa: E402
+from microagg_cli.methods.univariate import MONGE_MIN_K, SMAWK_MIN_K, _optimal_sizes_kernel  # noqa: E402
+
+LARGE_K_SOLVERS = pytest.mark.parametrize(
+    "solver", [optimal_sizes_monge, optimal_sizes_smawk], ids=["divide-and-conquer", "smawk"])
 
 
 def sizes_sse(v: np.ndarray, sizes: np.ndarray) -> float:
@@ -376,17 +379,18 @@ def check_runs(sizes: np.ndarray, n: int, k: int) -> None:
     assert sizes.min() >= k and sizes.max() <= 2 * k - 1 or sizes.size == 1
 
 
+@LARGE_K_SOLVERS
 @settings(max_examples=150, deadline=None)
 @given(
     values=st.lists(st.integers(-50, 50), min_size=1, max_size=160),
     k=st.integers(1, 40),
 )
-def test_monge_solver_identical_to_shortest_path_on_integers(values, k):
+def test_monge_solver_identical_to_shortest_path_on_integers(solver, values, k):
     # Integer values: both kernels compute bit-identical edge costs, so the same
     # tie rule gives the same partition, ties included.
     v = np.sort(np.array(values, dtype=float))
     k = min(k, v.size)
-    got = optimal_sizes_monge(v, k)
+    got = solver(v, k)
     check_runs(got, v.size, k)
     assert got.tolist() == _optimal_sizes_kernel(v, k).tolist()
 
@@ -399,10 +403,11 @@ def test_monge_solver_identical_to_shortest_path_on_integers(values, k):
     ),
     k=st.integers(1, 40),
 )
-def test_monge_solver_never_worse_than_shortest_path(values, k):
+@LARGE_K_SOLVERS
+def test_monge_solver_never_worse_than_shortest_path(solver, values, k):
     v = np.sort(np.array(values, dtype=float))
     k = min(k, v.size)
-    got = optimal_sizes_monge(v, k)
+    got = solver(v, k)
     check_runs(got, v.size, k)
     ref = _optimal_sizes_kernel(v, k)
     scale = float(np.sum(v * v)) + 1.0
@@ -425,16 +430,28 @@ def test_optimal_1d_large_k_equals_brute_force_contiguous(values, k):
 @pytest.mark.parametrize("k", [MONGE_MIN_K, 37, 100, 1000])
 def test_monge_solver_same_partition_on_lognormal(k):
     # Continuous data (no ties): the partition of optimal-1d does not change at the
-    # switch of solver.
+    # switches of solver.
     v = np.sort(np.random.default_rng(k).lognormal(size=20_000))
     got = optimal_contiguous_sizes(v, k)
     assert got.tolist() == _optimal_sizes_kernel(v, k).tolist()
     assert got.tolist() == optimal_sizes_monge(v, k).tolist()
+    assert got.tolist() == optimal_sizes_smawk(v, k).tolist()
 
 
-def test_monge_solver_all_ties_tie_rule():
+def test_smawk_from_smawk_min_k():
+    # the two large-k solvers agree where optimal_contiguous_sizes switches to SMAWK
+    # (the O(n k) reference is too slow there: checked against it above, k <= 1000)
+    v = np.sort(np.random.default_rng(0).normal(size=4 * SMAWK_MIN_K + 17))
+    for k in (SMAWK_MIN_K - 1, SMAWK_MIN_K, SMAWK_MIN_K + 1):
+        got = optimal_contiguous_sizes(v, k)
+        assert got.tolist() == optimal_sizes_monge(v, k).tolist() == optimal_sizes_smawk(v, k).tolist()
+        assert got.min() >= k and got.max() <= 2 * k - 1
+
+
+@LARGE_K_SOLVERS
+def test_monge_solver_all_ties_tie_rule(solver):
     # All values equal: every partition has SSE 0; the smallest last group wins,
     # recursively, so groups of k from the top and the remainder at the bottom.
-    for n, k in ((25, 10), (39, 10), (40, 10), (1000, 300)):
-        sizes = optimal_contiguous_sizes(np.full(n, 2.5), k)
+    for n, k in ((25, 10), (39, 10), (40, 10), (1000, 300), (7, 1), (5, 5)):
+        sizes = solver(np.full(n, 2.5), k)
         assert sizes.tolist() == [n - (n // k - 1) * k] + [k] * (n // k - 1)

@@ -13,11 +13,14 @@ i of a row never decreases from one row to the next (total monotonicity).
 
 Because i <= j - k, the rows j of one block [a, a + k) only read cost[i] with
 i < a, all final before the block starts: each block is an offline row-minima problem
-of k rows by 2k - 1 columns, solved here by monotone divide and conquer -- the row in
-the middle is scanned over its allowed columns, its argmin splits the columns of the
-rows above and below. That is O(k log k) edge evaluations per block and
-O(n log k) for the whole file (SMAWK, as in microagg1d, would make it O(n); the
-divide and conquer is simpler and, at k <= 10,000, faster in practice).
+of k rows by 2k - 1 columns. :func:`optimal_sizes_monge` solves it by monotone divide
+and conquer -- the row in the middle is scanned over its allowed columns, its argmin
+splits the columns of the rows above and below: O(k log k) edge evaluations per
+block, O(n log k) in all. :func:`optimal_sizes_smawk` solves it by SMAWK, O(k) per
+block and O(n) in all, as microagg1d does; its bookkeeping costs more per row, so
+the divide and conquer is faster below k of a few thousand (``univariate.SMAWK_MIN_K``
+chooses). Both return the same partition (tested against each other and against the
+O(n k) shortest path).
 
 Edge costs are O(1) each from prefix sums local to the block's window of 3k - 1 values
 and anchored at a value inside it (no cancellation across the whole file, unlike
@@ -32,7 +35,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["optimal_sizes_monge", "sizes_from_back"]
+__all__ = ["optimal_sizes_monge", "optimal_sizes_smawk", "sizes_from_back"]
 
 
 @njit(cache=True, nogil=True)
@@ -55,7 +58,7 @@ def sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: 
     return out[:g][::-1].copy()
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _edge(P1: np.ndarray, P2: np.ndarray, lo: int, A: float, v: np.ndarray,
           i: int, j: int) -> float:  # pragma: no cover - numba
     # SSE of v[i..j-1] from window prefix sums of (v - A), re-anchored at v[j-1].
@@ -141,5 +144,129 @@ def optimal_sizes_monge(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cove
             stack[top + 1, 2] = c_lo
             stack[top + 1, 3] = best_i
             top += 2
+        a = b
+    return sizes_from_back(back, n, k)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _entry(cost: np.ndarray, P1: np.ndarray, P2: np.ndarray, lo: int, A: float, v: np.ndarray,
+           k: int, r: int, c: int) -> tuple[int, float]:  # pragma: no cover - numba
+    # M[r, c] as (class, value), compared lexicographically. 0: inside the band, the
+    # path cost; 1: outside it, -c below the band (c < r-2k+1), +c above it (c > r-k);
+    # 2: unreachable node. With these values the whole block is totally monotone
+    # for rightmost minima (the band's +inf corners no longer tie).
+    if cost[c] == np.inf:
+        return 2, 0.0
+    if c > r - k:
+        return 1, float(c)
+    if c < r - 2 * k + 1:
+        return 1, -float(c)
+    return 0, cost[c] + _edge(P1, P2, lo, A, v, c, r)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _not_worse(c1: int, v1: float, c2: int, v2: float) -> bool:  # pragma: no cover - numba
+    return c1 < c2 or (c1 == c2 and v1 <= v2)
+
+
+@njit(cache=True, nogil=True)
+def optimal_sizes_smawk(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
+    """The same partition as :func:`optimal_sizes_monge`, each block by SMAWK: O(n).
+
+    SMAWK (Aggarwal, Klawe, Moran, Shor & Wilber 1987) for the rightmost row minima of
+    the block: REDUCE the columns to at most one per row (a column that a later column
+    weakly beats in the row of its stack position is dropped), solve the odd rows
+    recursively, then scan each even row between the argmins of its odd neighbours.
+    Written level by level (no recursion): the reduced columns of every level go
+    into one buffer, the rows of level l+1 are the odd rows of level l.
+    """
+    n = v.shape[0]
+    cost = np.full(n + 1, np.inf)
+    back = np.zeros(n + 1, dtype=np.int64)
+    cost[0] = 0.0
+    P1 = np.zeros(3 * k + 1)
+    P2 = np.zeros(3 * k + 1)
+    ans = np.empty(k, dtype=np.int64)
+    buf = np.empty(4 * k + 8, dtype=np.int64)  # reduced columns, all levels (<= 2k)
+    off = np.empty(70, dtype=np.int64)
+    cnt = np.empty(70, dtype=np.int64)
+    lstart = np.empty(70, dtype=np.int64)
+    lstep = np.empty(70, dtype=np.int64)
+    lrows = np.empty(70, dtype=np.int64)
+    a = k
+    while a <= n:
+        b = min(a + k, n + 1)  # rows a..b-1, columns lo..b-1-k
+        lo = max(0, a - 2 * k + 1)
+        A = v[a - 1]
+        for t in range(b - 1 - lo):
+            d = v[lo + t] - A
+            P1[t + 1] = P1[t] + d
+            P2[t + 1] = P2[t] + d * d
+        # Downward: REDUCE at every level.
+        in_off = -1  # level 0 reads the columns lo..b-1-k themselves
+        in_cnt = b - k - lo
+        start = a
+        step = 1
+        nrows = b - a
+        pos = 0
+        L = 0
+        while True:
+            lstart[L] = start
+            lstep[L] = step
+            lrows[L] = nrows
+            off[L] = pos
+            top = 0
+            for t in range(in_cnt):
+                c = lo + t if in_off < 0 else buf[in_off + t]
+                while top > 0:
+                    r = start + (top - 1) * step
+                    c1, v1 = _entry(cost, P1, P2, lo, A, v, k, r, c)
+                    c2, v2 = _entry(cost, P1, P2, lo, A, v, k, r, buf[pos + top - 1])
+                    if _not_worse(c1, v1, c2, v2):
+                        top -= 1
+                    else:
+                        break
+                if top < nrows:
+                    buf[pos + top] = c
+                    top += 1
+            cnt[L] = top
+            in_off = pos
+            in_cnt = top
+            pos += top
+            if nrows == 1:
+                break
+            start += step
+            step *= 2
+            nrows //= 2
+            L += 1
+        # Upward: the even rows of each level between their odd neighbours' argmins.
+        for lev in range(L, -1, -1):
+            start = lstart[lev]
+            step = lstep[lev]
+            nrows = lrows[lev]
+            o = off[lev]
+            m = cnt[lev]
+            j = 0
+            for i in range(0, nrows, 2):
+                r = start + i * step
+                stop_col = ans[r + step - a] if i + 1 < nrows else buf[o + m - 1]
+                best_c = -1
+                best_cls = 3
+                best_val = 0.0
+                while True:
+                    c = buf[o + j]
+                    c1, v1 = _entry(cost, P1, P2, lo, A, v, k, r, c)
+                    if _not_worse(c1, v1, best_cls, best_val):  # rightmost on ties
+                        best_cls = c1
+                        best_val = v1
+                        best_c = c
+                    if c == stop_col:
+                        break
+                    j += 1
+                ans[r - a] = best_c
+        for r in range(a, b):
+            c1, v1 = _entry(cost, P1, P2, lo, A, v, k, r, ans[r - a])
+            cost[r] = v1
+            back[r] = r - ans[r - a]
         a = b
     return sizes_from_back(back, n, k)

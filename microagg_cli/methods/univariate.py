@@ -18,7 +18,7 @@ from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
-from ._monge import optimal_sizes_monge, sizes_from_back
+from ._monge import optimal_sizes_monge, optimal_sizes_smawk, sizes_from_back
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec
 
@@ -31,14 +31,22 @@ __all__ = [
     "fixed_contiguous_sizes",
     "labels_from_sorted_sizes",
     "MONGE_MIN_K",
+    "SMAWK_MIN_K",
     "SPECS",
 ]
 
-#: From this k on, :func:`optimal_contiguous_sizes` uses the O(n log k) Monge solver
-#: of ``_monge.py`` instead of the O(n k) shortest path (the crossover measured on
+#: From this k on, :func:`optimal_contiguous_sizes` uses the Monge solvers of
+#: ``_monge.py`` instead of the O(n k) shortest path (the crossover measured on
 #: 1,000,000 lognormal values: equal at k = 10, the Monge solver 2x faster at k = 30,
 #: 40x at k = 1,000; ``benchmarks/univariate.py --vs microagg1d``).
 MONGE_MIN_K = 10
+
+#: From this k on, each block of the Monge solver is solved by SMAWK (O(k) per block,
+#: O(n) in all) instead of divide and conquer (O(k log k) per block), which is faster
+#: below it: measured crossover between k = 3,000 and 10,000 on 1,000,000 values.
+#: With the thresholds the whole solver is O(n) for every k: O(n k) with k < 10,
+#: O(n log k) with k < SMAWK_MIN_K, O(n) above.
+SMAWK_MIN_K = 5000
 
 
 # ---------------------------------------------------------------------------
@@ -108,17 +116,22 @@ def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
     -----
     k < :data:`MONGE_MIN_K`: the shortest path, O(n k) time (numba). Larger k: the
     same recurrence solved as row minima of a Monge matrix, block of k rows by
-    block (``_monge.optimal_sizes_monge``), O(n log k) time -- linear in n whatever
-    k, 0.11 s for the DP at n = 1,000,000, k = 10,000 where the shortest path needs
-    30 s. Both O(n) memory. Both pick, among partitions of equal computed cost, the
+    block (``_monge.py``): each block by divide and conquer, O(k log k)
+    (``optimal_sizes_monge``), or from :data:`SMAWK_MIN_K` on by SMAWK, O(k)
+    (``optimal_sizes_smawk``) -- O(n) in all for every k; the DP at n =
+    1,000,000, k = 10,000 takes about 0.1 s where the shortest path needs 30 s.
+    All three O(n) memory. All pick, among partitions of equal computed cost, the
     one whose last group is smallest, recursively from the top end, and compute
     bit-identical edge costs on integer-valued data; on 20,000 random inputs (all
-    n < 120, every k) they returned the same partition except on 20 inputs made of
-    a handful of repeated non-integer values, where several partitions have the same
-    SSE in real arithmetic and rounding separates them (SSE equal to the last bit).
+    n < 120, every k) the divide and conquer returned the shortest path's
+    partition except on 20 inputs made of a handful of repeated non-integer values,
+    where several partitions have the same SSE in real arithmetic and rounding
+    separates them (SSE equal to the last bit).
     """
     v = np.ascontiguousarray(values_sorted, dtype=np.float64)
     check_kernel_input(v, k)
+    if int(k) >= SMAWK_MIN_K:
+        return optimal_sizes_smawk(v, int(k))
     if int(k) >= MONGE_MIN_K:
         return optimal_sizes_monge(v, int(k))
     return _optimal_sizes_kernel(v, int(k))
@@ -195,9 +208,9 @@ def optimal_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
 
     Notes
     -----
-    O(n log n) for the sort plus, for the dynamic programme (numba), O(n k) below
-    k = 10 and O(n log k) from k = 10 on (row minima of a Monge matrix, see
-    :func:`optimal_contiguous_sizes`). Measured on 1,000,000 z-scored lognormal
+    O(n log n) for the sort plus O(n) for the dynamic programme (numba) for every
+    k: the O(n k) shortest path below k = 10, row minima of a Monge matrix from
+    k = 10 on (see :func:`optimal_contiguous_sizes`). Measured on 1,000,000 z-scored lognormal
     values (2-core machine, ``benchmarks/univariate.py --vs microagg1d``): 0.22-0.27 s
     for the whole method at every k from 3 to 10,000, most of it the stable sort,
     against 0.35-0.66 s for microagg1d (Stamm & Schaub 2024, O(n) for every
