@@ -455,3 +455,12 @@ def test_monge_solver_all_ties_tie_rule(solver):
     for n, k in ((25, 10), (39, 10), (40, 10), (1000, 300), (7, 1), (5, 5)):
         sizes = solver(np.full(n, 2.5), k)
         assert sizes.tolist() == [n - (n // k - 1) * k] + [k] * (n // k - 1)
+
+
+def test_optimal_contiguous_sizes_solver_choice():
+    v = np.sort(np.random.default_rng(4).integers(0, 40, size=300).astype(float))
+    ref = optimal_contiguous_sizes(v, 12, solver="shortest-path")
+    for solver in ("auto", "divide-and-conquer", "smawk"):
+        assert optimal_contiguous_sizes(v, 12, solver=solver).tolist() == ref.tolist()
+    with pytest.raises(InvalidParameterError, match="solver"):
+        optimal_contiguous_sizes(v, 12, solver="wilber")

@@ -32,6 +32,7 @@ __all__ = [
     "labels_from_sorted_sizes",
     "MONGE_MIN_K",
     "SMAWK_MIN_K",
+    "SOLVERS",
     "SPECS",
 ]
 
@@ -95,7 +96,11 @@ def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no co
     return sizes_from_back(back, n, k)
 
 
-def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
+#: The solvers :func:`optimal_contiguous_sizes` can be asked for (``auto`` picks by k).
+SOLVERS = ("auto", "shortest-path", "divide-and-conquer", "smawk")
+
+
+def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int, *, solver: str = "auto") -> np.ndarray:
     """Group sizes of the optimal contiguous k-partition of sorted values.
 
     Exact shortest path of Hansen & Mukherjee (2003): the groups of an optimal
@@ -107,6 +112,8 @@ def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
     ----------
     values_sorted : (n,) float array in non-decreasing order (n >= k).
     k : minimum group size (>= 1).
+    solver : ``auto`` (by k, below), or one of ``shortest-path``,
+        ``divide-and-conquer``, ``smawk`` (for checks: same partition).
 
     Returns
     -------
@@ -130,9 +137,14 @@ def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int) -> np.ndarray:
     """
     v = np.ascontiguousarray(values_sorted, dtype=np.float64)
     check_kernel_input(v, k)
-    if int(k) >= SMAWK_MIN_K:
+    if solver not in SOLVERS:
+        raise InvalidParameterError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+    if solver == "auto":
+        solver = ("smawk" if int(k) >= SMAWK_MIN_K else "divide-and-conquer"
+                  if int(k) >= MONGE_MIN_K else "shortest-path")
+    if solver == "smawk":
         return optimal_sizes_smawk(v, int(k))
-    if int(k) >= MONGE_MIN_K:
+    if solver == "divide-and-conquer":
         return optimal_sizes_monge(v, int(k))
     return _optimal_sizes_kernel(v, int(k))
 
