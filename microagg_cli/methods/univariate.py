@@ -220,13 +220,14 @@ def optimal_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
 
     Notes
     -----
-    O(n log n) for the sort plus O(n) for the dynamic programme (numba) for every
-    k: the O(n k) shortest path below k = 10, row minima of a Monge matrix from
-    k = 10 on (see :func:`optimal_contiguous_sizes`). Measured on 1,000,000 z-scored lognormal
-    values (2-core machine, ``benchmarks/univariate.py --vs microagg1d``): 0.22-0.27 s
-    for the whole method at every k from 3 to 10,000, most of it the stable sort,
-    against 0.35-0.66 s for microagg1d (Stamm & Schaub 2024, O(n) for every
-    k); the first call in a process adds about 0.5 s to load the compiled kernels.
+    O(n log n) for the sort plus O(n) for the dynamic programme (numba) for every k:
+    the O(n k) shortest path below k = 10, row minima of a Monge matrix from k = 10
+    on (see :func:`optimal_contiguous_sizes`). Measured on 1,000,000 z-scored
+    lognormal values (2-core machine, ``benchmarks/univariate.py --vs microagg1d``):
+    0.22-0.27 s for the whole method at every k from 3 to 10,000 at a load of 3
+    (0.39-0.45 s at a load of 11), most of it the stable sort, against 0.35-0.66 s
+    (0.53-1.06 s) for microagg1d (Stamm & Schaub 2024, O(n) for every k); the first
+    call in a process adds about 0.5 s to load the compiled kernels.
     microagg1d's SSE is slightly higher at small k (k = 10: 3562.4134 against
     3562.3646) because it takes every group's cost as a difference of global prefix
     sums of x and x^2: their rounding error (about eps * sum x^2) exceeds the SSE of
