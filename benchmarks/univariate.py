@@ -15,7 +15,18 @@ Peak memory: ``tracemalloc`` peak (numpy allocations made in Python) and the gro
 of the process's maximum RSS during the call (``resource.getrusage``; includes
 numba's own allocations).
 
-Usage: ``python benchmarks/univariate.py [--baseline] [--repeat 3]``
+``--vs microagg1d``: the table of optimal-1d against microagg1d (Stamm & Schaub
+2024, the O(n) SMAWK / Wilber solver for every k) on 1,000,000 z-scored lognormal values,
+k = 3, 10, 100, 1000, 10000: seconds for the whole call *including the sort* (best of
+``--repeat``) and the SSE of each partition, both SSEs evaluated the same way here
+(two-pass: group means first, then squared deviations), never by either tool's
+internal cost sums. microagg1d is a peer, not a dependency: run this with an
+interpreter that has it, e.g. ``python3 -m venv /tmp/bench && /tmp/bench/bin/pip
+install microagg1d -e .`` then ``/tmp/bench/bin/python benchmarks/univariate.py --vs
+microagg1d``. ``--write`` stores the table in ``benchmarks/results/univariate_vs_microagg1d.md``.
+
+Usage: ``python benchmarks/univariate.py [--baseline] [--repeat 3]`` or
+``python benchmarks/univariate.py --vs microagg1d [--write]``
 """
 
 from __future__ import annotations
@@ -64,6 +75,62 @@ def _baseline_dp(v: np.ndarray, k: int) -> np.ndarray:
         sizes.append(int(back[j]))
         j -= back[j]
     return np.array(sizes[::-1])
+
+
+VS_KS = (3, 10, 100, 1000, 10000)
+VS_RESULTS = Path(__file__).resolve().parent / "results" / "univariate_vs_microagg1d.md"
+
+
+def partition_sse(x: np.ndarray, labels: np.ndarray) -> float:
+    """SSE of a partition of the values ``x``, two-pass (means, then deviations)."""
+    labels = np.unique(labels, return_inverse=True)[1].ravel()
+    means = np.bincount(labels, weights=x) / np.bincount(labels)
+    return float(np.sum((x - means[labels]) ** 2))
+
+
+def vs_microagg1d(repeat: int) -> str:
+    """The Markdown table of optimal-1d against microagg1d (see the module doc)."""
+    try:
+        from microagg1d import univariate_microaggregation
+    except ImportError:
+        sys.exit("--vs microagg1d needs microagg1d importable (a benchmark venv, never a "
+                 "project dependency): python3 -m venv /tmp/bench && /tmp/bench/bin/pip install "
+                 "microagg1d -e . && /tmp/bench/bin/python benchmarks/univariate.py --vs microagg1d")
+    import microagg1d
+
+    from microagg_cli.methods.univariate import MONGE_MIN_K, SMAWK_MIN_K, optimal_1d
+
+    x = np.random.default_rng(20240601).lognormal(size=N_1D)
+    x = (x - x.mean()) / x.std()  # z-scored, as the CLI hands it over (SST = n)
+    X = x[:, None]
+    small = x[:100]
+    for k in (3, 30):  # load / compile both tools' kernels before the clock starts
+        optimal_1d(small[:, None], k)
+        univariate_microaggregation(small, k)
+    lines = [
+        f"optimal-1d vs microagg1d {getattr(microagg1d, '__version__', '')}".rstrip()
+        + f" on {N_1D:,} z-scored lognormal values (seed 20240601), seconds including the sort "
+        f"(best of {repeat}); SSE evaluated two-pass for both.",
+        "",
+        "| k | sdc solver | sdc s | microagg1d s | sdc SSE | microagg1d SSE | SSE microagg1d - sdc |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for k in VS_KS:
+        t_sdc, t_m = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            lab_sdc = optimal_1d(X, k)
+            t_sdc.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            lab_m = univariate_microaggregation(x, k)
+            t_m.append(time.perf_counter() - t0)
+        e_sdc, e_m = partition_sse(x, lab_sdc), partition_sse(x, lab_m)
+        solver = ("Monge, SMAWK" if k >= SMAWK_MIN_K else "Monge, divide and conquer"
+                  if k >= MONGE_MIN_K else "shortest path O(n k)")
+        lines.append(f"| {k} | {solver} | {min(t_sdc):.3f} | {min(t_m):.3f} | {e_sdc:.4f} | "
+                     f"{e_m:.4f} | {e_m - e_sdc:.2e} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
 
 
 def run_case(case: str, repeat: int) -> dict:
@@ -116,7 +183,24 @@ def main() -> None:
     ap.add_argument("--baseline", action="store_true", help="also time the plain Python DP")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--case", help=argparse.SUPPRESS)
+    ap.add_argument("--vs", choices=("microagg1d",), help="compare optimal-1d with a peer")
+    ap.add_argument("--write", action="store_true", help="with --vs: write the table to benchmarks/results/")
     args = ap.parse_args()
+    if args.vs:
+        table = vs_microagg1d(args.repeat)
+        print(table)
+        if args.write:
+            import datetime
+            import os
+            import platform
+
+            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            VS_RESULTS.write_text(
+                f"Measured {now} (Python {platform.python_version()}, {platform.platform()}, "
+                f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}) by "
+                "`python benchmarks/univariate.py --vs microagg1d --write`.\n\n" + table + "\n",
+                encoding="utf-8")
+        return
     if args.case:
         print(json.dumps(run_case(args.case, args.repeat)))
         return

@@ -99,6 +99,15 @@ def _check_method(name: str) -> Callable[[], tuple[str, str]]:
         smallest = int(np.unique(labels, return_counts=True)[1].min())
         if smallest < _K:
             return what, f"a group of {smallest} record(s), below k = {_K}"
+        if name == "optimal-1d":  # the large-k solvers too (module _monge)
+            from .methods.univariate import MONGE_MIN_K, optimal_contiguous_sizes
+
+            what += f", its three solvers agree (k = {MONGE_MIN_K})"
+            v = np.sort(np.round(10 * X[:, 0]))  # integer values: bit-identical edge costs
+            ref = optimal_contiguous_sizes(v, MONGE_MIN_K, solver="shortest-path")
+            for solver in ("divide-and-conquer", "smawk"):
+                if not np.array_equal(optimal_contiguous_sizes(v, MONGE_MIN_K, solver=solver), ref):
+                    return what, f"the {solver} solver differs from the shortest path"
         if name in _NO_WORSE_THAN_MDAV:
             from .methods.fixed_size import mdav_reference
 

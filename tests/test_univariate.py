@@ -355,3 +355,112 @@ def test_kernel_guards_for_library_callers():
         optimal_contiguous_sizes(np.array([np.nan, 1.0, 2.0]), 2)
     with pytest.raises(InvalidParameterError, match="at least"):
         optimal_contiguous_sizes(np.array([1.0, 2.0]), 3)
+
+
+# ---------------------------------------------------------------------------
+# The O(n log k) Monge solver (k >= MONGE_MIN_K) against the O(n k) shortest path
+# ---------------------------------------------------------------------------
+
+from microagg_cli.methods._monge import optimal_sizes_monge, optimal_sizes_smawk  # noqa: E402
+from microagg_cli.methods.univariate import MONGE_MIN_K, SMAWK_MIN_K, _optimal_sizes_kernel  # noqa: E402
+
+LARGE_K_SOLVERS = pytest.mark.parametrize(
+    "solver", [optimal_sizes_monge, optimal_sizes_smawk], ids=["divide-and-conquer", "smawk"])
+
+
+def sizes_sse(v: np.ndarray, sizes: np.ndarray) -> float:
+    """SSE of consecutive runs of sorted ``v``, two-pass per run."""
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    return sum(py_sse(v[a:b].tolist()) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def check_runs(sizes: np.ndarray, n: int, k: int) -> None:
+    assert int(sizes.sum()) == n
+    assert sizes.min() >= k and sizes.max() <= 2 * k - 1 or sizes.size == 1
+
+
+@LARGE_K_SOLVERS
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(st.integers(-50, 50), min_size=1, max_size=160),
+    k=st.integers(1, 40),
+)
+def test_monge_solver_identical_to_shortest_path_on_integers(solver, values, k):
+    # Integer values: both kernels compute bit-identical edge costs, so the same
+    # tie rule gives the same partition, ties included.
+    v = np.sort(np.array(values, dtype=float))
+    k = min(k, v.size)
+    got = solver(v, k)
+    check_runs(got, v.size, k)
+    assert got.tolist() == _optimal_sizes_kernel(v, k).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.one_of(
+        st.lists(st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False), min_size=1, max_size=160),
+        st.lists(st.sampled_from([0.1, 0.2, 0.3, 1e-9, 7.0]), min_size=1, max_size=160),
+    ),
+    k=st.integers(1, 40),
+)
+@LARGE_K_SOLVERS
+def test_monge_solver_never_worse_than_shortest_path(solver, values, k):
+    v = np.sort(np.array(values, dtype=float))
+    k = min(k, v.size)
+    got = solver(v, k)
+    check_runs(got, v.size, k)
+    ref = _optimal_sizes_kernel(v, k)
+    scale = float(np.sum(v * v)) + 1.0
+    assert sizes_sse(v, got) <= sizes_sse(v, ref) + 1e-12 * scale
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=values_1d, k=st.integers(MONGE_MIN_K, MONGE_MIN_K + 2))
+def test_optimal_1d_large_k_equals_brute_force_contiguous(values, k):
+    values = (values * (3 * k // max(len(values), 1) + 1))[: 3 * k]  # n between k and 3k
+    if len(values) < k:
+        values = values + [0.0] * (k - len(values))
+    x = np.array(values) + np.linspace(0.0, 1e-3, len(values))  # break the repeats
+    labels = optimal_1d(x[:, None], k)
+    got = partition_sse_1d(x, labels)
+    want = brute_contiguous(sorted(x.tolist()), k)
+    assert close(got, want, float(np.sum(x * x))), (got, want)
+
+
+@pytest.mark.parametrize("k", [MONGE_MIN_K, 37, 100, 1000])
+def test_monge_solver_same_partition_on_lognormal(k):
+    # Continuous data (no ties): the partition of optimal-1d does not change at the
+    # switches of solver.
+    v = np.sort(np.random.default_rng(k).lognormal(size=20_000))
+    got = optimal_contiguous_sizes(v, k)
+    assert got.tolist() == _optimal_sizes_kernel(v, k).tolist()
+    assert got.tolist() == optimal_sizes_monge(v, k).tolist()
+    assert got.tolist() == optimal_sizes_smawk(v, k).tolist()
+
+
+def test_smawk_from_smawk_min_k():
+    # the two large-k solvers agree where optimal_contiguous_sizes switches to SMAWK
+    # (the O(n k) reference is too slow there: checked against it above, k <= 1000)
+    v = np.sort(np.random.default_rng(0).normal(size=4 * SMAWK_MIN_K + 17))
+    for k in (SMAWK_MIN_K - 1, SMAWK_MIN_K, SMAWK_MIN_K + 1):
+        got = optimal_contiguous_sizes(v, k)
+        assert got.tolist() == optimal_sizes_monge(v, k).tolist() == optimal_sizes_smawk(v, k).tolist()
+        assert got.min() >= k and got.max() <= 2 * k - 1
+
+
+@LARGE_K_SOLVERS
+def test_monge_solver_all_ties_tie_rule(solver):
+    # All values equal: every partition has SSE 0; the smallest last group wins,
+    # recursively, so groups of k from the top and the remainder at the bottom.
+    for n, k in ((25, 10), (39, 10), (40, 10), (1000, 300), (7, 1), (5, 5)):
+        sizes = solver(np.full(n, 2.5), k)
+        assert sizes.tolist() == [n - (n // k - 1) * k] + [k] * (n // k - 1)
+
+
+def test_optimal_contiguous_sizes_solver_choice():
+    v = np.sort(np.random.default_rng(4).integers(0, 40, size=300).astype(float))
+    ref = optimal_contiguous_sizes(v, 12, solver="shortest-path")
+    for solver in ("auto", "divide-and-conquer", "smawk"):
+        assert optimal_contiguous_sizes(v, 12, solver=solver).tolist() == ref.tolist()
+    with pytest.raises(InvalidParameterError, match="solver"):
+        optimal_contiguous_sizes(v, 12, solver="wilber")

@@ -101,7 +101,9 @@ def mic1d(
 
     Notes
     -----
-    O(N log N) with N = n*p, numpy only.
+    O(N log N) with N = n*p, numpy only. The partitions are fixed runs of
+    ``k_values`` sorted values, not an optimal partition, so the univariate solvers
+    of ``optimal-1d`` have no part here (the two sorts dominate the time).
 
     Why the default rescales each column to [0, 1] first: the paper vectorizes the
     original values, and step 6 can only promise that a value ends up inside the
