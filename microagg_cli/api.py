@@ -42,6 +42,8 @@ from .io import (
     write_table,
 )
 from .methods import get_method
+from .statfiles import check_writable
+from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, protect_run, single_plan
@@ -137,6 +139,7 @@ def protect(
     t0 = time.perf_counter()
     in_fmt = detect_format(input, input_format)
     out_fmt = detect_format(output, output_format)
+    check_writable(out_fmt)  # #28: .sas7bdat cannot be written
     stat = check_stat(stat)
     src = None if str(input) == "-" else Path(input)
     out_path = check_output_path(output, force=force, inputs=(src,))
@@ -169,6 +172,7 @@ def protect(
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
+    statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
             OutputSet(force=force) as files:

@@ -25,6 +25,7 @@ from .audit import digesting
 from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, open_csv_source, parse_numbers
 from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
+from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,
     OutputSet,
@@ -79,6 +80,7 @@ __all__ = [
 ]
 
 _FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+_FORMATS.update(STAT_SUFFIXES)  # SPSS, Stata, SAS: microagg_cli.statfiles (#28)
 _MISSING_TOKENS = set(MISSING_TOKENS)
 
 #: Rows per row group of a Parquet output (the streaming engine's batch size, so that
@@ -207,8 +209,8 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     """``"csv"`` or ``"parquet"`` from ``override`` or the file extension."""
     if override:
         fmt = override.lower()
-        if fmt not in {"csv", "parquet"}:
-            raise InvalidParameterError(f"unknown format {override!r} (use csv or parquet)")
+        if fmt not in INPUT_FORMATS:
+            raise InvalidParameterError(f"unknown format {override!r} (use {', '.join(INPUT_FORMATS)})")
         return fmt
     if str(path) == "-":
         return "csv"
@@ -216,7 +218,7 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     if suffix not in _FORMATS:
         raise InvalidParameterError(
             f"cannot tell the format of {str(path)!r} from its extension; "
-            "use --input-format/--output-format csv|parquet"
+            "use --input-format/--output-format " + "|".join(INPUT_FORMATS)
         )
     return _FORMATS[suffix]
 
@@ -249,6 +251,12 @@ def read_table(
             raise DataError(f"input file {str(src)!r} is not readable")
     if fmt == "parquet":
         return Table(_read_parquet(src), "parquet", src)
+    if fmt in STAT_FORMATS:  # #28: SPSS, Stata, SAS (labels and declared missing codes kept)
+        if src is None:
+            raise InvalidParameterError(f"{fmt} input cannot come from stdin")
+        from .statfiles import read_stat
+
+        return Table(read_stat(src, fmt), fmt, src)
     try:
         raw = sys.stdin.buffer.read() if src is None else src.read_bytes()
     except OSError as exc:
@@ -504,6 +512,12 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
         nan = np.isnan(values)
         if nan.any() and not allow_missing:
             i = int(np.flatnonzero(nan)[0])
+            if table.fmt in STAT_FORMATS:  # #28: name the declared missing code and its label
+                from .statfiles import declared_missing_message
+
+                msg = declared_missing_message(table.data, name)
+                if msg:
+                    raise DataError(msg)
             raise DataError(
                 f"column {name!r} has {int(nan.sum())} missing value(s) (first in row {i + 1}); "
                 "use --missing complete|available, or remove or impute them first"
@@ -691,7 +705,9 @@ def take_rows(data: pa.Table, order: Any) -> pa.Table:
     import pyarrow as pa
 
     idx = pa.array(np.asarray(order, dtype=np.int64))
-    return data.take(idx)
+    from .statfiles import permute_codes  # #28: declared missing codes follow their rows
+
+    return permute_codes(data.take(idx), order)
 
 
 def with_column(data: pa.Table, name: str, values: Any, *, type: pa.DataType | None = None,
@@ -777,6 +793,15 @@ def write_table(
         else:
             sys.stdout.write(_csv_text(frame, delimiter, decimal))
         sys.stdout.flush()
+        return
+    if fmt in STAT_FORMATS:  # #28: SPSS, Stata, SAS transport (labels and codes written back)
+        from .statfiles import stat_writer
+
+        if not arrow:
+            import pyarrow as pa
+
+            frame = pa.Table.from_pandas(frame, preserve_index=False)
+        _stage_or_write(path, stat_writer(frame, fmt), force=force, into=into, what="output")
         return
     if fmt == "csv":
         if arrow:
