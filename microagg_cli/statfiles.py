@@ -312,8 +312,9 @@ def declared_missing_counts(data: Any) -> dict[str, dict[str, dict[str, Any]]]:
         _rows, codes, index = _cell_codes(meta, name)
         counts = np.bincount(index, minlength=len(codes))
         vl = meta["columns"].get(name, {}).get("value_labels", [])
+        pairs = sorted(zip(codes, counts), key=lambda cn: (isinstance(cn[0], str), cn[0]))
         out[name] = {_code_text(c, meta["format"]): {"label": _code_label(vl, c), "count": int(n)}
-                     for c, n in zip(codes, counts) if n}
+                     for c, n in pairs if n}
     return out
 
 

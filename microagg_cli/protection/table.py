@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.2"
+REPORT_SCHEMA_VERSION = "1.3"
 
 MISSING_POLICIES = ("error", "complete", "available")
 SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
