@@ -159,8 +159,12 @@ def read_stat(src: Path, fmt: str) -> Any:
     _check_not_encrypted(src, fmt)
     reader = {"sav": prs.read_sav, "zsav": prs.read_sav, "dta": prs.read_dta, "sas7bdat": prs.read_sas7bdat,
               "xpt": prs.read_xport}[fmt]
+    kwargs: dict[str, Any] = {"disable_datetime_conversion": True}
+    if fmt != "xpt":  # read_xport has no user_missing: special missings are found in the bytes below
+        kwargs["user_missing"] = True
     try:
-        frame, meta = reader(str(src), user_missing=True, disable_datetime_conversion=True)
+        frame, meta = reader(str(src), **kwargs)
+        special = _xpt_special_missing(src, [str(c) for c in meta.column_names], len(frame)) if fmt == "xpt" else {}
     except Exception as exc:  # ReadstatError, PyreadstatError, UnicodeError, OSError, ...
         raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file ({_first_line(exc)})") from None
     declared = getattr(meta, "number_rows", None)
@@ -212,6 +216,10 @@ def read_stat(src: Path, fmt: str) -> Any:
                 code_of = np.where(is_code, obj, None)
         else:
             nums = np.asarray(values, dtype=np.float64).copy()
+        if name in special:
+            code_of = np.full(nums.size, None, dtype=object)
+            code_of[special[name][0]] = special[name][1]
+            nums[special[name][0]] = np.nan
         if name in ranges and ranges[name]:
             info["missing_ranges"] = [{"lo": float(r["lo"]), "hi": float(r["hi"])} for r in ranges[name]]
             hit = np.zeros(nums.size, dtype=bool)
@@ -504,7 +512,10 @@ def _pandas_frame(data: Any, meta: dict[str, Any] | None, fmt: str) -> tuple[Any
         kwargs.update(variable_value_labels=value_labels or None, missing_user_values=user_values or None,
                       variable_format=formats or None)
     else:
-        kwargs.update(variable_format=formats or None, table_name=meta.get("table_name") or None)
+        # version 5 (what pandas and every SAS read) when the names and labels fit, else 8
+        v5 = all(len(str(n)) <= 8 for n in out.columns) and all(len(v) <= 40 for v in column_labels.values())
+        kwargs.update(variable_format=formats or None, table_name=meta.get("table_name") or None,
+                      file_format_version=5 if v5 else 8)
     kwargs["_tags"] = tags
     return out, kwargs
 
@@ -616,34 +627,65 @@ def set_spss_weight(path: Path, column: int) -> None:
         fh.write(struct.pack(e + "i", firsts[column] + 1))
 
 
-def _xpt_tag_missing(path: Path, names: list[str], tags: dict[str, dict[int, str]]) -> None:
-    """Turn system-missing cells of a SAS transport file into special missings ``.A``-``.Z``, ``._``."""
-    buf = bytearray(path.read_bytes())
+def _xpt_layout(buf: bytes | bytearray, nvars: int) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """(offset of the first observation, record length, [(type, length, position)] per
+    variable) of a SAS transport file (versions 5 and 8; NAMESTR records of 140 bytes)."""
     for marker in (b"NAMSTV8 HEADER RECORD", b"NAMSTV9 HEADER RECORD", b"NAMESTR HEADER RECORD"):
         at = buf.find(b"HEADER RECORD*******" + marker)
         if at >= 0:
             break
     else:
-        raise DataError(f"cannot write SAS special missings into {path.name!r}: no NAMESTR header")
+        raise ValueError("no NAMESTR header")
     start = at + 80
-    lengths, positions = [], []
-    for j in range(len(names)):
-        rec = buf[start + 140 * j:start + 140 * (j + 1)]
-        lengths.append(struct.unpack(">h", rec[4:6])[0])
-        positions.append(struct.unpack(">i", rec[84:88])[0])
-    obs = -1
+    variables = []
+    for j in range(nvars):
+        rec = bytes(buf[start + 140 * j:start + 140 * (j + 1)])
+        variables.append((struct.unpack(">h", rec[0:2])[0], struct.unpack(">h", rec[4:6])[0],
+                          struct.unpack(">i", rec[84:88])[0]))
     for marker in (b"HEADER RECORD*******OBSV8   HEADER RECORD", b"HEADER RECORD*******OBSV9   HEADER RECORD",
                    b"HEADER RECORD*******OBS     HEADER RECORD"):
         obs = buf.find(marker, start)
         if obs >= 0:
-            break
-    if obs < 0:
-        raise DataError(f"cannot write SAS special missings into {path.name!r}: no OBS header")
-    data_start, reclen = obs + 80, sum(lengths)
+            return obs + 80, sum(length for _t, length, _p in variables), variables
+    raise ValueError("no OBS header")
+
+
+_XPT_TAGS = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ_", dtype=np.uint8)
+
+
+def _xpt_special_missing(src: Path, names: list[str], n_rows: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Cells of a SAS transport file holding special missings: ``{column: (rows, letters)}``
+    (pyreadstat reads them as plain missing values)."""
+    buf = src.read_bytes()
+    if len(buf) % 80:  # transport files are 80-byte records, the last one padded
+        raise ValueError("truncated: the length is not a whole number of 80-byte records")
+    data_start, reclen, variables = _xpt_layout(buf, len(names))
+    if reclen <= 0 or data_start + n_rows * reclen > len(buf):
+        raise ValueError("the observations are shorter than the header declares")
+    records = np.frombuffer(buf, dtype=np.uint8, count=n_rows * reclen, offset=data_start).reshape(n_rows, reclen)
+    out = {}
+    for name, (typ, length, pos) in zip(names, variables):
+        if typ != 1 or length < 2:
+            continue
+        cells = records[:, pos:pos + length]
+        hit = np.isin(cells[:, 0], _XPT_TAGS) & ~cells[:, 1:].any(axis=1)
+        if hit.any():
+            rows = np.flatnonzero(hit)
+            out[name] = (rows, np.array([chr(b) for b in cells[rows, 0]], dtype=object))
+    return out
+
+
+def _xpt_tag_missing(path: Path, names: list[str], tags: dict[str, dict[int, str]]) -> None:
+    """Turn system-missing cells of a SAS transport file into special missings ``.A``-``.Z``, ``._``."""
+    buf = bytearray(path.read_bytes())
+    try:
+        data_start, reclen, variables = _xpt_layout(buf, len(names))
+    except ValueError as exc:
+        raise DataError(f"cannot write SAS special missings into {path.name!r}: {exc}") from None
     for name, cells in tags.items():
-        j = names.index(name)
+        pos = variables[names.index(name)][2]
         for row, letter in cells.items():
-            off = data_start + row * reclen + positions[j]
+            off = data_start + row * reclen + pos
             if buf[off] == 0x2E:  # a system missing: "." then zeros
-                buf[off] = ord(letter if letter != "_" else "_")
+                buf[off] = ord(letter)
     path.write_bytes(bytes(buf))
