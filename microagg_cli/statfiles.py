@@ -345,9 +345,9 @@ def declared_missing_message(data: Any, name: str) -> str | None:
     code = codes[int(index[first])]
     label = _code_label(meta["columns"].get(name, {}).get("value_labels", []), code)
     what = _code_text(code, meta["format"]) + (f" ({label!r})" if label else "")
-    return (f"column {name!r} holds the declared missing code {what} in {rows.size} row(s) (first in row "
-            f"{int(rows[first]) + 1}), read as missing; use --missing available (group on the observed values) "
-            "or --missing complete (leave those records out); the code is written back as it was")
+    return (f"column {name!r} holds declared missing codes in {rows.size} row(s), the first {what} in row "
+            f"{int(rows[first]) + 1}; they are missing, not numbers: use --missing available (group on the "
+            "observed values) or --missing complete (leave those records out); codes are written back as they were")
 
 
 def _out_storage(field_type: Any, fmt: str, name: str, meta: dict[str, Any] | None) -> str:
