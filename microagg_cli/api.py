@@ -42,7 +42,7 @@ from .io import (
     write_table,
 )
 from .methods import get_method
-from .statfiles import check_writable
+from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
@@ -123,6 +123,10 @@ def protect(
     """
     if plan is not None and passthrough:
         plan = plan.with_passthrough(passthrough)
+    if (engine is not None or scheduler is not None) and str(input) != "-" and not Path(input).is_dir() \
+            and detect_format(input, input_format) in STAT_FORMATS:  # #28
+        raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
+                                    "file is read whole: leave them out (or convert the file to Parquet)")
     if engine is not None or scheduler is not None or (str(input) != "-" and Path(input).is_dir()):
         from .engines import protect_streaming  # pyarrow streaming: loaded only when asked for
 

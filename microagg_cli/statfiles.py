@@ -163,7 +163,7 @@ def read_stat(src: Path, fmt: str) -> Any:
     if fmt != "xpt":  # read_xport has no user_missing: special missings are found in the bytes below
         kwargs["user_missing"] = True
     try:
-        frame, meta = reader(str(src), **kwargs)
+        frame, meta = (_read_dta_pandas(src, prs) if fmt == "dta" else None) or reader(str(src), **kwargs)
         special = _xpt_special_missing(src, [str(c) for c in meta.column_names], len(frame)) if fmt == "xpt" else {}
     except Exception as exc:  # ReadstatError, PyreadstatError, UnicodeError, OSError, ...
         raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file ({_first_line(exc)})") from None
@@ -264,6 +264,39 @@ def read_stat(src: Path, fmt: str) -> Any:
     schema = pa.schema([pa.field(n, a.type) for n, a in zip(names, arrays)],
                        metadata={META_KEY: json.dumps(info_file, allow_nan=False).encode("utf-8")})
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _read_dta_pandas(src: Path, prs: Any) -> tuple[Any, Any] | None:
+    """A Stata file's data as pandas reads it (about 10x faster than ReadStat's row by row
+    parse), shaped as pyreadstat's ``user_missing=True`` frame (extended missings as their
+    letter, system missings as None); the metadata from pyreadstat (``metadataonly``).
+    None when pandas cannot read the file: pyreadstat then reads it (or says why not)."""
+    import warnings
+
+    import pandas as pd
+
+    try:
+        _empty, meta = prs.read_dta(str(src), metadataonly=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frame = pd.read_stata(src, convert_dates=False, convert_categoricals=False, convert_missing=True,
+                                  preserve_dtypes=True, order_categoricals=False)
+    except Exception:  # noqa: BLE001 - pyreadstat gives the error
+        return None
+    if [str(c) for c in frame.columns] != [str(c) for c in meta.column_names]:
+        return None
+    missing_type = pd.io.stata.StataMissingValue
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype != object or meta.readstat_variable_types.get(name) == "string":
+            continue
+        obj = col.to_numpy(dtype=object)
+        mv = np.fromiter((isinstance(v, missing_type) for v in obj), dtype=bool, count=obj.size)
+        if mv.any():
+            obj = obj.copy()
+            obj[mv] = [None if v.string == "." else v.string[1:] for v in obj[mv]]
+            frame[name] = obj
+    return frame, meta
 
 
 def stat_meta(data: Any) -> dict[str, Any] | None:

@@ -394,3 +394,10 @@ def test_200k_records_read_within_twice_the_parquet_time(tmp_path):
     t_parquet, t_sav, t_dta = best(parquet), best(sav), best(dta)
     print(f"200,000 x 15 read: parquet {t_parquet:.3f} s, sav {t_sav:.3f} s, dta {t_dta:.3f} s")
     assert t_sav <= 2 * t_parquet + 0.5 and t_dta <= 2 * t_parquet + 0.5
+
+
+def test_streaming_engine_refuses_statfiles_in_one_line(tmp_path):
+    src = tmp_path / "s.sav"
+    write_sav(src)
+    res = run_cli("protect", src, "-o", tmp_path / "o.parquet", "-k", 3, "-c", "age", "--engine", "local")
+    assert res.exit_code == 2 and "leave them out" in res.stderr and res.stderr.count("\n") == 1
