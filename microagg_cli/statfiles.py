@@ -80,7 +80,7 @@ _FAMILY = {"sav": "spss", "zsav": "spss", "dta": "stata", "sas7bdat": "sas", "xp
 
 
 def pyreadstat_module() -> Any:
-    """``import pyreadstat``, or a one-line :class:`DataError`-free usage error naming pip."""
+    """``import pyreadstat``, or a one-line usage error (exit code 2) naming the pip command."""
     try:
         import pyreadstat
     except ImportError:
