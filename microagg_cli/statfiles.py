@@ -542,8 +542,9 @@ def _pandas_frame(data: Any, meta: dict[str, Any] | None, fmt: str) -> tuple[Any
             kwargs["note"] = meta["notes"]
     elif family == "stata":
         user_values = {k: v for k, v in user_values.items() if v}
+        # format 118 (Stata 14 and later, pandas, R haven) unless there are more variables than it holds
         kwargs.update(variable_value_labels=value_labels or None, missing_user_values=user_values or None,
-                      variable_format=formats or None)
+                      variable_format=formats or None, version=14 if len(out.columns) <= 32_767 else 15)
     else:
         # version 5 (what pandas and every SAS read) when the names and labels fit, else 8
         v5 = all(len(str(n)) <= 8 for n in out.columns) and all(len(v) <= 40 for v in column_labels.values())
