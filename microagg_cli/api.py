@@ -43,6 +43,8 @@ from .io import (
     write_table,
 )
 from .methods import get_method
+from .statfiles import STAT_FORMATS, check_writable
+from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
@@ -131,6 +133,10 @@ def protect(
     """
     if plan is not None and passthrough:
         plan = plan.with_passthrough(passthrough)
+    if (engine is not None or scheduler is not None) and str(input) != "-" and not Path(input).is_dir() \
+            and detect_format(input, input_format) in STAT_FORMATS:  # #28
+        raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
+                                    "file is read whole: leave them out (or convert the file to Parquet)")
     if engine is not None or scheduler is not None or (str(input) != "-" and Path(input).is_dir()):
         from .engines import protect_streaming  # pyarrow streaming: loaded only when asked for
 
@@ -148,6 +154,7 @@ def protect(
     t0 = time.perf_counter()
     in_fmt = detect_format(input, input_format)
     out_fmt = detect_format(output, output_format)
+    check_writable(out_fmt)  # #28: .sas7bdat cannot be written
     stat = check_stat(stat)
     src = None if str(input) == "-" else Path(input)
     out_path = check_output_path(output, force=force, inputs=(src,))
@@ -186,6 +193,7 @@ def protect(
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
+    statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
             OutputSet(force=force) as files:

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
-EVALUATION_SCHEMA_VERSION = "1.1"
+EVALUATION_SCHEMA_VERSION = "1.2"
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ __all__ = [
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc compare`` JSON layout; bumped on any incompatible change.
-COMPARE_SCHEMA_VERSION = "1.1"
+COMPARE_SCHEMA_VERSION = "1.2"
 
 #: Default cap on the intruder scenarios evaluated per cell (see the module notes).
 DEFAULT_MAX_SCENARIOS = 64

@@ -27,6 +27,7 @@ from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_t
 from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
+from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,
     OutputSet,
@@ -86,6 +87,7 @@ __all__ = [
 ]
 
 _FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+_FORMATS.update(STAT_SUFFIXES)  # SPSS, Stata, SAS: microagg_cli.statfiles (#28)
 _MISSING_TOKENS = set(MISSING_TOKENS)
 
 #: Rows per row group of a Parquet output (the streaming engine's batch size, so that
@@ -220,8 +222,8 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     """``"csv"`` or ``"parquet"`` from ``override`` or the file extension."""
     if override:
         fmt = override.lower()
-        if fmt not in {"csv", "parquet"}:
-            raise InvalidParameterError(f"unknown format {override!r} (use csv or parquet)")
+        if fmt not in INPUT_FORMATS:
+            raise InvalidParameterError(f"unknown format {override!r} (use {', '.join(INPUT_FORMATS)})")
         return fmt
     if str(path) == "-":
         return "csv"
@@ -229,7 +231,7 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     if suffix not in _FORMATS:
         raise InvalidParameterError(
             f"cannot tell the format of {str(path)!r} from its extension; "
-            "use --input-format/--output-format csv|parquet"
+            "use --input-format/--output-format " + "|".join(INPUT_FORMATS)
         )
     return _FORMATS[suffix]
 
@@ -267,6 +269,18 @@ def read_table(
         raise InvalidParameterError(
             f"--thousands must be one character other than a digit, a letter, a sign or the decimal mark, "
             f"got {thousands!r}")
+    if fmt in STAT_FORMATS:  # #28: SPSS, Stata, SAS (labels and declared missing codes kept)
+        if src is None:
+            raise InvalidParameterError(f"{fmt} input cannot come from stdin")
+        from .statfiles import read_stat
+
+        # the reader opens the path itself: hash the file and make sure it stayed put meanwhile
+        stamp = input_stamp([src])
+        stat_table = Table(read_stat(src, fmt), fmt, src, thousands=thousands, na_values=na_values)
+        fp = file_fingerprint(src)
+        check_unchanged(stamp, [src], str(src))
+        stat_table.fingerprint = fp
+        return stat_table
     try:
         raw = sys.stdin.buffer.read() if src is None else src.read_bytes()
     except OSError as exc:
@@ -634,6 +648,12 @@ def numeric_matrix(table: Table, columns: list[str], *, allow_missing: bool = Fa
         nan = np.isnan(values)
         if nan.any() and not allow_missing:
             i = int(np.flatnonzero(nan)[0])
+            if table.fmt in STAT_FORMATS:  # #28: name the declared missing code and its label
+                from .statfiles import declared_missing_message
+
+                msg = declared_missing_message(table.data, name)
+                if msg:
+                    raise DataError(msg)
             raise DataError(
                 f"column {name!r} has {int(nan.sum())} missing value(s) (first in row {i + 1}); "
                 "use --missing complete|available, or remove or impute them first"
@@ -898,7 +918,9 @@ def take_rows(data: pa.Table, order: Any) -> pa.Table:
     import pyarrow as pa
 
     idx = pa.array(np.asarray(order, dtype=np.int64))
-    return data.take(idx)
+    from .statfiles import permute_codes  # #28: declared missing codes follow their rows
+
+    return permute_codes(data.take(idx), order)
 
 
 def with_column(data: pa.Table, name: str, values: Any, *, type: pa.DataType | None = None,
@@ -973,6 +995,15 @@ def write_table(
             raise InvalidParameterError("only CSV can be written to stdout (-o -)")
         with _stdout_errors("output"):
             _write_stdout_csv(frame, arrow, delimiter, decimal)
+        return
+    if fmt in STAT_FORMATS:  # #28: SPSS, Stata, SAS transport (labels and codes written back)
+        from .statfiles import stat_writer
+
+        if not arrow:
+            import pyarrow as pa
+
+            frame = pa.Table.from_pandas(frame, preserve_index=False)
+        _stage_or_write(path, stat_writer(frame, fmt), force=force, into=into, what="output")
         return
     if fmt == "csv":
         if arrow:

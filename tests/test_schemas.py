@@ -23,9 +23,9 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: with its version: edit a schema, bump its version (MINOR: a field added; MAJOR: removed,
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
-    "protect": ("1.3", "45c62ea07b72122cfae2a57dd4eb771996206afa15f4ee38cb55d4a2b61dbffd"),
-    "evaluate": ("1.1", "17e11038f9f17ad3e085b2da42c7e94d29275d3d7a1567aae10d57e128a0db92"),
-    "compare": ("1.1", "5c00a50f8bd5f338cf76a13505980cf05d3f284894a93a6071c485f13a51d30b"),
+    "protect": ("1.3", "dfe38a54e0760f5449dae927549edfde63e60465ee5fca1018ea1a305c99eb3b"),
+    "evaluate": ("1.2", "cde9544b4a682dd743d228dd1aacf83aba6195a796dbc2b5adbf27dbe875a99e"),
+    "compare": ("1.2", "ba5da3c0a4adf41186c4509211b72fca4acc3a4628bd289150e78ca565b5b474"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
 }
 

@@ -14,6 +14,7 @@ import click
 from ._options import check_delimiter
 
 from ..errors import InvalidParameterError
+from ..statfiles import INPUT_FORMATS  # #28
 from ..metrics import GATE_ORDER, METRICS
 
 __all__ = [
@@ -76,7 +77,7 @@ def input_options(func: Callable) -> Callable:
                         help="Decimal mark of CSV inputs (',' for European CSV with ';' delimiter).")(func)
     func = click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of both inputs (default: sniffed from , ; TAB |).")(func)
-    func = click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
+    func = click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
                         help="Format of both inputs (default: from each file's extension).")(func)
     return func
 

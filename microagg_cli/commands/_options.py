@@ -12,6 +12,7 @@ from typing import Any, Callable
 import click
 
 from ..errors import InvalidParameterError
+from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # #28
 
 __all__ = ["plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names",
            "stderr_console", "complete_method", "complete_method_list"]
@@ -50,9 +51,9 @@ def format_options(func: Callable) -> Callable:
     """``--input-format``, ``--output-format``, ``--delimiter``."""
     func = click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of the input (default: sniffed from , ; TAB |).")(func)
-    func = click.option("--output-format", type=click.Choice(["csv", "parquet"]), default=None,
+    func = click.option("--output-format", type=click.Choice(list(OUTPUT_FORMATS)), default=None,
                         help="Output format (default: from the extension).")(func)
-    func = click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
+    func = click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
                         help="Input format (default: from the extension).")(func)
     return func
 

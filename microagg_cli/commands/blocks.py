@@ -8,6 +8,7 @@ import click
 
 from .. import blocking, report
 from ..errors import ThresholdExceeded
+from ..statfiles import INPUT_FORMATS  # #28
 from ._options import check_delimiter, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["blocks_command"]
@@ -60,7 +61,7 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
 @click.option("-f", "--force", is_flag=True, help="Replace the plan file if it exists.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: a text table / TOML plan, or JSON.")
-@click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
+@click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
               help="Input format (default: from the extension).")
 @click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
               help="CSV delimiter of the input (default: sniffed from , ; TAB |).")

@@ -9,6 +9,7 @@ import click
 from .. import api
 from .. import grid, interrupts, report
 from ..errors import InvalidParameterError
+from ..statfiles import INPUT_FORMATS  # #28
 from ._common_eval import parse_known, parse_weights
 from ._options import (
     check_delimiter,
@@ -91,7 +92,7 @@ def _presets_text() -> str:
 @click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of randomised methods and of the intruder-scenario sample.")
 @click.option("-f", "--force", is_flag=True, help="Replace existing output, HTML and saved files.")
-@click.option("--input-format", type=click.Choice(["csv", "parquet"]), default=None,
+@click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
               help="Input format (default: from the extension).")
 @click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
               help="CSV delimiter of the input (default: sniffed from , ; TAB |).")

@@ -54,6 +54,7 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
                   f"dropped {len(cols['dropped'])} column(s); k-check passed.")
     passed = cols["passthrough"]
     console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}", markup=False)
+    _print_statfile(rep, console)
     eng = rep.get("engine")
     if eng:
         peaks = [w["peak_rss_bytes"] for w in eng.get("workers", [])]
@@ -62,3 +63,20 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
                                                       else ""), markup=False)
     if "evaluation" in rep:
         print_risk_summary(rep["evaluation"], console)
+
+
+def _print_statfile(rep: dict[str, Any], console: Any) -> None:
+    """SPSS/Stata/SAS files (#28): declared missing codes, storage changes, the weight variable."""
+    for col, codes in (rep.get("declared_missing") or {}).items():
+        parts = [f"{code}" + (f" {c['label']!r}" if c.get("label") else "") + f": {c['count']}"
+                 for code, c in codes.items()]
+        console.print(f"declared missing codes in {col} (read as missing, written back as they were): "
+                      + ", ".join(parts), markup=False, highlight=False)
+    changes = rep["output"].get("storage_changes") or []
+    if changes:
+        console.print("storage type changed: " + ", ".join(f"{c['column']} {c['from']} -> {c['to']}" for c in changes),
+                      markup=False, highlight=False)
+    weight = rep["input"].get("weight_variable")
+    if weight and not rep.get("parameters", {}).get("weights"):
+        console.print(f"the file declares the weight variable {weight!r}: give --weights {weight} to use it "
+                      "for the group means", markup=False, highlight=False)
