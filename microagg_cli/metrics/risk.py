@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ._risk_kernels import em_fit, pld_credit, pld_pass
 
 __all__ = [
     "DEFAULT_DR_WEIGHTS",
@@ -60,6 +61,8 @@ PLD_MAX_ATTRIBUTES = 62
 _REL = 1e-9
 # approximation factor of the first, pruning nearest-neighbour pass of DLD
 _DLD_EPS = 3.0
+# the compiled PLD table keeps a dense 2^q scratch of pattern counts: up to 20 attributes
+_DENSE_MAX_Q = 20
 # records per bounded exact query of DLD
 _DLD_BATCH = 512
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
@@ -498,33 +501,14 @@ def fellegi_sunter_em(
     G = np.asarray(patterns, dtype=np.float64)
     c = np.asarray(counts, dtype=np.float64)
     N = float(c.sum())
-    H = 1.0 - G
     q = G.shape[1]
     m = np.full(q, float(m_start))
     u = (G.T @ c) / N if u_start is None else np.asarray(u_start, dtype=np.float64).copy()
-    # theta = [pi, m_1..m_q, u_1..u_q]; columns 0 / 1 of the (q, 2) blocks are
-    # "match" / "non-match" so each step is a couple of small matrix products
+    # theta = [pi, m_1..m_q, u_1..u_q]; the iterations run compiled, O(P q) each
     theta = np.clip(np.concatenate(([match_share], m, u)), _EPS, 1 - _EPS)
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        pi = theta[0]
-        mu = np.stack((theta[1:q + 1], theta[q + 1:]), axis=1)  # (q, 2)
-        logl = G @ np.log(mu) + H @ np.log1p(-mu)  # (P, 2) log-likelihoods
-        a = logl[:, 0] + math.log(pi)
-        b = logl[:, 1] + math.log1p(-pi)
-        g = np.exp(a - np.logaddexp(a, b))
-        cg = c * g
-        w = np.stack((cg, c - cg), axis=1)  # expected match / non-match counts
-        tot = w.sum(axis=0)
-        agree = G.T @ w  # (q, 2)
-        mu_new = np.where(tot > 0, agree / np.where(tot > 0, tot, 1.0), mu)
-        new = np.clip(np.concatenate(([tot[0] / N], mu_new[:, 0], mu_new[:, 1])), _EPS, 1 - _EPS)
-        change = float(np.max(np.abs(new - theta) / theta))
-        theta = new
-        if change < tol:
-            converged = True
-            break
+    it, converged = em_fit(np.ascontiguousarray(G != 0, dtype=np.uint8), np.ascontiguousarray(c), theta,
+                           int(max_iter), float(tol), _EPS)
+    it, converged = int(it), bool(converged)
     pi = float(theta[0])
     m = theta[1:q + 1]
     u = theta[q + 1:]
@@ -579,16 +563,102 @@ class _PLDTable:
     """
 
     def __init__(self, Ro: np.ndarray, Rp: np.ndarray, window: int, *,
-                 block_cells: int = 1 << 18) -> None:
+                 block_cells: int = 1 << 18, workers: int = 1) -> None:
         n, q = Ro.shape
         self.n = n
         self.q = q
         self.window = w = int(window)
         span = np.uint32(2 * w)
-        # lower window ends of the originals and protected ranks, one row per attribute
         RloT = np.ascontiguousarray((Ro - w).T, dtype=np.int32)
         RpT = np.ascontiguousarray(Rp.T, dtype=np.int32)
         pdt = np.int32 if q <= 30 else np.int64
+        if q <= _DENSE_MAX_Q:
+            pieces_a, pieces_p, pieces_c = self._compiled_pieces(Ro, Rp, w, workers)
+        else:
+            pieces_a, pieces_p, pieces_c = self._numpy_pieces(Ro, Rp, RloT, RpT, w, span, pdt, block_cells)
+        true_pat = _pack_bits((RpT - RloT).T.view(np.uint32) <= span)
+        ep = np.concatenate(pieces_p).astype(pdt) if pieces_p else np.empty(0, pdt)
+        del pieces_p
+        # distinct full patterns; index 0 = no agreement at all
+        self.gpat = np.unique(np.concatenate(([0], np.unique(ep).astype(np.int64), true_pat)))
+        idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
+        e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
+        del ep
+        ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
+        del pieces_a
+        srt = np.argsort(ea, kind="stable")
+        self.e_g = e_g[srt]
+        del e_g
+        self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
+        ea = ea[srt]
+        del pieces_c, srt
+        self.entries_per_record = np.bincount(ea, minlength=n)
+        self.zero_a = n - np.bincount(ea, weights=self.e_cnt, minlength=n).astype(np.int64)
+        del ea
+        self.true_g = np.searchsorted(self.gpat, true_pat)
+        self.gcnt = np.bincount(self.e_g, weights=self.e_cnt, minlength=self.gpat.size)
+        self.gcnt[0] += float(self.zero_a.sum())
+        self._bounds = np.concatenate(([0], np.cumsum(self.entries_per_record))).astype(np.int64)
+
+    @staticmethod
+    def _compiled_pieces(Ro: np.ndarray, Rp: np.ndarray, w: int,
+                         workers: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """(original, full pattern, count) entries by the compiled pass per attribute.
+
+        Identical protected rank rows are merged (a microaggregated file has about n/k
+        of them), with their multiplicities as counts; the originals of a pass are
+        split among ``workers`` threads (the kernel releases the GIL).
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        n, q = Ro.shape
+        Ro32 = np.ascontiguousarray(Ro, dtype=np.int32)
+        Rpu, mult = np.unique(np.ascontiguousarray(Rp, dtype=np.int32), axis=0, return_counts=True)
+        Rpu = np.ascontiguousarray(Rpu)
+        mult = mult.astype(np.int64)
+        pieces_a: list[np.ndarray] = []
+        pieces_p: list[np.ndarray] = []
+        pieces_c: list[np.ndarray] = []
+        workers = max(1, int(workers))
+
+        def run(v: int, op: np.ndarray, lo: np.ndarray, hi: np.ndarray, todo: np.ndarray) -> list[tuple]:
+            scratch = np.zeros(1 << q, dtype=np.int64)
+            touched = np.empty(1 << q, dtype=np.int64)
+            out = []
+            start = 0
+            cap = int(min(max(1 << 16, 4 * todo.size), 1 << 22))
+            cap = max(cap, int(min((hi - lo).max(initial=0), 1 << q)))
+            while start < todo.size:
+                oa = np.empty(cap, dtype=np.int32)
+                opat = np.empty(cap, dtype=np.int64)
+                oc = np.empty(cap, dtype=np.int64)
+                start, pos = pld_pass(Ro32, Rpu, mult, op, lo, hi, v, w, todo, start, oa, opat, oc,
+                                      scratch, touched)
+                out.append((oa[:pos].copy(), opat[:pos].copy(), oc[:pos].copy()))
+            return out
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for v in range(q):
+                op = np.argsort(Rpu[:, v], kind="stable")
+                sr = Rpu[op, v]
+                lo = np.searchsorted(sr, Ro32[:, v] - w, side="left").astype(np.int64)
+                hi = np.searchsorted(sr, Ro32[:, v] + w, side="right").astype(np.int64)
+                # originals in rank order (neighbouring windows share cache lines)
+                oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
+                chunks = np.array_split(oo, workers) if workers > 1 else [oo]
+                for res in pool.map(lambda c: run(v, op, lo, hi, c), chunks):
+                    for oa, opat, oc in res:
+                        pieces_a.append(oa)
+                        pieces_p.append(opat)
+                        pieces_c.append(oc)
+        return pieces_a, pieces_p, pieces_c
+
+    @staticmethod
+    def _numpy_pieces(Ro: np.ndarray, Rp: np.ndarray, RloT: np.ndarray, RpT: np.ndarray, w: int,
+                      span: np.uint32, pdt: Any,
+                      block_cells: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """The same entries by dense numpy tiles (more than ``_DENSE_MAX_Q`` attributes)."""
+        n, q = Ro.shape
         by_count = q <= 12  # aggregate (record, pattern) keys with bincount
         max_rows = max(1, (1 << 22) >> q) if by_count else n
         pieces_a: list[np.ndarray] = []
@@ -645,31 +715,7 @@ class _PLDTable:
                     pieces_a.append(A[rows[starts]].astype(np.int32))
                     pieces_p.append(pv[starts].astype(pdt))
                     pieces_c.append(np.diff(np.append(starts, rows.size)).astype(np.int32))
-        true_pat = _pack_bits((RpT - RloT).T.view(np.uint32) <= span)
-        ep = np.concatenate(pieces_p) if pieces_p else np.empty(0, pdt)
-        del pieces_p
-        # distinct full patterns; index 0 = no agreement at all
-        self.gpat = np.unique(np.concatenate(([0], np.unique(ep).astype(np.int64), true_pat)))
-        idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
-        e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
-        del ep
-        ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
-        del pieces_a
-        srt = np.argsort(ea, kind="stable")
-        self.e_g = e_g[srt]
-        del e_g
-        self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
-        ea = ea[srt]
-        del pieces_c, srt
-        self.entries_per_record = np.bincount(ea, minlength=n)
-        self.zero_a = n - np.bincount(ea, weights=self.e_cnt, minlength=n).astype(np.int64)
-        del ea
-        self.true_g = np.searchsorted(self.gpat, true_pat)
-        self.gcnt = np.bincount(self.e_g, weights=self.e_cnt, minlength=self.gpat.size)
-        self.gcnt[0] += float(self.zero_a.sum())
-        self._nonempty = self.entries_per_record > 0
-        self._offsets = np.cumsum(self.entries_per_record) - self.entries_per_record
-        self._starts = self._offsets[self._nonempty]
+        return pieces_a, pieces_p, pieces_c
 
     @property
     def entries(self) -> int:
@@ -695,31 +741,9 @@ class _PLDTable:
         wts = np.zeros(ru.size)
         for j in range(len(cols)):  # fixed summation order
             wts += np.where(Gm[:, j], agree_w[j], disagree_w[j])
-        lev_g = _weight_levels(wts)[rinv].astype(np.int32)
-        Lt = lev_g[self.true_g]
-        L0 = int(lev_g[0])
-        # best level each original reaches: its entries, and "no agreement" if some
-        # protected record agrees with it nowhere
-        best = np.where(self.zero_a > 0, L0, np.iinfo(np.int32).min).astype(np.int32)
-        le = lev_g[self.e_g]
-        if le.size:
-            best[self._nonempty] = np.maximum(best[self._nonempty],
-                                              np.maximum.reduceat(le, self._starts))
-        # only originals whose true record reaches the best level get credit: count
-        # the protected records tied with it (entries of those originals only)
-        cand = np.flatnonzero(Lt >= best)
-        equal = np.where(L0 == Lt[cand], self.zero_a[cand], 0).astype(np.float64)
-        lens = self.entries_per_record[cand]
-        has = lens > 0
-        if has.any():
-            c_has = cand[has]
-            l_has = lens[has]
-            seg0 = self._offsets[c_has]
-            offs = np.cumsum(l_has) - l_has
-            idx = np.arange(int(l_has.sum())) + np.repeat(seg0 - offs, l_has)
-            hit = np.where(le[idx] == np.repeat(Lt[c_has], l_has), self.e_cnt[idx], 0)
-            equal[has] += np.add.reduceat(hit, offs)
-        credit = float((1.0 / equal[equal > 0]).sum())
+        lev_g = _weight_levels(wts)[rinv].astype(np.int64)
+        credit = float(pld_credit(lev_g, self.e_g, self.e_cnt, self._bounds, self.zero_a, self.true_g,
+                                  int(lev_g[0])))
         em["agreement_weight"] = agree_w.tolist()
         em["disagreement_weight"] = disagree_w.tolist()
         return {"value": 100.0 * credit / n, "em": em}

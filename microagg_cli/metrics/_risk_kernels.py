@@ -1,0 +1,217 @@
+"""Compiled kernels of the risk measures (PLD pair table and EM, PLD links, DLD checks).
+
+Every kernel is compiled with ``nogil=True``: the scenarios of ``sdc evaluate --jobs N``
+run in N threads, and the interrupt watchdog needs the GIL while the main thread is in
+a kernel (see :mod:`microagg_cli.interrupts`). Nothing here allocates inside a loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+
+__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit"]
+
+
+@njit(cache=True, nogil=True)
+def em_fit(G, c, theta, max_iter, tol, eps):  # pragma: no cover - compiled
+    """Fellegi-Sunter EM on distinct agreement patterns (see ``risk.fellegi_sunter_em``).
+
+    ``G`` (P, q) uint8 patterns, ``c`` (P,) counts, ``theta`` = [pi, m_1..m_q, u_1..u_q]
+    (clipped start, updated in place). Returns (iterations, converged). One iteration is
+    O(P q): the E step gives each pattern's match probability g, the M step the
+    g-weighted agreement rates.
+    """
+    P, q = G.shape
+    N = 0.0
+    for i in range(P):
+        N += c[i]
+    lm = np.empty(q)
+    l1m = np.empty(q)
+    lu = np.empty(q)
+    l1u = np.empty(q)
+    ag0 = np.empty(q)
+    ag1 = np.empty(q)
+    new = np.empty(theta.size)
+    it = 0
+    converged = False
+    for it in range(1, max_iter + 1):
+        pi = theta[0]
+        lpi = math.log(pi)
+        l1pi = math.log1p(-pi)
+        for v in range(q):
+            lm[v] = math.log(theta[1 + v])
+            l1m[v] = math.log1p(-theta[1 + v])
+            lu[v] = math.log(theta[1 + q + v])
+            l1u[v] = math.log1p(-theta[1 + q + v])
+            ag0[v] = 0.0
+            ag1[v] = 0.0
+        tot0 = 0.0
+        tot1 = 0.0
+        for i in range(P):
+            a = 0.0
+            b = 0.0
+            for v in range(q):
+                if G[i, v]:
+                    a += lm[v]
+                    b += lu[v]
+            for v in range(q):
+                if not G[i, v]:
+                    a += l1m[v]
+                    b += l1u[v]
+            a += lpi
+            b += l1pi
+            hi = a if a > b else b
+            lse = hi + math.log1p(math.exp(-abs(a - b)))
+            g = math.exp(a - lse)
+            cg = c[i] * g
+            cn = c[i] - cg
+            tot0 += cg
+            tot1 += cn
+            for v in range(q):
+                if G[i, v]:
+                    ag0[v] += cg
+                    ag1[v] += cn
+        new[0] = tot0 / N
+        for v in range(q):
+            new[1 + v] = ag0[v] / tot0 if tot0 > 0 else theta[1 + v]
+            new[1 + q + v] = ag1[v] / tot1 if tot1 > 0 else theta[1 + q + v]
+        change = 0.0
+        for j in range(theta.size):
+            x = new[j]
+            if x < eps:
+                x = eps
+            elif x > 1.0 - eps:
+                x = 1.0 - eps
+            d = abs(x - theta[j]) / theta[j]
+            if d > change:
+                change = d
+            theta[j] = x
+        if change < tol:
+            converged = True
+            break
+    return it, converged
+
+
+@njit(cache=True, nogil=True)
+def pld_pass(Ro, Rpu, mult, op, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch, touched):  # pragma: no cover
+    """Pairs whose lowest agreeing attribute is ``v``, counted per (original, full pattern).
+
+    ``Rpu`` (U, q) distinct protected rank rows with multiplicities ``mult``; ``op`` the
+    protected rows sorted by rank on ``v``, original ``a`` agrees on ``v`` with
+    ``op[lo[a]:hi[a]]``. Originals ``todo[start:]`` are processed until the outputs
+    are full; returns (next position in ``todo``, entries written). ``scratch`` (2^q)
+    is zero on entry and on return.
+    """
+    q = Ro.shape[1]
+    cap = out_a.size
+    pos = 0
+    bitv = np.int64(1) << v
+    t = start
+    while t < todo.size:
+        a = todo[t]
+        l0 = lo[a]
+        h0 = hi[a]
+        if pos + min(h0 - l0, scratch.size) > cap:
+            break
+        nt = 0
+        for j in range(l0, h0):
+            b = op[j]
+            lower = False
+            for u in range(v):
+                d = Ro[a, u] - Rpu[b, u]
+                if -w <= d <= w:
+                    lower = True
+                    break
+            if lower:
+                continue
+            pat = bitv
+            for u in range(v + 1, q):
+                d = Ro[a, u] - Rpu[b, u]
+                if -w <= d <= w:
+                    pat |= np.int64(1) << u
+            if scratch[pat] == 0:
+                touched[nt] = pat
+                nt += 1
+            scratch[pat] += mult[b]
+        for j in range(nt):
+            pat = touched[j]
+            out_a[pos] = a
+            out_p[pos] = pat
+            out_c[pos] = scratch[pat]
+            scratch[pat] = 0
+            pos += 1
+        t += 1
+    return t, pos
+
+
+@njit(cache=True, nogil=True)
+def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no cover - compiled
+    """Sum over originals of 1/t when the true record is among the t records of the
+    best weight level (0 when it is not). ``lev_g`` levels of the full patterns,
+    original ``a``'s entries are ``offsets[a]:offsets[a+1]`` of ``e_g``/``e_cnt``;
+    ``zero_a[a]`` protected records agree with it nowhere (pattern level ``L0``)."""
+    n = zero_a.size
+    credit = 0.0
+    for a in range(n):
+        Lt = lev_g[true_g[a]]
+        s0 = offsets[a]
+        s1 = offsets[a + 1]
+        best = L0 if zero_a[a] > 0 else -(1 << 62)
+        for e in range(s0, s1):
+            le = lev_g[e_g[e]]
+            if le > best:
+                best = le
+        if Lt < best:
+            continue
+        equal = zero_a[a] if L0 == Lt else 0
+        for e in range(s0, s1):
+            if lev_g[e_g[e]] == Lt:
+                equal += e_cnt[e]
+        if equal > 0:
+            credit += 1.0 / equal
+    return credit
+
+
+@njit(cache=True, nogil=True)
+def pld_sample_patterns(Ro, Rpu, mult, rows, w, hist, true_hist):  # pragma: no cover - compiled
+    """Full agreement-pattern histograms of the sampled originals ``rows`` against every
+    protected row: ``hist[i, pattern]`` += multiplicity (all pairs, the true one too)."""
+    q = Ro.shape[1]
+    U = Rpu.shape[0]
+    for i in range(rows.size):
+        a = rows[i]
+        for b in range(U):
+            pat = 0
+            for u in range(q):
+                d = Ro[a, u] - Rpu[b, u]
+                if -w <= d <= w:
+                    pat |= 1 << u
+            hist[i, pat] += mult[b]
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def pld_sample_credit(lev_full, hist, true_pat, credits):  # pragma: no cover - compiled
+    """Credit of each sampled original from its full-pattern histogram ``hist[i]``:
+    ``lev_full[pattern]`` is the weight level of a full pattern (-1: not present)."""
+    m, G = hist.shape
+    for i in range(m):
+        best = -(1 << 62)
+        for g in range(G):
+            if hist[i, g] > 0 and lev_full[g] > best:
+                best = lev_full[g]
+        Lt = lev_full[true_pat[i]]
+        credits[i] = 0.0
+        if Lt < best:
+            continue
+        equal = 0
+        for g in range(G):
+            if hist[i, g] > 0 and lev_full[g] == Lt:
+                equal += hist[i, g]
+        if equal > 0:
+            credits[i] = 1.0 / equal
+    return 0
