@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit", "dld_filter"]
 
 
 @njit(cache=True, nogil=True)
@@ -215,3 +215,40 @@ def pld_sample_credit(lev_full, hist, true_pat, credits):  # pragma: no cover - 
         if equal > 0:
             credits[i] = 1.0 / equal
     return 0
+
+
+@njit(cache=True, nogil=True)
+def dld_filter(Z, Zp, cols, cand, d2_true, todo):  # pragma: no cover - compiled
+    """Squared true distances on ``cols`` and the originals no candidate settles.
+
+    ``d2_true[a]`` = sum over ``cols`` (left to right) of (Z[a, c] - Zp[a, c])^2, the
+    fixed order of ``risk._sq_rows``; original ``a`` is settled (no credit) when one of
+    the protected records ``cand[a]`` is strictly nearer. Writes the unsettled originals
+    to ``todo`` and returns their number.
+    """
+    n = Z.shape[0]
+    K = cand.shape[1]
+    s = cols.size
+    nt = 0
+    for a in range(n):
+        acc = 0.0
+        for j in range(s):
+            c = cols[j]
+            d = Z[a, c] - Zp[a, c]
+            acc += d * d
+        d2_true[a] = acc
+        beaten = False
+        for t in range(K):
+            b = cand[a, t]
+            acc2 = 0.0
+            for j in range(s):
+                c = cols[j]
+                d = Z[a, c] - Zp[b, c]
+                acc2 += d * d
+            if acc2 < acc:
+                beaten = True
+                break
+        if not beaten:
+            todo[nt] = a
+            nt += 1
+    return nt

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._risk_kernels import em_fit, pld_credit, pld_pass
+from ._risk_kernels import dld_filter, em_fit, pld_credit, pld_pass
 
 __all__ = [
     "DEFAULT_DR_WEIGHTS",
@@ -231,42 +231,43 @@ def real_anonymity(
 
 
 def _dld_scenario(
-    Zs: np.ndarray,
-    Zps: np.ndarray,
+    Z: np.ndarray,
+    Zp: np.ndarray,
+    cols: Sequence[int],
     codes: np.ndarray,
     m: int,
     workers: int,
     cand_rows: np.ndarray | None = None,
 ) -> float:
-    """DLD on already restricted z-scores; ``codes`` are exact classes of Zps rows.
+    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``codes`` are exact
+    classes of the restricted protected rows.
 
     ``cand_rows`` (n, K) optionally names, per original record, K protected records
     likely to be near it: one of them strictly nearer than the true record settles
     "no credit" without a tree query (any protected records are valid candidates).
     """
     from scipy.spatial import cKDTree  # 0.15 s to import: only when used
-    n = Zs.shape[0]
-    # identical protected rows have identical z-scores: the true distance is to Zps[i]
-    d2_true = _sq_rows(Zs, Zps)
-    todo = np.arange(n)
-    if cand_rows is not None and cand_rows.size:
-        acc = np.zeros(cand_rows.shape)
-        for j in range(Zs.shape[1]):  # same order of operations as _sq_rows
-            d = Zs[:, j][:, None] - Zps[:, j][cand_rows]
-            acc += d * d
-        todo = np.flatnonzero(~(acc < d2_true[:, None]).any(axis=1))
-        if todo.size == 0:
-            return 0.0
+    n = Z.shape[0]
+    cols_a = np.asarray(cols, dtype=np.int64)
+    if cand_rows is None:
+        cand_rows = np.empty((n, 0), dtype=np.int64)
+    # identical protected rows have identical z-scores: the true distance is to Zp[i]
+    d2_true = np.empty(n)
+    todo_buf = np.empty(n, dtype=np.int64)
+    nt = int(dld_filter(Z, Zp, cols_a, cand_rows, d2_true, todo_buf))
+    todo = todo_buf[:nt]
+    if todo.size == 0:
+        return 0.0
     # one representative (first record) per distinct protected row, and multiplicities
     first = np.full(m, n, dtype=np.int64)
     np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
     mult = np.bincount(codes, minlength=m).astype(np.float64)
-    U = Zps[first]
+    U = Zp[np.ix_(first, cols_a)]
     tree = cKDTree(U)
     d_true = np.sqrt(d2_true)
     # 1) approximate nearest neighbours (within a factor 1 + eps of the nearest): a
     #    real row strictly nearer than the true one settles "no credit" cheaply
-    dapp, _ = tree.query(Zs[todo], k=1, eps=_DLD_EPS, workers=workers)
+    dapp, _ = tree.query(Z[np.ix_(todo, cols_a)], k=1, eps=_DLD_EPS, workers=workers)
     cand = todo[dapp >= d_true[todo] * (1.0 - _REL)]
     # 2) exact two nearest rows for the rest, searched only up to the true distance
     #    (records in batches of similar true distance share one search bound): the
@@ -280,7 +281,7 @@ def _dld_scenario(
     for b in range(0, cand.size, _DLD_BATCH):
         sl = slice(b, b + _DLD_BATCH)
         bound = float(d_true[cand[sl]].max()) * (1.0 + _REL) + 1e-12
-        d, _ = tree.query(Zs[cand[sl]], k=2, distance_upper_bound=bound, workers=workers)
+        d, _ = tree.query(Z[np.ix_(cand[sl], cols_a)], k=2, distance_upper_bound=bound, workers=workers)
         near[sl] = np.asarray(d).reshape(-1, 2)
     dc = d_true[cand]
     beaten = near[:, 0] < dc * (1.0 - _REL)
@@ -290,11 +291,12 @@ def _dld_scenario(
     if amb.size:
         # near-ties: recompute every candidate's distance with the fixed formula
         radius = d_true[amb] * (1.0 + _REL) + 1e-12
-        lists = tree.query_ball_point(Zs[amb], radius, workers=workers)
+        Za = Z[np.ix_(amb, cols_a)]
+        lists = tree.query_ball_point(Za, radius, workers=workers)
         sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=amb.size)
         rows = np.fromiter((j for x in lists for j in x), dtype=np.int64, count=int(sizes.sum()))
         owner = np.repeat(np.arange(amb.size), sizes)
-        d2 = _sq_rows(Zs[amb][owner], U[rows])
+        d2 = _sq_rows(Za[owner], U[rows])
         ref = d2_true[amb][owner]
         closer = np.bincount(owner, weights=(d2 < ref), minlength=amb.size)
         ties = np.bincount(owner, weights=np.where(d2 == ref, mult[rows], 0.0), minlength=amb.size)
@@ -898,16 +900,23 @@ class RiskEvaluator:
             first = np.full(m, self.n, dtype=np.int64)
             np.minimum.at(first, codes, np.arange(self.n, dtype=np.int64))
             K = min(self.dld_candidates, m)
-            _, nb = cKDTree(self.Zp[first]).query(self.Z, k=K, eps=1.0, workers=self.workers)
-            self._cand_rows = first[np.asarray(nb).reshape(self.n, K)]
+            tree = cKDTree(self.Zp[first])
+            _, nb = tree.query(self.Z, k=K, eps=1.0, workers=self.workers)
+            near_x = first[np.asarray(nb).reshape(self.n, K)]
+            # and the rows nearest to each distinct true row (itself comes first)
+            K2 = min(self.dld_candidates + 1, m)
+            _, nb2 = tree.query(self.Zp[first], k=K2, eps=1.0, workers=self.workers)
+            near_t = first[np.asarray(nb2).reshape(m, K2)][codes][:, 1:]
+            self._cand_rows = np.ascontiguousarray(np.hstack((near_x, near_t)), dtype=np.int64)
         return self._cand_rows
 
     def dld(self, sc: Sequence[int]) -> float:
         codes, m = self.rows.classes(sc)
         cols = list(sc)
         return _dld_scenario(
-            np.ascontiguousarray(self.Z[:, cols]),
-            np.ascontiguousarray(self.Zp[:, cols]),
+            self.Z,
+            self.Zp,
+            cols,
             codes,
             m,
             self.workers,
