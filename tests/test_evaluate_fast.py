@@ -115,3 +115,15 @@ def test_fellegi_sunter_em_matches_reference(rng):
         want = ref.fellegi_sunter_em(G, c, match_share=0.01)
         got = risk.fellegi_sunter_em(G, c, match_share=0.01)
         _close(got, want, "pld_em")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_jobs_and_single_scenarios_agree(seed):
+    X, Xp, k = make_case(["ties", "dups", "strata"][seed], 7 + seed)
+    ev = risk.RiskEvaluator(X, Xp, k=k, pld_window_share=0.05)
+    scs = scenarios(X.shape[1])
+    one = ev.evaluate(scs, jobs=1)
+    two = risk.RiskEvaluator(X, Xp, k=k, pld_window_share=0.05).evaluate(scs, jobs=2)
+    assert one == two
+    for sc, row in zip(scs, one):
+        assert ev.pld(sc)["value"] == pytest.approx(row["pld"], rel=1e-12, abs=1e-15)

@@ -61,6 +61,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, InvalidParameterError
+from ..threads import limit as thread_limit
 from . import risk, scenarios, utility
 from . import scenarios as _scenarios
 from .risk import (
@@ -171,6 +172,7 @@ def evaluate_arrays(
     per_scenario: bool = True,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Every risk and utility measure of ``spec/metrics.md`` for one file pair.
 
@@ -201,6 +203,9 @@ def evaluate_arrays(
     per_scenario : include the per-scenario list (the summaries are always there).
     workers : threads for kd-tree queries (results do not depend on it).
     progress : optional callback ``progress(done, total)`` after each scenario.
+    jobs : intruder scenarios evaluated side by side in threads (default
+        :func:`microagg_cli.threads.limit`, the CPUs this process may use); the
+        result does not depend on it.
 
     Returns
     -------
@@ -246,6 +251,7 @@ def evaluate_arrays(
 
     # -- risk -------------------------------------------------------------------
     used = sorted({v for s in subsets for v in s})
+    n_jobs = thread_limit() if jobs is None else max(1, int(jobs))
     ev = RiskEvaluator(
         X,
         Xp,
@@ -256,17 +262,12 @@ def evaluate_arrays(
         sdid_factor=sdid_factor,
         sdid_max_outside=sdid_max_outside,
         dld_candidates=8 if len(subsets) >= 8 else 0,  # pays off over many scenarios
-        workers=workers,
+        workers=max(int(workers), n_jobs),
     )
-    rows: list[dict[str, Any] | None] = [None] * len(subsets)
-    order = sorted(range(len(subsets)), key=lambda i: subsets[i])  # shares row classes
-    for done, i in enumerate(order, 1):
-        row = ev.scenario(subsets[i])
-        row["label"] = scenario_label(subsets[i], blist)
-        row["size"] = len(subsets[i])
-        rows[i] = row
-        if progress is not None:
-            progress(done, len(subsets))
+    rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
+    for row, sc in zip(rows, subsets):
+        row["label"] = scenario_label(sc, blist)
+        row["size"] = len(sc)
     per = [r for r in rows if r is not None]
     labels = [r["label"] for r in per]
     measures = {

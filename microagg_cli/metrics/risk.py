@@ -23,12 +23,12 @@ more than one; the module-level functions evaluate one scenario.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._risk_kernels import dld_filter, em_fit, pld_credit, pld_pass
+from ._risk_kernels import dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass
 
 __all__ = [
     "DEFAULT_DR_WEIGHTS",
@@ -63,6 +63,8 @@ _REL = 1e-9
 _DLD_EPS = 3.0
 # the compiled PLD table keeps a dense 2^q scratch of pattern counts: up to 20 attributes
 _DENSE_MAX_Q = 20
+# originals per block of the all-scenario PLD pass (fixed: partial sums are added in block order)
+_PLD_BLOCK = 2048
 # records per bounded exact query of DLD
 _DLD_BATCH = 512
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
@@ -183,6 +185,13 @@ class _RowClasses:
                 self._stack.append((v, self.codes[v], self.card[v]))
         _, codes, m = self._stack[-1]
         return codes, m
+
+    def fresh(self) -> "_RowClasses":
+        """A copy sharing the column codes, with its own (empty) prefix stack."""
+        other = object.__new__(_RowClasses)
+        other.n, other.codes, other.card = self.n, self.codes, self.card
+        other._stack = []
+        return other
 
 
 def _anonymity(codes: np.ndarray, m: int, k: int | None) -> dict[str, Any]:
@@ -588,7 +597,8 @@ class _PLDTable:
         del ep
         ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
         del pieces_a
-        srt = np.argsort(ea, kind="stable")
+        # per original, richest patterns first (an early better pattern ends a scan)
+        srt = np.lexsort((-np.bitwise_count(self.gpat)[e_g].astype(np.int64), ea))
         self.e_g = e_g[srt]
         del e_g
         self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
@@ -723,10 +733,12 @@ class _PLDTable:
     def entries(self) -> int:
         return int(self.e_g.size)
 
-    def scenario(self, cols: Sequence[int], *, max_iter: int = 500,
-                 tol: float = 1e-8) -> dict[str, Any]:
-        """PLD and the EM fit for the table attributes at positions ``cols``."""
-        n = self.n
+    def fit(self, cols: Sequence[int], *, max_iter: int = 500,
+            tol: float = 1e-8) -> tuple[dict[str, Any], np.ndarray, bool]:
+        """The EM fit for the table attributes at positions ``cols``: ``(em, lev_g,
+        fast)`` with ``lev_g`` the weight level of every full pattern of the table and
+        ``fast`` True when the all-agree pattern of the scenario is alone on the top
+        level (see :func:`._risk_kernels.pld_credit_batch`)."""
         mask = 0
         for c in cols:
             mask |= 1 << int(c)
@@ -735,7 +747,7 @@ class _PLDTable:
         rc = np.bincount(rinv, weights=self.gcnt, minlength=ru.size)
         bits = np.array(cols, dtype=np.int64)
         Gm = ((ru[:, None] >> bits[None, :]) & 1).astype(bool)
-        em = fellegi_sunter_em(Gm, rc, match_share=1.0 / n, max_iter=max_iter, tol=tol)
+        em = fellegi_sunter_em(Gm, rc, match_share=1.0 / self.n, max_iter=max_iter, tol=tol)
         m = np.array(em["m"])
         u = np.array(em["u"])
         agree_w = np.log(m) - np.log(u)
@@ -743,12 +755,62 @@ class _PLDTable:
         wts = np.zeros(ru.size)
         for j in range(len(cols)):  # fixed summation order
             wts += np.where(Gm[:, j], agree_w[j], disagree_w[j])
-        lev_g = _weight_levels(wts)[rinv].astype(np.int64)
-        credit = float(pld_credit(lev_g, self.e_g, self.e_cnt, self._bounds, self.zero_a, self.true_g,
-                                  int(lev_g[0])))
+        lev_u = _weight_levels(wts)
+        lev_g = lev_u[rinv].astype(np.int64)
         em["agreement_weight"] = agree_w.tolist()
         em["disagreement_weight"] = disagree_w.tolist()
-        return {"value": 100.0 * credit / n, "em": em}
+        top = lev_u.max() if lev_u.size else 0
+        fast = bool(ru[-1] == mask and lev_u[-1] == top and int((lev_u == top).sum()) == 1)
+        return em, lev_g, fast
+
+    def scenario(self, cols: Sequence[int], *, max_iter: int = 500,
+                 tol: float = 1e-8) -> dict[str, Any]:
+        """PLD and the EM fit for the table attributes at positions ``cols``."""
+        em, lev_g, _fast = self.fit(cols, max_iter=max_iter, tol=tol)
+        credit = float(pld_credit(lev_g, self.e_g, self.e_cnt, self._bounds, self.zero_a, self.true_g,
+                                  int(lev_g[0])))
+        return {"value": 100.0 * credit / self.n, "em": em}
+
+    def scenarios(self, cols_list: Sequence[Sequence[int]], *, jobs: int = 1, max_iter: int = 500,
+                  tol: float = 1e-8, stop: Any = None) -> list[dict[str, Any]]:
+        """:meth:`scenario` for many scenarios: the EM fits side by side, then one pass
+        over the originals for all scenarios (``jobs`` threads over fixed blocks of
+        originals whose partial sums are added in block order: the result does not
+        depend on ``jobs``)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        S = len(cols_list)
+        if S == 0:
+            return []
+        jobs = max(1, int(jobs))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            fits = list(pool.map(lambda c: self.fit(c, max_iter=max_iter, tol=tol), cols_list))
+        G = self.gpat.size
+        lev = np.empty((S, G), dtype=np.int32)
+        masks = np.zeros(S, dtype=np.int64)
+        fast = np.zeros(S, dtype=np.bool_)
+        for s, (cols, (_em, lev_g, f)) in enumerate(zip(cols_list, fits)):
+            lev[s] = lev_g
+            fast[s] = f
+            for c in cols:
+                masks[s] |= 1 << int(c)
+        L0 = np.ascontiguousarray(lev[:, 0])
+        gpat = self.gpat.astype(np.int64)
+        blocks = list(range(0, self.n, _PLD_BLOCK))
+        partial = np.zeros((len(blocks), S))
+
+        def run(b: int) -> None:
+            if stop is not None and stop.is_set():
+                return
+            a0 = blocks[b]
+            F = np.zeros(1 << self.q, dtype=np.int64)
+            pld_credit_batch(lev, masks, fast, L0, gpat, self.e_g, self.e_cnt, self._bounds, self.zero_a,
+                             self.true_g, a0, min(self.n, a0 + _PLD_BLOCK), F, partial[b])
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(run, range(len(blocks))))
+        credit = partial.sum(axis=0)
+        return [{"value": 100.0 * float(credit[s]) / self.n, "em": fits[s][0]} for s in range(S)]
 
 
 def pld(
@@ -887,8 +949,8 @@ class RiskEvaluator:
 
     # -- single measures --------------------------------------------------------
 
-    def anonymity(self, sc: Sequence[int]) -> dict[str, Any]:
-        codes, m = self.rows.classes(sc)
+    def anonymity(self, sc: Sequence[int], *, rows: _RowClasses | None = None) -> dict[str, Any]:
+        codes, m = (rows or self.rows).classes(sc)
         return _anonymity(codes, m, self.k)
 
     def _candidates(self) -> np.ndarray | None:
@@ -910,8 +972,8 @@ class RiskEvaluator:
             self._cand_rows = np.ascontiguousarray(np.hstack((near_x, near_t)), dtype=np.int64)
         return self._cand_rows
 
-    def dld(self, sc: Sequence[int]) -> float:
-        codes, m = self.rows.classes(sc)
+    def dld(self, sc: Sequence[int], *, rows: _RowClasses | None = None, workers: int | None = None) -> float:
+        codes, m = (rows or self.rows).classes(sc)
         cols = list(sc)
         return _dld_scenario(
             self.Z,
@@ -919,7 +981,7 @@ class RiskEvaluator:
             cols,
             codes,
             m,
-            self.workers,
+            self.workers if workers is None else int(workers),
             self._candidates(),
         )
 
@@ -948,16 +1010,38 @@ class RiskEvaluator:
 
     # -- everything for one scenario -------------------------------------------
 
-    def scenario(self, sc: Sequence[int]) -> dict[str, Any]:
-        """Every risk measure for the sorted scenario ``sc``."""
+    def pld_many(self, scenarios: Sequence[Sequence[int]], *, jobs: int = 1) -> list[dict[str, Any]]:
+        """:meth:`pld` of many sorted scenarios at once (one pass over the pair table)."""
+        base = {"window": self.pld_window, "window_share": self.pld_window_share}
+        out: list[dict[str, Any] | None] = [None] * len(scenarios)
+        todo = []
+        for i, sc in enumerate(scenarios):
+            if self.pld_table is None or not set(sc) <= set(self.pld_columns):
+                out[i] = self.pld(sc)
+            else:
+                todo.append(i)
+        if todo:
+            pos = {c: j for j, c in enumerate(self.pld_columns)}
+            res = self.pld_table.scenarios([[pos[c] for c in scenarios[i]] for i in todo], jobs=jobs)
+            for i, r in zip(todo, res):
+                out[i] = {"value": r["value"], **base, "em": r["em"]}
+        return out  # type: ignore[return-value]
+
+    def scenario(self, sc: Sequence[int], *, rows: _RowClasses | None = None,
+                 workers: int | None = None, pld: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every risk measure for the sorted scenario ``sc``.
+
+        ``rows`` (a :class:`_RowClasses` of this file) and ``workers`` let threads
+        evaluate scenarios side by side (each thread its own prefix cache).
+        """
         sc = tuple(int(v) for v in sc)
-        an = self.anonymity(sc)
+        an = self.anonymity(sc, rows=rows)
         idd = self.interval_disclosure(sc)
-        pl = self.pld(sc)
+        pl = self.pld(sc) if pld is None else pld
         return {
             "attributes": list(sc),
             **an,
-            "dld": self.dld(sc),
+            "dld": self.dld(sc, rows=rows, workers=workers),
             "pld": pl["value"],
             "id": idd["value"],
             "id_by_percent": idd["by_percent"],
@@ -965,16 +1049,82 @@ class RiskEvaluator:
             "pld_em": pl["em"],
         }
 
-    def evaluate(self, scenarios: Sequence[Sequence[int]]) -> list[dict[str, Any]]:
+    def evaluate(self, scenarios: Sequence[Sequence[int]], *, jobs: int = 1,
+                 progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
         """:meth:`scenario` for each scenario, in the given order.
 
-        Scenarios are visited in lexicographic order internally so that the exact row
-        classes of shared prefixes are reused.
+        Scenarios are visited in lexicographic order so that the exact row classes of
+        shared prefixes are reused. With ``jobs`` > 1 they run in that many threads
+        (the compiled kernels and the kd-tree queries release the GIL), each taking
+        runs of consecutive scenarios from a shared queue, with one kd-tree worker
+        each; every scenario is computed the same way whatever the thread, so the
+        result does not depend on ``jobs``. ``progress(done, total)`` is called from
+        the calling thread after each scenario (with jobs > 1: at least every 0.1 s).
         """
         scs = [tuple(sorted(int(v) for v in s)) for s in scenarios]
-        out: list[dict[str, Any] | None] = [None] * len(scs)
-        for i in sorted(range(len(scs)), key=lambda i: scs[i]):
-            out[i] = self.scenario(scs[i])
+        total = len(scs)
+        out: list[dict[str, Any] | None] = [None] * total
+        order = sorted(range(total), key=lambda i: scs[i])
+        jobs = max(1, int(jobs))
+        if self.dld_candidates > 0 and total:
+            self._candidates()  # shared by every thread: built once, before them
+        plds = self.pld_many(scs, jobs=jobs)
+        if jobs == 1 or total < 2:
+            for done, i in enumerate(order, 1):
+                out[i] = self.scenario(scs[i], pld=plds[i])
+                if progress is not None:
+                    progress(done, total)
+            return out  # type: ignore[return-value]
+        import threading
+
+        size = max(1, min(32, total // (8 * jobs)))
+        runs = [order[j:j + size] for j in range(0, total, size)]
+        state = {"next": 0, "done": 0}
+        lock = threading.Lock()
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            rows = self.rows.fresh()
+            try:
+                while not stop.is_set():
+                    with lock:
+                        r = state["next"]
+                        state["next"] += 1
+                    if r >= len(runs):
+                        return
+                    for i in runs[r]:
+                        if stop.is_set():
+                            return
+                        out[i] = self.scenario(scs[i], rows=rows, workers=1, pld=plds[i])
+                        with lock:
+                            state["done"] += 1
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                errors.append(exc)
+                stop.set()
+
+        threads = [threading.Thread(target=work, name=f"sdc-scenarios-{t}", daemon=True)
+                   for t in range(min(jobs, len(runs)))]
+        for t in threads:
+            t.start()
+        try:
+            last = -1
+            while True:
+                alive = [t for t in threads if t.is_alive()]
+                if not alive:
+                    break
+                alive[0].join(timeout=0.1)
+                done = state["done"]
+                if progress is not None and done != last:
+                    progress(done, total)
+                    last = done
+        except BaseException:
+            stop.set()  # an interrupt: the threads stop after their current scenario
+            raise
+        if errors:
+            raise errors[0]
+        if progress is not None and last != total:
+            progress(total, total)
         return out  # type: ignore[return-value]
 
 
