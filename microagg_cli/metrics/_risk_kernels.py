@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit", "dld_filter", "pld_credit_batch"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit", "dld_filter", "pld_credit_batch", "refine_classes"]
 
 
 @njit(cache=True, nogil=True)
@@ -307,3 +307,34 @@ def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, tru
             if not beaten and eq > 0:
                 credits[s] += 1.0 / eq
     return 0
+
+
+@njit(cache=True, nogil=True)
+def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
+    """Classes of the pairs (``prev[i]``, ``col[i]``), numbered by first appearance:
+    writes ``out`` and returns their number. ``keys`` is a scratch hash table (a power
+    of two of at least twice the records); O(n) expected."""
+    n = prev.size
+    size = keys.size
+    mask = size - 1
+    for i in range(size):
+        keys[i] = -1
+    vals = np.empty(size, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        key = prev[i] * card + col[i]
+        h = np.uint64(key) * np.uint64(11400714819323198485)
+        j = np.int64(h >> np.uint64(40)) & mask
+        while True:
+            kj = keys[j]
+            if kj == key:
+                out[i] = vals[j]
+                break
+            if kj == -1:
+                keys[j] = key
+                vals[j] = m
+                out[i] = m
+                m += 1
+                break
+            j = (j + 1) & mask
+    return m

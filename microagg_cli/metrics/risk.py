@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._risk_kernels import dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass
+from ._risk_kernels import dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass, refine_classes
 
 __all__ = [
     "DEFAULT_DR_WEIGHTS",
@@ -159,9 +159,15 @@ class _RowClasses:
         self.n = Xp.shape[0]
         self.codes: list[np.ndarray] = []
         self.card: list[int] = []
+        size = 1 << max(4, int(2 * self.n - 1).bit_length())
+        zero = np.zeros(self.n, dtype=np.int64)
         for v in range(Xp.shape[1]):
             uniq, inv = np.unique(Xp[:, v], return_inverse=True)
-            self.codes.append(inv.astype(np.int64).ravel())
+            # renumbered by first appearance, as every refinement is (see first_rows)
+            codes = np.empty(self.n, dtype=np.int64)
+            refine_classes(zero, inv.astype(np.int64).ravel(), np.int64(uniq.size),
+                           np.empty(size, dtype=np.int64), codes)
+            self.codes.append(codes)
             self.card.append(int(uniq.size))
         self._stack: list[tuple[int, np.ndarray, int]] = []
 
@@ -178,13 +184,21 @@ class _RowClasses:
         for v in subset[common:]:
             if self._stack:
                 _, prev, _m = self._stack[-1]
-                key = prev * self.card[v] + self.codes[v]
-                uniq, inv = np.unique(key, return_inverse=True)
-                self._stack.append((v, inv.astype(np.int64).ravel(), int(uniq.size)))
+                # classes of (previous class, code): hashed once, O(n)
+                size = 1 << max(4, int(2 * self.n - 1).bit_length())
+                out = np.empty(self.n, dtype=np.int64)
+                m = int(refine_classes(prev, self.codes[v], np.int64(self.card[v]),
+                                       np.empty(size, dtype=np.int64), out))
+                self._stack.append((v, out, m))
             else:
                 self._stack.append((v, self.codes[v], self.card[v]))
         _, codes, m = self._stack[-1]
         return codes, m
+
+    @staticmethod
+    def first_rows(codes: np.ndarray) -> np.ndarray:
+        """The first record of each class (classes are numbered by first appearance)."""
+        return np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
 
     def fresh(self) -> "_RowClasses":
         """A copy sharing the column codes, with its own (empty) prefix stack."""
@@ -268,8 +282,7 @@ def _dld_scenario(
     if todo.size == 0:
         return 0.0
     # one representative (first record) per distinct protected row, and multiplicities
-    first = np.full(m, n, dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
+    first = _RowClasses.first_rows(codes)
     mult = np.bincount(codes, minlength=m).astype(np.float64)
     U = Zp[np.ix_(first, cols_a)]
     tree = cKDTree(U)
@@ -782,6 +795,8 @@ class _PLDTable:
         S = len(cols_list)
         if S == 0:
             return []
+        if self.q > _DENSE_MAX_Q:  # no dense 2^q scratch: one scenario at a time
+            return [self.scenario(c, max_iter=max_iter, tol=tol) for c in cols_list]
         jobs = max(1, int(jobs))
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             fits = list(pool.map(lambda c: self.fit(c, max_iter=max_iter, tol=tol), cols_list))
@@ -959,8 +974,7 @@ class RiskEvaluator:
             return None
         if self._cand_rows is None:
             codes, m = _RowClasses(self.Zp).classes(tuple(range(self.p)))
-            first = np.full(m, self.n, dtype=np.int64)
-            np.minimum.at(first, codes, np.arange(self.n, dtype=np.int64))
+            first = _RowClasses.first_rows(codes)
             K = min(self.dld_candidates, m)
             tree = cKDTree(self.Zp[first])
             _, nb = tree.query(self.Z, k=K, eps=1.0, workers=self.workers)
