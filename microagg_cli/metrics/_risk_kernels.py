@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit", "dld_filter", "pld_credit_batch", "refine_classes"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact"]
 
 
 @njit(cache=True, nogil=True)
@@ -338,3 +338,94 @@ def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
                 break
             j = (j + 1) & mask
     return m
+
+
+@njit(cache=True, nogil=True)
+def dld_exact(Z, cols, todo, d2_true, P, mult, lo, hi, left, right, start, end, credit):  # pragma: no cover
+    """Exact DLD credits of the originals ``todo`` against the protected points ``P``.
+
+    ``P`` (m, p): the distinct protected rows (z-scores, every attribute) in the order
+    of the k-d tree (``lo``/``hi`` boxes of every node, children ``left``/``right``,
+    -1 at a leaf; a node holds ``P[start:end]``), ``mult`` their multiplicities. For
+    original ``a`` a depth-first search, nearer box first, over the boxes within
+    ``d2_true[a]`` on the attributes ``cols``: a point strictly nearer ends it (no
+    credit); points exactly as near (same fixed-order formula) are ties, and the
+    credit is 1 / their total multiplicity. A box is skipped only when its lower bound
+    exceeds ``d2_true[a]``; the bound is computed in the same order of operations as
+    a point's distance, and rounding is monotone, so no point as near is skipped.
+    """
+    s = cols.size
+    stack = np.empty(512, dtype=np.int64)
+    for t in range(todo.size):
+        a = todo[t]
+        ref = d2_true[a]
+        ties = 0.0
+        beaten = False
+        sp = 0
+        stack[0] = 0
+        sp = 1
+        while sp > 0 and not beaten:
+            sp -= 1
+            node = stack[sp]
+            lb = 0.0
+            for j in range(s):
+                c = cols[j]
+                z = Z[a, c]
+                if z < lo[node, c]:
+                    d = lo[node, c] - z
+                    lb += d * d
+                elif z > hi[node, c]:
+                    d = z - hi[node, c]
+                    lb += d * d
+            if lb > ref:
+                continue
+            if left[node] < 0:
+                for u in range(start[node], end[node]):
+                    acc = 0.0
+                    for j in range(s):
+                        c = cols[j]
+                        d = Z[a, c] - P[u, c]
+                        acc += d * d
+                    if acc < ref:
+                        beaten = True
+                        break
+                    if acc == ref:
+                        ties += mult[u]
+                continue
+            # push the farther child first: the nearer one is searched first
+            l = left[node]
+            r = right[node]
+            bl = 0.0
+            br = 0.0
+            for j in range(s):
+                c = cols[j]
+                z = Z[a, c]
+                if z < lo[l, c]:
+                    d = lo[l, c] - z
+                    bl += d * d
+                elif z > hi[l, c]:
+                    d = z - hi[l, c]
+                    bl += d * d
+                if z < lo[r, c]:
+                    d = lo[r, c] - z
+                    br += d * d
+                elif z > hi[r, c]:
+                    d = z - hi[r, c]
+                    br += d * d
+            if bl <= br:
+                if br <= ref:
+                    stack[sp] = r
+                    sp += 1
+                if bl <= ref:
+                    stack[sp] = l
+                    sp += 1
+            else:
+                if bl <= ref:
+                    stack[sp] = l
+                    sp += 1
+                if br <= ref:
+                    stack[sp] = r
+                    sp += 1
+        if not beaten and ties > 0:
+            credit[a] = 1.0 / ties
+    return 0

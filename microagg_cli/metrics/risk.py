@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._risk_kernels import dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass, refine_classes
+from ._risk_kernels import dld_exact, dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass, refine_classes
 
 __all__ = [
     "DEFAULT_DR_WEIGHTS",
@@ -253,23 +253,73 @@ def real_anonymity(
 # DLD
 
 
+class _BoxTree:
+    """A k-d tree over the distinct protected rows (z-scores, every attribute), built
+    once and searched on any attribute subset by :func:`._risk_kernels.dld_exact`.
+
+    Median splits on the widest attribute, leaves of at most ``leaf`` rows; every node
+    keeps the bounding box of its rows on every attribute (a box restricted to the
+    scenario's attributes bounds the distance of all its rows from below).
+    """
+
+    def __init__(self, P: np.ndarray, mult: np.ndarray, *, leaf: int = 8) -> None:
+        m, p = P.shape
+        perm = np.arange(m)
+        starts, ends, lefts, rights = [0], [m], [-1], [-1]
+        todo = [0]
+        while todo:
+            node = todo.pop()
+            s0, s1 = starts[node], ends[node]
+            if s1 - s0 <= leaf:
+                continue
+            idx = perm[s0:s1]
+            pts = P[idx]
+            dim = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
+            half = (s1 - s0) // 2
+            part = np.argpartition(pts[:, dim], half, kind="introselect")
+            perm[s0:s1] = idx[part]
+            for c0, c1 in ((s0, s0 + half), (s0 + half, s1)):
+                starts.append(c0)
+                ends.append(c1)
+                lefts.append(-1)
+                rights.append(-1)
+                todo.append(len(starts) - 1)
+            lefts[node], rights[node] = len(starts) - 2, len(starts) - 1
+        self.P = np.ascontiguousarray(P[perm])
+        self.mult = np.ascontiguousarray(mult[perm], dtype=np.float64)
+        self.start = np.array(starts, dtype=np.int64)
+        self.end = np.array(ends, dtype=np.int64)
+        self.left = np.array(lefts, dtype=np.int64)
+        self.right = np.array(rights, dtype=np.int64)
+        nn = len(starts)
+        self.lo = np.empty((nn, p))
+        self.hi = np.empty((nn, p))
+        # boxes bottom-up: children were appended after their parents
+        for node in range(nn - 1, -1, -1):
+            if self.left[node] < 0:
+                pts = self.P[self.start[node]:self.end[node]]
+                self.lo[node] = pts.min(axis=0)
+                self.hi[node] = pts.max(axis=0)
+            else:
+                l, r = self.left[node], self.right[node]
+                self.lo[node] = np.minimum(self.lo[l], self.lo[r])
+                self.hi[node] = np.maximum(self.hi[l], self.hi[r])
+
+
 def _dld_scenario(
     Z: np.ndarray,
     Zp: np.ndarray,
     cols: Sequence[int],
-    codes: np.ndarray,
-    m: int,
-    workers: int,
+    tree: _BoxTree,
     cand_rows: np.ndarray | None = None,
 ) -> float:
-    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``codes`` are exact
-    classes of the restricted protected rows.
+    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``tree`` holds the
+    distinct protected rows.
 
     ``cand_rows`` (n, K) optionally names, per original record, K protected records
     likely to be near it: one of them strictly nearer than the true record settles
-    "no credit" without a tree query (any protected records are valid candidates).
+    "no credit" without a tree search (any protected records are valid candidates).
     """
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Z.shape[0]
     cols_a = np.asarray(cols, dtype=np.int64)
     if cand_rows is None:
@@ -278,52 +328,10 @@ def _dld_scenario(
     d2_true = np.empty(n)
     todo_buf = np.empty(n, dtype=np.int64)
     nt = int(dld_filter(Z, Zp, cols_a, cand_rows, d2_true, todo_buf))
-    todo = todo_buf[:nt]
-    if todo.size == 0:
-        return 0.0
-    # one representative (first record) per distinct protected row, and multiplicities
-    first = _RowClasses.first_rows(codes)
-    mult = np.bincount(codes, minlength=m).astype(np.float64)
-    U = Zp[np.ix_(first, cols_a)]
-    tree = cKDTree(U)
-    d_true = np.sqrt(d2_true)
-    # 1) approximate nearest neighbours (within a factor 1 + eps of the nearest): a
-    #    real row strictly nearer than the true one settles "no credit" cheaply
-    dapp, _ = tree.query(Z[np.ix_(todo, cols_a)], k=1, eps=_DLD_EPS, workers=workers)
-    cand = todo[dapp >= d_true[todo] * (1.0 - _REL)]
-    # 2) exact two nearest rows for the rest, searched only up to the true distance
-    #    (records in batches of similar true distance share one search bound): the
-    #    true row must be nearest, and a second row within rounding of it is a
-    #    near-tie settled below
     credit = np.zeros(n)
-    if cand.size == 0:
-        return 0.0
-    cand = cand[np.argsort(d_true[cand], kind="stable")]
-    near = np.empty((cand.size, 2))
-    for b in range(0, cand.size, _DLD_BATCH):
-        sl = slice(b, b + _DLD_BATCH)
-        bound = float(d_true[cand[sl]].max()) * (1.0 + _REL) + 1e-12
-        d, _ = tree.query(Z[np.ix_(cand[sl], cols_a)], k=2, distance_upper_bound=bound, workers=workers)
-        near[sl] = np.asarray(d).reshape(-1, 2)
-    dc = d_true[cand]
-    beaten = near[:, 0] < dc * (1.0 - _REL)
-    alone = ~beaten & np.isfinite(near[:, 0]) & (near[:, 1] > dc * (1.0 + _REL))
-    credit[cand[alone]] = 1.0 / mult[codes[cand[alone]]]
-    amb = cand[~beaten & ~alone]
-    if amb.size:
-        # near-ties: recompute every candidate's distance with the fixed formula
-        radius = d_true[amb] * (1.0 + _REL) + 1e-12
-        Za = Z[np.ix_(amb, cols_a)]
-        lists = tree.query_ball_point(Za, radius, workers=workers)
-        sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=amb.size)
-        rows = np.fromiter((j for x in lists for j in x), dtype=np.int64, count=int(sizes.sum()))
-        owner = np.repeat(np.arange(amb.size), sizes)
-        d2 = _sq_rows(Za[owner], U[rows])
-        ref = d2_true[amb][owner]
-        closer = np.bincount(owner, weights=(d2 < ref), minlength=amb.size)
-        ties = np.bincount(owner, weights=np.where(d2 == ref, mult[rows], 0.0), minlength=amb.size)
-        ok = (closer == 0) & (ties > 0)
-        credit[amb[ok]] = 1.0 / ties[ok]
+    if nt:
+        dld_exact(Z, cols_a, todo_buf[:nt], d2_true, tree.P, tree.mult, tree.lo, tree.hi, tree.left,
+                  tree.right, tree.start, tree.end, credit)
     return 100.0 * float(credit.sum()) / n
 
 
@@ -929,6 +937,8 @@ class RiskEvaluator:
         self.rows = _RowClasses(Xp)
         self.dld_candidates = int(dld_candidates)
         self._cand_rows: np.ndarray | None = None
+        self._rows_all: tuple[np.ndarray, np.ndarray, int] | None = None
+        self._box_tree: _BoxTree | None = None
         self.id_percents = [float(q) if not float(q).is_integer() else int(q) for q in id_percents]
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
             raise InvalidParameterError("ID percents must be in (0, 100]")
@@ -958,7 +968,7 @@ class RiskEvaluator:
                 )
             else:
                 self.pld_columns = cols
-                self.pld_table = _PLDTable(Ro[:, cols], Rp[:, cols], self.pld_window)
+                self.pld_table = _PLDTable(Ro[:, cols], Rp[:, cols], self.pld_window, workers=self.workers)
         else:
             self.pld_skipped_reason = "not requested"
 
@@ -968,13 +978,27 @@ class RiskEvaluator:
         codes, m = (rows or self.rows).classes(sc)
         return _anonymity(codes, m, self.k)
 
+    def _distinct(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(class of each record, its first record, number of classes) of the
+        identical protected rows (on every attribute)."""
+        if self._rows_all is None:
+            codes, m = _RowClasses(self.Zp).classes(tuple(range(self.p)))
+            self._rows_all = (codes, _RowClasses.first_rows(codes), m)
+        return self._rows_all
+
+    def _tree(self) -> _BoxTree:
+        """The k-d tree of the distinct protected rows, shared by every scenario."""
+        if self._box_tree is None:
+            codes, first, m = self._distinct()
+            self._box_tree = _BoxTree(self.Zp[first], np.bincount(codes, minlength=m))
+        return self._box_tree
+
     def _candidates(self) -> np.ndarray | None:
         from scipy.spatial import cKDTree  # 0.15 s to import: only when used
         if self.dld_candidates <= 0:
             return None
         if self._cand_rows is None:
-            codes, m = _RowClasses(self.Zp).classes(tuple(range(self.p)))
-            first = _RowClasses.first_rows(codes)
+            codes, first, m = self._distinct()
             K = min(self.dld_candidates, m)
             tree = cKDTree(self.Zp[first])
             _, nb = tree.query(self.Z, k=K, eps=1.0, workers=self.workers)
@@ -986,18 +1010,8 @@ class RiskEvaluator:
             self._cand_rows = np.ascontiguousarray(np.hstack((near_x, near_t)), dtype=np.int64)
         return self._cand_rows
 
-    def dld(self, sc: Sequence[int], *, rows: _RowClasses | None = None, workers: int | None = None) -> float:
-        codes, m = (rows or self.rows).classes(sc)
-        cols = list(sc)
-        return _dld_scenario(
-            self.Z,
-            self.Zp,
-            cols,
-            codes,
-            m,
-            self.workers if workers is None else int(workers),
-            self._candidates(),
-        )
+    def dld(self, sc: Sequence[int]) -> float:
+        return _dld_scenario(self.Z, self.Zp, list(sc), self._tree(), self._candidates())
 
     def pld(self, sc: Sequence[int]) -> dict[str, Any] | None:
         base = {"window": self.pld_window, "window_share": self.pld_window_share}
@@ -1055,7 +1069,7 @@ class RiskEvaluator:
         return {
             "attributes": list(sc),
             **an,
-            "dld": self.dld(sc, rows=rows, workers=workers),
+            "dld": self.dld(sc),
             "pld": pl["value"],
             "id": idd["value"],
             "id_by_percent": idd["by_percent"],
@@ -1080,8 +1094,9 @@ class RiskEvaluator:
         out: list[dict[str, Any] | None] = [None] * total
         order = sorted(range(total), key=lambda i: scs[i])
         jobs = max(1, int(jobs))
-        if self.dld_candidates > 0 and total:
-            self._candidates()  # shared by every thread: built once, before them
+        if total:  # shared by every thread: built once, before them
+            self._tree()
+            self._candidates()
         plds = self.pld_many(scs, jobs=jobs)
         if jobs == 1 or total < 2:
             for done, i in enumerate(order, 1):
