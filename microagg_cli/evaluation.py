@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
-EVALUATION_SCHEMA_VERSION = "1.1"
+EVALUATION_SCHEMA_VERSION = "1.2"
 
 
 @dataclass(frozen=True)
@@ -234,6 +234,8 @@ def _summary(measures: dict[str, Any]) -> dict[str, Any]:
         "optimality_gap": g("utility", "optimality", "gap", "overall"),
         "dld": g("risk", "mean", "dld"),
         "pld": g("risk", "mean", "pld"),
+        "pld_method": g("risk", "parameters", "pld_method"),
+        "pld_bound": g("risk", "pld_bound", "mean"),
         "id": g("risk", "mean", "id"),
         "sdid": g("risk", "mean", "sdid"),
         "dr": g("risk", "dr", "value"),
@@ -468,6 +470,9 @@ def evaluate_matrices(
             "dr_weights": measures["risk"]["dr"]["weights"],
             "score_weights": measures["score"]["weights"],
             "pld_window_share": measures["risk"]["parameters"]["pld_window_share"],
+            "pld_method": measures["risk"]["parameters"]["pld_method"],
+            "pld_exact_max": measures["risk"]["parameters"]["pld_exact_max"],
+            "pld_sample": measures["risk"]["parameters"]["pld_sample"],
             "id_percents": measures["risk"]["parameters"]["id_percents"],
             "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
             "partition_based": partition,

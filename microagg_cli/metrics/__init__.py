@@ -29,7 +29,9 @@ or removing one is a breaking change)::
                                (except k) {"overall", "per_block"}; gap = IL_SSE - LB_NN
     risk:
       parameters               {"distance", "rank", "pld_window", "pld_window_share",
-                                "id_percents", "id_windows", "sdid_factor",
+                                "pld_method" ("exact" | "sampled"), "pld_exact_max",
+                                "pld_sample", "pld_seed", "pld_confidence" (None when
+                                exact), "id_percents", "id_windows", "sdid_factor",
                                 "sdid_max_outside", "k",
                                 "tie_rule"}
       scenarios                {"mode": "all"|"sample"|"explicit", "count",
@@ -43,9 +45,12 @@ or removing one is a breaking change)::
       by_label                 {"1G": {"scenarios", "mean": {...}, "worst": {...}}, ...}
       per_scenario             [{"attributes", "label", "size", "k_prime", "k_min",
                                  "classes", "share_below_k", "dld", "pld", "id",
-                                 "id_by_percent", "sdid", "pld_em"}, ...] (scenario
+                                 "id_by_percent", "sdid", "pld_em", "pld_bound"}, ...]
+                               (pld_bound: None when exact; scenario
                                order: by size, then lexicographic; explicit: as given)
       pld_skipped_reason       None or why PLD was not computed
+      pld_bound                None (exact PLD) or {"mean", "max", "rule"}: the sampled
+                               PLD's 95 % error bounds over the scenarios, in points
       dr                       {"value", "formula", "weights"}
     score                      {"value", "formula", "weights"}
 
@@ -163,6 +168,9 @@ def evaluate_arrays(
     score_weights: Mapping[str, float] | None = None,
     rng: np.random.Generator | None = None,
     pld_window_share: float = 0.01,
+    pld_exact_max: int = risk.PLD_EXACT_MAX,
+    pld_sample: int = risk.PLD_SAMPLE,
+    pld_seed: int = 0,
     id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
     sdid_factor: float = 0.05,
     sdid_max_outside: int = 0,
@@ -194,6 +202,10 @@ def evaluate_arrays(
         defaults 0.5, 0.5).
     rng : generator for the scenario sample (``default_rng(0)`` when None).
     pld_window_share : PLD agreement window w = max(1, floor(share * n)).
+    pld_exact_max, pld_sample, pld_seed : PLD is exact up to ``pld_exact_max``
+        records; above, estimated from ``pld_sample`` originals drawn with
+        ``pld_seed``, with a 95 % error bound per scenario (``pld_bound``; see
+        :class:`microagg_cli.metrics.risk.RiskEvaluator`).
     id_percents : the interval sizes of ID(p), percent.
     sdid_factor : SDID half-width in protected sds.
     sdid_max_outside : attributes allowed outside their SDID interval (0 = the spec's
@@ -257,6 +269,9 @@ def evaluate_arrays(
         Xp,
         k=k,
         pld_window_share=pld_window_share,
+        pld_exact_max=pld_exact_max,
+        pld_sample=pld_sample,
+        pld_seed=pld_seed,
         pld_attributes=used,
         id_percents=id_percents,
         sdid_factor=sdid_factor,
@@ -278,7 +293,8 @@ def evaluate_arrays(
     mean = summary["mean"]
     dr = disclosure_risk(mean["dld"], mean["pld"], mean["id"], weights=dr_weights)
     key_order = ("attributes", "label", "size", "k_prime", "k_min", "classes",
-                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em")
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound")
+    bounds = [r["pld_bound"] for r in per if r["pld_bound"] is not None]
     risk_out: dict[str, Any] = {
         "parameters": {
             "distance": "euclidean on attributes z-scored with the original's means and "
@@ -288,6 +304,11 @@ def evaluate_arrays(
             "tie_rule": "t records tied for the best link with the true one among them count 1/t",
             "pld_window": ev.pld_window,
             "pld_window_share": ev.pld_window_share,
+            "pld_method": ev.pld_method,
+            "pld_exact_max": ev.pld_exact_max,
+            "pld_sample": ev.pld_sample if ev.pld_method == "sampled" else None,
+            "pld_seed": ev.pld_seed if ev.pld_method == "sampled" else None,
+            "pld_confidence": risk.PLD_CONFIDENCE if ev.pld_method == "sampled" else None,
             "id_percents": list(ev.id_percents),
             "id_windows": [risk.id_window(n, q) for q in ev.id_percents],
             "sdid_factor": ev.sdid_factor,
@@ -306,6 +327,12 @@ def evaluate_arrays(
         "by_label": summary["by_label"],
         "per_scenario": [{key: r[key] for key in key_order} for r in per] if per_scenario else None,
         "pld_skipped_reason": ev.pld_skipped_reason,
+        "pld_bound": None if not bounds else {
+            "mean": float(np.mean(bounds)),
+            "max": float(np.max(bounds)),
+            "rule": "half-width of a two-sided 95 % empirical Bernstein interval (Maurer & Pontil 2009) "
+                    "for each scenario's PLD, in percentage points, given the EM fitted on the sample",
+        },
         "dr": dr,
     }
     return {

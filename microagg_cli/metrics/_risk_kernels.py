@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "pld_sample_patterns", "pld_sample_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact"]
 
 
 @njit(cache=True, nogil=True)
@@ -177,47 +177,6 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def pld_sample_patterns(Ro, Rpu, mult, rows, w, hist, true_hist):  # pragma: no cover - compiled
-    """Full agreement-pattern histograms of the sampled originals ``rows`` against every
-    protected row: ``hist[i, pattern]`` += multiplicity (all pairs, the true one too)."""
-    q = Ro.shape[1]
-    U = Rpu.shape[0]
-    for i in range(rows.size):
-        a = rows[i]
-        for b in range(U):
-            pat = 0
-            for u in range(q):
-                d = Ro[a, u] - Rpu[b, u]
-                if -w <= d <= w:
-                    pat |= 1 << u
-            hist[i, pat] += mult[b]
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def pld_sample_credit(lev_full, hist, true_pat, credits):  # pragma: no cover - compiled
-    """Credit of each sampled original from its full-pattern histogram ``hist[i]``:
-    ``lev_full[pattern]`` is the weight level of a full pattern (-1: not present)."""
-    m, G = hist.shape
-    for i in range(m):
-        best = -(1 << 62)
-        for g in range(G):
-            if hist[i, g] > 0 and lev_full[g] > best:
-                best = lev_full[g]
-        Lt = lev_full[true_pat[i]]
-        credits[i] = 0.0
-        if Lt < best:
-            continue
-        equal = 0
-        for g in range(G):
-            if hist[i, g] > 0 and lev_full[g] == Lt:
-                equal += hist[i, g]
-        if equal > 0:
-            credits[i] = 1.0 / equal
-    return 0
-
-
-@njit(cache=True, nogil=True)
 def dld_filter(Z, Zp, cols, cand, d2_true, todo):  # pragma: no cover - compiled
     """Squared true distances on ``cols`` and the originals no candidate settles.
 
@@ -255,7 +214,8 @@ def dld_filter(Z, Zp, cols, cand, d2_true, todo):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, true_g, a0, a1, F, credits):  # pragma: no cover
+def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, true_g, a0, a1, F, credits,
+                     squares):  # pragma: no cover
     """PLD credits of originals ``a0:a1`` in every scenario at once (record-major).
 
     ``lev[s, g]`` is the weight level of full pattern ``gpat[g]`` in scenario ``s``
@@ -264,7 +224,8 @@ def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, tru
     the scenario ties exactly with the protected records agreeing on all of them: the
     superset sum ``F[mask]`` of its pattern counts (zeta transform, O(q 2^q) per
     original). Otherwise its entries are scanned (richest patterns first, so a better
-    pattern ends the scan early). Adds to ``credits[s]``; ``F`` is a 2^q scratch.
+    pattern ends the scan early). Adds to ``credits[s]`` (and the squared credits to
+    ``squares[s]``, for the sampled estimator's variance); ``F`` is a 2^q scratch.
     """
     S = masks.size
     Fn = F.size
@@ -291,6 +252,7 @@ def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, tru
                 eq = F[M]
                 if eq > 0:
                     credits[s] += 1.0 / eq
+                    squares[s] += 1.0 / (eq * eq)
                 continue
             Lt = lev[s, tg]
             if zero_a[a] > 0 and L0[s] > Lt:
@@ -306,6 +268,7 @@ def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, tru
                     eq += e_cnt[e]
             if not beaten and eq > 0:
                 credits[s] += 1.0 / eq
+                squares[s] += 1.0 / (eq * eq)
     return 0
 
 

@@ -23,11 +23,14 @@ more than one; the module-level functions evaluate one scenario.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ..progress import phase as progress_phase
+from ..progress import set_done as progress_set
 from ._risk_kernels import dld_exact, dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass, refine_classes
 
 __all__ = [
@@ -35,6 +38,10 @@ __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
     "DEFAULT_ID_PERCENTS",
     "PLD_MAX_ATTRIBUTES",
+    "PLD_EXACT_MAX",
+    "PLD_SAMPLE",
+    "PLD_CONFIDENCE",
+    "pld_sample_bound",
     "RiskEvaluator",
     "dld",
     "pld",
@@ -56,6 +63,13 @@ DEFAULT_SCORE_WEIGHTS: dict[str, float] = {"il": 0.5, "dr": 0.5}
 DEFAULT_ID_PERCENTS: tuple[int, ...] = tuple(range(1, 11))
 #: Agreement patterns are bit masks in int64.
 PLD_MAX_ATTRIBUTES = 62
+#: PLD is exact up to this many records; above it, estimated from a seeded sample of
+#: originals (see :class:`RiskEvaluator`), with a stated error bound.
+PLD_EXACT_MAX = 100_000
+#: Sampled originals of the PLD estimator.
+PLD_SAMPLE = 20_000
+#: Confidence of the sampled PLD's error bound.
+PLD_CONFIDENCE = 0.95
 
 # relative margin between the kd-tree's distances and our fixed-order formula
 _REL = 1e-9
@@ -63,6 +77,8 @@ _REL = 1e-9
 _DLD_EPS = 3.0
 # the compiled PLD table keeps a dense 2^q scratch of pattern counts: up to 20 attributes
 _DENSE_MAX_Q = 20
+# originals per task of the PLD pair table
+_PLD_RUN = 8192
 # originals per block of the all-scenario PLD pass (fixed: partial sums are added in block order)
 _PLD_BLOCK = 2048
 # records per bounded exact query of DLD
@@ -577,6 +593,26 @@ def _pack_bits(agree: np.ndarray) -> np.ndarray:
     return out
 
 
+def pld_sample_bound(total: float, squares: float, m: int, confidence: float = PLD_CONFIDENCE) -> float:
+    """Half-width (percentage points) of the sampled PLD's confidence interval.
+
+    The empirical Bernstein bound of Maurer & Pontil (2009, Theorem 4) for the mean of
+    m credits in [0, 1] with sample variance V, two-sided at ``confidence``:
+    100 * (sqrt(2 V ln(4/delta) / m) + 7 ln(4/delta) / (3 (m - 1))), delta = 1 -
+    confidence. Sampling without replacement only tightens it (Bardenet & Maillard
+    2015). ``total`` and ``squares`` are the sums of the credits and of their squares.
+
+    >>> round(pld_sample_bound(0.0, 0.0, 10_000), 4)
+    0.1023
+    """
+    if m < 2:
+        return 100.0
+    delta = 1.0 - confidence
+    var = max(0.0, (squares - total * total / m) / (m - 1))
+    log = math.log(4.0 / delta)
+    return 100.0 * min(1.0, math.sqrt(2.0 * var * log / m) + 7.0 * log / (3.0 * (m - 1)))
+
+
 class _PLDTable:
     """Agreement patterns of every (original, protected) pair, counted per original.
 
@@ -595,19 +631,26 @@ class _PLDTable:
     """
 
     def __init__(self, Ro: np.ndarray, Rp: np.ndarray, window: int, *,
-                 block_cells: int = 1 << 18, workers: int = 1) -> None:
+                 block_cells: int = 1 << 18, workers: int = 1, rows: np.ndarray | None = None) -> None:
         n, q = Ro.shape
         self.n = n
         self.q = q
         self.window = w = int(window)
+        # the originals whose pairs are tabulated (all, or a sample: see RiskEvaluator)
+        self.rows = None if rows is None else np.sort(np.asarray(rows, dtype=np.int64))
+        self.n_records = n if self.rows is None else int(self.rows.size)
         span = np.uint32(2 * w)
-        RloT = np.ascontiguousarray((Ro - w).T, dtype=np.int32)
-        RpT = np.ascontiguousarray(Rp.T, dtype=np.int32)
+        sel = slice(None) if self.rows is None else self.rows
+        RloT = np.ascontiguousarray((Ro[sel] - w).T, dtype=np.int32)
+        RpT = np.ascontiguousarray(Rp[sel].T, dtype=np.int32)
         pdt = np.int32 if q <= 30 else np.int64
         if q <= _DENSE_MAX_Q:
-            pieces_a, pieces_p, pieces_c = self._compiled_pieces(Ro, Rp, w, workers)
-        else:
+            pieces_a, pieces_p, pieces_c = self._compiled_pieces(Ro, Rp, w, workers, self.rows)
+        elif self.rows is None:
             pieces_a, pieces_p, pieces_c = self._numpy_pieces(Ro, Rp, RloT, RpT, w, span, pdt, block_cells)
+        else:
+            raise InvalidParameterError(f"sampled PLD supports at most {_DENSE_MAX_Q} attributes")
+        nr = self.n_records
         true_pat = _pack_bits((RpT - RloT).T.view(np.uint32) <= span)
         ep = np.concatenate(pieces_p).astype(pdt) if pieces_p else np.empty(0, pdt)
         del pieces_p
@@ -616,8 +659,11 @@ class _PLDTable:
         idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
         e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
         del ep
+        # record positions 0..nr-1 (the sampled originals in increasing order)
         ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
         del pieces_a
+        if self.rows is not None:
+            ea = np.searchsorted(self.rows, ea).astype(np.int32)
         # per original, richest patterns first (an early better pattern ends a scan)
         srt = np.lexsort((-np.bitwise_count(self.gpat)[e_g].astype(np.int64), ea))
         self.e_g = e_g[srt]
@@ -625,22 +671,26 @@ class _PLDTable:
         self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
         ea = ea[srt]
         del pieces_c, srt
-        self.entries_per_record = np.bincount(ea, minlength=n)
-        self.zero_a = n - np.bincount(ea, weights=self.e_cnt, minlength=n).astype(np.int64)
+        self.entries_per_record = np.bincount(ea, minlength=nr)
+        self.zero_a = n - np.bincount(ea, weights=self.e_cnt, minlength=nr).astype(np.int64)
         del ea
         self.true_g = np.searchsorted(self.gpat, true_pat)
         self.gcnt = np.bincount(self.e_g, weights=self.e_cnt, minlength=self.gpat.size)
         self.gcnt[0] += float(self.zero_a.sum())
+        if self.rows is not None:
+            # pattern counts over all n * n pairs, estimated from the sampled originals
+            self.gcnt *= n / nr
         self._bounds = np.concatenate(([0], np.cumsum(self.entries_per_record))).astype(np.int64)
 
     @staticmethod
-    def _compiled_pieces(Ro: np.ndarray, Rp: np.ndarray, w: int,
-                         workers: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    def _compiled_pieces(Ro: np.ndarray, Rp: np.ndarray, w: int, workers: int,
+                         rows: np.ndarray | None) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
         """(original, full pattern, count) entries by the compiled pass per attribute.
 
         Identical protected rank rows are merged (a microaggregated file has about n/k
-        of them), with their multiplicities as counts; the originals of a pass are
-        split among ``workers`` threads (the kernel releases the GIL).
+        of them), with their multiplicities as counts; the originals of a pass (all,
+        or the sorted ``rows``) are processed in runs of consecutive ranks by
+        ``workers`` threads (the kernel releases the GIL).
         """
         from concurrent.futures import ThreadPoolExecutor
 
@@ -653,6 +703,14 @@ class _PLDTable:
         pieces_p: list[np.ndarray] = []
         pieces_c: list[np.ndarray] = []
         workers = max(1, int(workers))
+        keep = None
+        if rows is not None:
+            keep = np.zeros(n, dtype=bool)
+            keep[rows] = True
+        pdt = np.int32 if q < 31 else np.int64
+        total = q * (n if rows is None else rows.size)
+        done = [0]
+        lock = threading.Lock()
 
         def run(v: int, op: np.ndarray, lo: np.ndarray, hi: np.ndarray, todo: np.ndarray) -> list[tuple]:
             scratch = np.zeros(1 << q, dtype=np.int64)
@@ -661,16 +719,20 @@ class _PLDTable:
             start = 0
             cap = int(min(max(1 << 16, 4 * todo.size), 1 << 22))
             cap = max(cap, int(min((hi - lo).max(initial=0), 1 << q)))
+            oa = np.empty(cap, dtype=np.int32)
+            opat = np.empty(cap, dtype=np.int64)
+            oc = np.empty(cap, dtype=np.int64)
             while start < todo.size:
-                oa = np.empty(cap, dtype=np.int32)
-                opat = np.empty(cap, dtype=np.int64)
-                oc = np.empty(cap, dtype=np.int64)
                 start, pos = pld_pass(Ro32, Rpu, mult, op, lo, hi, v, w, todo, start, oa, opat, oc,
                                       scratch, touched)
-                out.append((oa[:pos].copy(), opat[:pos].copy(), oc[:pos].copy()))
+                out.append((oa[:pos].copy(), opat[:pos].astype(pdt), oc[:pos].astype(np.int32)))
+            with lock:
+                done[0] += todo.size
+                progress_set(done[0])
             return out
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with progress_phase("PLD pair table", total=total, unit="records"), \
+                ThreadPoolExecutor(max_workers=workers) as pool:
             for v in range(q):
                 op = np.argsort(Rpu[:, v], kind="stable")
                 sr = Rpu[op, v]
@@ -678,7 +740,9 @@ class _PLDTable:
                 hi = np.searchsorted(sr, Ro32[:, v] + w, side="right").astype(np.int64)
                 # originals in rank order (neighbouring windows share cache lines)
                 oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
-                chunks = np.array_split(oo, workers) if workers > 1 else [oo]
+                if keep is not None:
+                    oo = oo[keep[oo]]
+                chunks = [oo[j:j + _PLD_RUN] for j in range(0, oo.size, _PLD_RUN)]
                 for res in pool.map(lambda c: run(v, op, lo, hi, c), chunks):
                     for oa, opat, oc in res:
                         pieces_a.append(oa)
@@ -787,10 +851,12 @@ class _PLDTable:
     def scenario(self, cols: Sequence[int], *, max_iter: int = 500,
                  tol: float = 1e-8) -> dict[str, Any]:
         """PLD and the EM fit for the table attributes at positions ``cols``."""
+        if self.rows is not None:  # the sampled estimator: its bound needs the squared credits
+            return self.scenarios([cols], max_iter=max_iter, tol=tol)[0]
         em, lev_g, _fast = self.fit(cols, max_iter=max_iter, tol=tol)
         credit = float(pld_credit(lev_g, self.e_g, self.e_cnt, self._bounds, self.zero_a, self.true_g,
                                   int(lev_g[0])))
-        return {"value": 100.0 * credit / self.n, "em": em}
+        return {"value": 100.0 * credit / self.n_records, "em": em}
 
     def scenarios(self, cols_list: Sequence[Sequence[int]], *, jobs: int = 1, max_iter: int = 500,
                   tol: float = 1e-8, stop: Any = None) -> list[dict[str, Any]]:
@@ -819,8 +885,10 @@ class _PLDTable:
                 masks[s] |= 1 << int(c)
         L0 = np.ascontiguousarray(lev[:, 0])
         gpat = self.gpat.astype(np.int64)
-        blocks = list(range(0, self.n, _PLD_BLOCK))
+        nr = self.n_records
+        blocks = list(range(0, nr, _PLD_BLOCK))
         partial = np.zeros((len(blocks), S))
+        partial2 = np.zeros((len(blocks), S))
 
         def run(b: int) -> None:
             if stop is not None and stop.is_set():
@@ -828,12 +896,17 @@ class _PLDTable:
             a0 = blocks[b]
             F = np.zeros(1 << self.q, dtype=np.int64)
             pld_credit_batch(lev, masks, fast, L0, gpat, self.e_g, self.e_cnt, self._bounds, self.zero_a,
-                             self.true_g, a0, min(self.n, a0 + _PLD_BLOCK), F, partial[b])
+                             self.true_g, a0, min(nr, a0 + _PLD_BLOCK), F, partial[b], partial2[b])
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(run, range(len(blocks))))
         credit = partial.sum(axis=0)
-        return [{"value": 100.0 * float(credit[s]) / self.n, "em": fits[s][0]} for s in range(S)]
+        out = [{"value": 100.0 * float(credit[s]) / nr, "em": fits[s][0]} for s in range(S)]
+        if self.rows is not None:
+            squares = partial2.sum(axis=0)
+            for s in range(S):
+                out[s]["bound"] = pld_sample_bound(float(credit[s]), float(squares[s]), nr)
+        return out
 
 
 def pld(
@@ -896,6 +969,12 @@ class RiskEvaluator:
     k : minimum group size (for the share of records in classes smaller than k).
     pld : build the PLD pair table (False skips PLD entirely).
     pld_window_share : PLD agreement window as a share of n (w = max(1, floor(share n))).
+    pld_exact_max : PLD is exact up to this many records (default
+        :data:`PLD_EXACT_MAX`); above, the estimator of ``pld_method = "sampled"``:
+        the exact pair table of ``pld_sample`` originals drawn with ``pld_seed`` (all n
+        protected records each), the EM fitted on their pattern counts scaled by n / m,
+        and a confidence interval of half-width :func:`pld_sample_bound`.
+    pld_sample, pld_seed : size and seed of that sample.
     pld_attributes : columns the PLD table covers (default all; a scenario using other
         columns has no PLD). At most :data:`PLD_MAX_ATTRIBUTES`.
     id_percents : the interval sizes p of ID(p), in percent.
@@ -917,6 +996,9 @@ class RiskEvaluator:
         k: int | None = None,
         pld: bool = True,
         pld_window_share: float = 0.01,
+        pld_exact_max: int = PLD_EXACT_MAX,
+        pld_sample: int = PLD_SAMPLE,
+        pld_seed: int = 0,
         pld_attributes: Sequence[int] | None = None,
         id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
         sdid_factor: float = 0.05,
@@ -959,6 +1041,17 @@ class RiskEvaluator:
         self.pld_skipped_reason: str | None = None
         self.pld_table: _PLDTable | None = None
         self.pld_columns: list[int] = []
+        if int(pld_exact_max) < 0 or int(pld_sample) < 2:
+            raise InvalidParameterError("pld_exact_max must be >= 0 and pld_sample >= 2")
+        self.pld_exact_max = int(pld_exact_max)
+        self.pld_sample = int(pld_sample)
+        self.pld_seed = int(pld_seed)
+        self.pld_method = "exact" if n <= self.pld_exact_max else "sampled"
+        self.pld_rows: np.ndarray | None = None
+        if pld and self.pld_method == "sampled":
+            size = min(n, self.pld_sample)
+            rng = np.random.default_rng(np.random.SeedSequence(self.pld_seed))
+            self.pld_rows = np.sort(rng.choice(n, size=size, replace=False))
         if pld:
             cols = (list(range(p)) if pld_attributes is None
                     else sorted(set(map(int, pld_attributes))))
@@ -968,7 +1061,8 @@ class RiskEvaluator:
                 )
             else:
                 self.pld_columns = cols
-                self.pld_table = _PLDTable(Ro[:, cols], Rp[:, cols], self.pld_window, workers=self.workers)
+                self.pld_table = _PLDTable(Ro[:, cols], Rp[:, cols], self.pld_window, workers=self.workers,
+                                           rows=self.pld_rows)
         else:
             self.pld_skipped_reason = "not requested"
 
@@ -1017,10 +1111,10 @@ class RiskEvaluator:
         base = {"window": self.pld_window, "window_share": self.pld_window_share}
         if self.pld_table is None or not set(sc) <= set(self.pld_columns):
             reason = self.pld_skipped_reason or "attributes outside the PLD table"
-            return {"value": None, **base, "em": None, "skipped_reason": reason}
+            return {"value": None, **base, "em": None, "bound": None, "skipped_reason": reason}
         pos = {c: i for i, c in enumerate(self.pld_columns)}
         out = self.pld_table.scenario([pos[c] for c in sc])
-        return {"value": out["value"], **base, "em": out["em"]}
+        return {"value": out["value"], **base, "em": out["em"], "bound": out.get("bound")}
 
     def interval_disclosure(self, sc: Sequence[int]) -> dict[str, Any]:
         hits = self.id_hits[list(sc)].sum(axis=0)
@@ -1052,7 +1146,7 @@ class RiskEvaluator:
             pos = {c: j for j, c in enumerate(self.pld_columns)}
             res = self.pld_table.scenarios([[pos[c] for c in scenarios[i]] for i in todo], jobs=jobs)
             for i, r in zip(todo, res):
-                out[i] = {"value": r["value"], **base, "em": r["em"]}
+                out[i] = {"value": r["value"], **base, "em": r["em"], "bound": r.get("bound")}
         return out  # type: ignore[return-value]
 
     def scenario(self, sc: Sequence[int], *, rows: _RowClasses | None = None,
@@ -1075,6 +1169,7 @@ class RiskEvaluator:
             "id_by_percent": idd["by_percent"],
             "sdid": self.sdid(sc),
             "pld_em": pl["em"],
+            "pld_bound": pl.get("bound"),
         }
 
     def evaluate(self, scenarios: Sequence[Sequence[int]], *, jobs: int = 1,
