@@ -49,7 +49,7 @@ def assert_close(got, want, path="", *, loose=False):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("jobs", [None])
+@pytest.mark.parametrize("jobs", [1, 2])
 def test_frozen_report_reproduced(name, jobs, tmp_path):
     case = CASES[name]
     o, p = write_case(case, tmp_path, name)
@@ -59,3 +59,35 @@ def test_frozen_report_reproduced(name, jobs, tmp_path):
     got = frozen_part(json.loads(res.stdout))
     want = json.loads((FROZEN / f"{name}.json").read_text())
     assert_close(got, want)
+
+
+def test_jobs_give_the_same_report_apart_from_timings_and_argv(tmp_path):
+    case = CASES["window_csv"]
+    o, p = write_case(case, tmp_path, "w")
+    reports = []
+    for jobs in (1, 2):
+        res = CliRunner().invoke(cli, ["evaluate", str(o), str(p), "--format", "json", "-q", "--jobs", str(jobs)])
+        assert res.exit_code == 0, res.output
+        rep = json.loads(res.stdout)
+        for key in ("timing", "audit"):
+            rep.pop(key, None)
+        reports.append(rep)
+    assert reports[0] == reports[1]
+
+
+def test_heartbeat_names_the_phases(caplog):
+    import logging
+
+    import numpy as np
+
+    from microagg_cli import progress
+    from microagg_cli.metrics import evaluate_arrays
+
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(1500, 6)), 2)
+    Xp = X + np.round(rng.normal(scale=0.2, size=X.shape), 2)
+    with caplog.at_level(logging.INFO, logger="microagg_cli"):
+        with progress.tracking(progress.Tracker("heartbeat", interval=0.01, tick=0.005)):
+            evaluate_arrays(X, Xp, k=3, jobs=2)
+    text = caplog.text
+    assert "intruder scenarios:" in text and "/ 63 scenarios" in text

@@ -22,9 +22,10 @@ more than one; the module-level functions evaluate one scenario.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -593,6 +594,81 @@ def _pack_bits(agree: np.ndarray) -> np.ndarray:
     return out
 
 
+@contextlib.contextmanager
+def _one_blas_thread(jobs: int) -> Iterator[None]:
+    """With ``jobs`` threads of our own, BLAS / OpenMP pools get one thread each (no
+    oversubscription; the kernels here start no threads of their own)."""
+    if jobs <= 1:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency
+        yield
+        return
+    with threadpool_limits(limits=1):
+        yield
+
+
+def _in_threads(func: Callable[[Any], Any], items: Sequence[Any], jobs: int,
+                after: Callable[[int], None] | None = None) -> list[Any]:
+    """``[func(x) for x in items]`` in ``jobs`` daemon threads (the compiled kernels and
+    the k-d tree searches release the GIL), results in the order of ``items``.
+
+    The calling thread waits in short joins, so Ctrl-C (SIGINT, SIGTERM) reaches it
+    at once; it then tells the threads to stop after their current item and re-raises.
+    ``after(done)`` is called from the calling thread as items finish.
+    """
+    out: list[Any] = [None] * len(items)
+    if jobs <= 1 or len(items) <= 1:
+        for i, x in enumerate(items):
+            out[i] = func(x)
+            if after is not None:
+                after(i + 1)
+        return out
+    state = {"next": 0, "done": 0}
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                with lock:
+                    i = state["next"]
+                    state["next"] += 1
+                if i >= len(items):
+                    return
+                out[i] = func(items[i])
+                with lock:
+                    state["done"] += 1
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            errors.append(exc)
+            stop.set()
+
+    pool = [threading.Thread(target=work, name=f"sdc-risk-{t}", daemon=True) for t in range(min(jobs, len(items)))]
+    for t in pool:
+        t.start()
+    last = -1
+    try:
+        while True:
+            alive = [t for t in pool if t.is_alive()]
+            if not alive:
+                break
+            alive[0].join(timeout=0.1)
+            if after is not None and state["done"] != last:
+                last = state["done"]
+                after(last)
+    except BaseException:
+        stop.set()
+        raise
+    if errors:
+        raise errors[0]
+    if after is not None and last != len(items):
+        after(len(items))
+    return out
+
+
 def pld_sample_bound(total: float, squares: float, m: int, confidence: float = PLD_CONFIDENCE) -> float:
     """Half-width (percentage points) of the sampled PLD's confidence interval.
 
@@ -692,8 +768,6 @@ class _PLDTable:
         or the sorted ``rows``) are processed in runs of consecutive ranks by
         ``workers`` threads (the kernel releases the GIL).
         """
-        from concurrent.futures import ThreadPoolExecutor
-
         n, q = Ro.shape
         Ro32 = np.ascontiguousarray(Ro, dtype=np.int32)
         Rpu, mult = np.unique(np.ascontiguousarray(Rp, dtype=np.int32), axis=0, return_counts=True)
@@ -709,8 +783,6 @@ class _PLDTable:
             keep[rows] = True
         pdt = np.int32 if q < 31 else np.int64
         total = q * (n if rows is None else rows.size)
-        done = [0]
-        lock = threading.Lock()
 
         def run(v: int, op: np.ndarray, lo: np.ndarray, hi: np.ndarray, todo: np.ndarray) -> list[tuple]:
             scratch = np.zeros(1 << q, dtype=np.int64)
@@ -726,28 +798,28 @@ class _PLDTable:
                 start, pos = pld_pass(Ro32, Rpu, mult, op, lo, hi, v, w, todo, start, oa, opat, oc,
                                       scratch, touched)
                 out.append((oa[:pos].copy(), opat[:pos].astype(pdt), oc[:pos].astype(np.int32)))
-            with lock:
-                done[0] += todo.size
-                progress_set(done[0])
             return out
 
-        with progress_phase("PLD pair table", total=total, unit="records"), \
-                ThreadPoolExecutor(max_workers=workers) as pool:
-            for v in range(q):
-                op = np.argsort(Rpu[:, v], kind="stable")
-                sr = Rpu[op, v]
-                lo = np.searchsorted(sr, Ro32[:, v] - w, side="left").astype(np.int64)
-                hi = np.searchsorted(sr, Ro32[:, v] + w, side="right").astype(np.int64)
-                # originals in rank order (neighbouring windows share cache lines)
-                oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
-                if keep is not None:
-                    oo = oo[keep[oo]]
-                chunks = [oo[j:j + _PLD_RUN] for j in range(0, oo.size, _PLD_RUN)]
-                for res in pool.map(lambda c: run(v, op, lo, hi, c), chunks):
-                    for oa, opat, oc in res:
-                        pieces_a.append(oa)
-                        pieces_p.append(opat)
-                        pieces_c.append(oc)
+        tasks = []
+        for v in range(q):
+            op = np.argsort(Rpu[:, v], kind="stable")
+            sr = Rpu[op, v]
+            lo = np.searchsorted(sr, Ro32[:, v] - w, side="left").astype(np.int64)
+            hi = np.searchsorted(sr, Ro32[:, v] + w, side="right").astype(np.int64)
+            # originals in rank order (neighbouring windows share cache lines)
+            oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
+            if keep is not None:
+                oo = oo[keep[oo]]
+            tasks.extend((v, op, lo, hi, oo[j:j + _PLD_RUN]) for j in range(0, oo.size, _PLD_RUN))
+        with progress_phase("PLD pair table", total=total, unit="rows"):
+            sizes = np.cumsum([t[4].size for t in tasks])
+            results = _in_threads(lambda t: run(*t), tasks, workers,
+                                  after=lambda d: progress_set(int(sizes[d - 1]) if d else 0))
+        for res in results:
+            for oa, opat, oc in res:
+                pieces_a.append(oa)
+                pieces_p.append(opat)
+                pieces_c.append(oc)
         return pieces_a, pieces_p, pieces_c
 
     @staticmethod
@@ -859,21 +931,18 @@ class _PLDTable:
         return {"value": 100.0 * credit / self.n_records, "em": em}
 
     def scenarios(self, cols_list: Sequence[Sequence[int]], *, jobs: int = 1, max_iter: int = 500,
-                  tol: float = 1e-8, stop: Any = None) -> list[dict[str, Any]]:
+                  tol: float = 1e-8) -> list[dict[str, Any]]:
         """:meth:`scenario` for many scenarios: the EM fits side by side, then one pass
         over the originals for all scenarios (``jobs`` threads over fixed blocks of
         originals whose partial sums are added in block order: the result does not
         depend on ``jobs``)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         S = len(cols_list)
         if S == 0:
             return []
         if self.q > _DENSE_MAX_Q:  # no dense 2^q scratch: one scenario at a time
             return [self.scenario(c, max_iter=max_iter, tol=tol) for c in cols_list]
         jobs = max(1, int(jobs))
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            fits = list(pool.map(lambda c: self.fit(c, max_iter=max_iter, tol=tol), cols_list))
+        fits = _in_threads(lambda c: self.fit(c, max_iter=max_iter, tol=tol), cols_list, jobs)
         G = self.gpat.size
         lev = np.empty((S, G), dtype=np.int32)
         masks = np.zeros(S, dtype=np.int64)
@@ -891,15 +960,14 @@ class _PLDTable:
         partial2 = np.zeros((len(blocks), S))
 
         def run(b: int) -> None:
-            if stop is not None and stop.is_set():
-                return
             a0 = blocks[b]
             F = np.zeros(1 << self.q, dtype=np.int64)
             pld_credit_batch(lev, masks, fast, L0, gpat, self.e_g, self.e_cnt, self._bounds, self.zero_a,
                              self.true_g, a0, min(nr, a0 + _PLD_BLOCK), F, partial[b], partial2[b])
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(run, range(len(blocks))))
+        with progress_phase("PLD links, every scenario", total=nr, unit="rows"):
+            _in_threads(run, range(len(blocks)), jobs,
+                        after=lambda d: progress_set(min(nr, d * _PLD_BLOCK)))
         credit = partial.sum(axis=0)
         out = [{"value": 100.0 * float(credit[s]) / nr, "em": fits[s][0]} for s in range(S)]
         if self.rows is not None:
@@ -1150,11 +1218,12 @@ class RiskEvaluator:
         return out  # type: ignore[return-value]
 
     def scenario(self, sc: Sequence[int], *, rows: _RowClasses | None = None,
-                 workers: int | None = None, pld: dict[str, Any] | None = None) -> dict[str, Any]:
+                 pld: dict[str, Any] | None = None) -> dict[str, Any]:
         """Every risk measure for the sorted scenario ``sc``.
 
-        ``rows`` (a :class:`_RowClasses` of this file) and ``workers`` let threads
-        evaluate scenarios side by side (each thread its own prefix cache).
+        ``rows`` (a :class:`_RowClasses` of this file) lets threads evaluate scenarios
+        side by side (each thread its own prefix cache); ``pld`` is this scenario's
+        result of :meth:`pld_many`, when computed already.
         """
         sc = tuple(int(v) for v in sc)
         an = self.anonymity(sc, rows=rows)
@@ -1186,69 +1255,33 @@ class RiskEvaluator:
         """
         scs = [tuple(sorted(int(v) for v in s)) for s in scenarios]
         total = len(scs)
-        out: list[dict[str, Any] | None] = [None] * total
         order = sorted(range(total), key=lambda i: scs[i])
         jobs = max(1, int(jobs))
         if total:  # shared by every thread: built once, before them
             self._tree()
             self._candidates()
-        plds = self.pld_many(scs, jobs=jobs)
-        if jobs == 1 or total < 2:
-            for done, i in enumerate(order, 1):
-                out[i] = self.scenario(scs[i], pld=plds[i])
-                if progress is not None:
-                    progress(done, total)
-            return out  # type: ignore[return-value]
-        import threading
-
-        size = max(1, min(32, total // (8 * jobs)))
+        with _one_blas_thread(jobs):
+            plds = self.pld_many(scs, jobs=jobs)
+        out: list[dict[str, Any] | None] = [None] * total
+        # runs of consecutive scenarios (in lexicographic order: a thread reuses the
+        # exact row classes of shared prefixes within its run)
+        size = 1 if jobs == 1 else max(1, min(32, total // (8 * jobs)))
         runs = [order[j:j + size] for j in range(0, total, size)]
-        state = {"next": 0, "done": 0}
-        lock = threading.Lock()
-        stop = threading.Event()
-        errors: list[BaseException] = []
+        ends = np.cumsum([len(r) for r in runs])
 
-        def work() -> None:
-            rows = self.rows.fresh()
-            try:
-                while not stop.is_set():
-                    with lock:
-                        r = state["next"]
-                        state["next"] += 1
-                    if r >= len(runs):
-                        return
-                    for i in runs[r]:
-                        if stop.is_set():
-                            return
-                        out[i] = self.scenario(scs[i], rows=rows, workers=1, pld=plds[i])
-                        with lock:
-                            state["done"] += 1
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-                errors.append(exc)
-                stop.set()
+        def run(idx: list[int]) -> None:
+            rows = self.rows if jobs == 1 else self.rows.fresh()
+            for i in idx:
+                out[i] = self.scenario(scs[i], rows=rows, pld=plds[i])
 
-        threads = [threading.Thread(target=work, name=f"sdc-scenarios-{t}", daemon=True)
-                   for t in range(min(jobs, len(runs)))]
-        for t in threads:
-            t.start()
-        try:
-            last = -1
-            while True:
-                alive = [t for t in threads if t.is_alive()]
-                if not alive:
-                    break
-                alive[0].join(timeout=0.1)
-                done = state["done"]
-                if progress is not None and done != last:
-                    progress(done, total)
-                    last = done
-        except BaseException:
-            stop.set()  # an interrupt: the threads stop after their current scenario
-            raise
-        if errors:
-            raise errors[0]
-        if progress is not None and last != total:
-            progress(total, total)
+        def after(done: int) -> None:
+            count = int(ends[done - 1]) if done else 0
+            progress_set(count)
+            if progress is not None:
+                progress(count, total)
+
+        with progress_phase("intruder scenarios", total=total, unit="scenarios"), _one_blas_thread(jobs):
+            _in_threads(run, runs, jobs, after=after)
         return out  # type: ignore[return-value]
 
 
