@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact", "kd_build"]
 
 
 @njit(cache=True, nogil=True)
@@ -304,50 +304,41 @@ def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def dld_exact(Z, cols, todo, d2_true, P, mult, lo, hi, left, right, start, end, credit):  # pragma: no cover
+def dld_exact(Zq, d2_true, todo, P, mult, lo, hi, left, right, start, end, credit):  # pragma: no cover
     """Exact DLD credits of the originals ``todo`` against the protected points ``P``.
 
-    ``P`` (m, p): the distinct protected rows (z-scores, every attribute) in the order
-    of the k-d tree (``lo``/``hi`` boxes of every node, children ``left``/``right``,
-    -1 at a leaf; a node holds ``P[start:end]``), ``mult`` their multiplicities. For
-    original ``a`` a depth-first search, nearer box first, over the boxes within
-    ``d2_true[a]`` on the attributes ``cols``: a point strictly nearer ends it (no
-    credit); points exactly as near (same fixed-order formula) are ties, and the
-    credit is 1 / their total multiplicity. A box is skipped only when its lower bound
-    exceeds ``d2_true[a]``; the bound is computed in the same order of operations as
-    a point's distance, and rounding is monotone, so no point as near is skipped.
+    Everything is restricted to the scenario's attributes already: ``Zq`` (t, s) the
+    originals ``todo`` (in that order), ``P`` (m, s) the distinct protected rows in the
+    order of the k-d tree (``lo``/``hi`` (nodes, s) boxes of every node, children
+    ``left``/``right``, -1 at a leaf; a node holds ``P[start:end]``), ``mult`` their
+    multiplicities. For original ``todo[i]`` a depth-first search, nearer box first,
+    over the boxes within ``d2_true``: a point strictly nearer ends it (no credit);
+    points exactly as near (same fixed-order formula) are ties, and the credit is
+    1 / their total multiplicity. A box is skipped only when its lower bound exceeds
+    ``d2_true``; the bound is computed in the same order of operations as a point's
+    distance, and rounding is monotone, so no point as near is skipped.
     """
-    s = cols.size
+    s = Zq.shape[1]
     stack = np.empty(512, dtype=np.int64)
+    stack_lb = np.empty(512)
     for t in range(todo.size):
         a = todo[t]
         ref = d2_true[a]
         ties = 0.0
         beaten = False
-        sp = 0
         stack[0] = 0
+        stack_lb[0] = 0.0
         sp = 1
         while sp > 0 and not beaten:
             sp -= 1
             node = stack[sp]
-            lb = 0.0
-            for j in range(s):
-                c = cols[j]
-                z = Z[a, c]
-                if z < lo[node, c]:
-                    d = lo[node, c] - z
-                    lb += d * d
-                elif z > hi[node, c]:
-                    d = z - hi[node, c]
-                    lb += d * d
-            if lb > ref:
+            if stack_lb[sp] > ref:
                 continue
             if left[node] < 0:
                 for u in range(start[node], end[node]):
                     acc = 0.0
                     for j in range(s):
-                        c = cols[j]
-                        d = Z[a, c] - P[u, c]
+                        d = Zq[t, j] - P[u, j]
                         acc += d * d
                     if acc < ref:
                         beaten = True
@@ -361,34 +352,98 @@ def dld_exact(Z, cols, todo, d2_true, P, mult, lo, hi, left, right, start, end, 
             bl = 0.0
             br = 0.0
             for j in range(s):
-                c = cols[j]
-                z = Z[a, c]
-                if z < lo[l, c]:
-                    d = lo[l, c] - z
+                z = Zq[t, j]
+                d = lo[l, j] - z
+                if d > 0:
                     bl += d * d
-                elif z > hi[l, c]:
-                    d = z - hi[l, c]
-                    bl += d * d
-                if z < lo[r, c]:
-                    d = lo[r, c] - z
+                else:
+                    d = z - hi[l, j]
+                    if d > 0:
+                        bl += d * d
+                d = lo[r, j] - z
+                if d > 0:
                     br += d * d
-                elif z > hi[r, c]:
-                    d = z - hi[r, c]
-                    br += d * d
+                else:
+                    d = z - hi[r, j]
+                    if d > 0:
+                        br += d * d
             if bl <= br:
                 if br <= ref:
                     stack[sp] = r
+                    stack_lb[sp] = br
                     sp += 1
                 if bl <= ref:
                     stack[sp] = l
+                    stack_lb[sp] = bl
                     sp += 1
             else:
                 if bl <= ref:
                     stack[sp] = l
+                    stack_lb[sp] = bl
                     sp += 1
                 if br <= ref:
                     stack[sp] = r
+                    stack_lb[sp] = br
                     sp += 1
         if not beaten and ties > 0:
             credit[a] = 1.0 / ties
     return 0
+
+
+@njit(cache=True, nogil=True)
+def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cover - compiled
+    """A k-d tree of the rows of ``P`` (m, s): median splits on the widest coordinate,
+    leaves of at most ``leaf`` rows. Fills ``perm`` (row order: node ``i`` holds rows
+    ``perm[start[i]:end[i]]``), the bounding boxes ``lo``/``hi`` and the children
+    (-1 at a leaf); children come after their parent. Returns the number of nodes."""
+    m, s = P.shape
+    for i in range(m):
+        perm[i] = i
+    start[0] = 0
+    end[0] = m
+    left[0] = -1
+    right[0] = -1
+    nn = 1
+    node = 0
+    while node < nn:
+        s0 = start[node]
+        s1 = end[node]
+        for j in range(s):
+            lo[node, j] = np.inf
+            hi[node, j] = -np.inf
+        for i in range(s0, s1):
+            r = perm[i]
+            for j in range(s):
+                x = P[r, j]
+                if x < lo[node, j]:
+                    lo[node, j] = x
+                if x > hi[node, j]:
+                    hi[node, j] = x
+        if s1 - s0 > leaf:
+            dim = 0
+            wide = -1.0
+            for j in range(s):
+                if hi[node, j] - lo[node, j] > wide:
+                    wide = hi[node, j] - lo[node, j]
+                    dim = j
+            vals = np.empty(s1 - s0)
+            for i in range(s0, s1):
+                vals[i - s0] = P[perm[i], dim]
+            order = np.argsort(vals, kind="mergesort")
+            seg = perm[s0:s1].copy()
+            for i in range(s1 - s0):
+                perm[s0 + i] = seg[order[i]]
+            half = (s1 - s0) // 2
+            left[node] = nn
+            right[node] = nn + 1
+            start[nn] = s0
+            end[nn] = s0 + half
+            start[nn + 1] = s0 + half
+            end[nn + 1] = s1
+            left[nn] = -1
+            right[nn] = -1
+            left[nn + 1] = -1
+            right[nn + 1] = -1
+            nn += 2
+        node += 1
+    return nn

@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..progress import phase as progress_phase
 from ..progress import set_done as progress_set
-from ._risk_kernels import dld_exact, dld_filter, em_fit, pld_credit, pld_credit_batch, pld_pass, refine_classes
+from ._risk_kernels import (dld_exact, dld_filter, em_fit, kd_build, pld_credit, pld_credit_batch, pld_pass,
+                            refine_classes)
 
 __all__ = [
     "DEFAULT_DR_WEIGHTS",
@@ -271,67 +272,37 @@ def real_anonymity(
 
 
 class _BoxTree:
-    """A k-d tree over the distinct protected rows (z-scores, every attribute), built
-    once and searched on any attribute subset by :func:`._risk_kernels.dld_exact`.
-
-    Median splits on the widest attribute, leaves of at most ``leaf`` rows; every node
-    keeps the bounding box of its rows on every attribute (a box restricted to the
-    scenario's attributes bounds the distance of all its rows from below).
+    """A k-d tree of points (built by :func:`._risk_kernels.kd_build`, compiled): median
+    splits on the widest coordinate, leaves of at most ``leaf`` points, the bounding
+    box of every node; searched by :func:`._risk_kernels.dld_exact`.
     """
 
     def __init__(self, P: np.ndarray, mult: np.ndarray, *, leaf: int = 8) -> None:
-        m, p = P.shape
-        perm = np.arange(m)
-        starts, ends, lefts, rights = [0], [m], [-1], [-1]
-        todo = [0]
-        while todo:
-            node = todo.pop()
-            s0, s1 = starts[node], ends[node]
-            if s1 - s0 <= leaf:
-                continue
-            idx = perm[s0:s1]
-            pts = P[idx]
-            dim = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
-            half = (s1 - s0) // 2
-            part = np.argpartition(pts[:, dim], half, kind="introselect")
-            perm[s0:s1] = idx[part]
-            for c0, c1 in ((s0, s0 + half), (s0 + half, s1)):
-                starts.append(c0)
-                ends.append(c1)
-                lefts.append(-1)
-                rights.append(-1)
-                todo.append(len(starts) - 1)
-            lefts[node], rights[node] = len(starts) - 2, len(starts) - 1
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        m, s = P.shape
+        cap = 4 * (m // leaf) + 16
+        perm = np.empty(m, dtype=np.int64)
+        self.lo = np.empty((cap, s))
+        self.hi = np.empty((cap, s))
+        self.left = np.empty(cap, dtype=np.int64)
+        self.right = np.empty(cap, dtype=np.int64)
+        self.start = np.empty(cap, dtype=np.int64)
+        self.end = np.empty(cap, dtype=np.int64)
+        kd_build(P, int(leaf), perm, self.lo, self.hi, self.left, self.right, self.start, self.end)
         self.P = np.ascontiguousarray(P[perm])
-        self.mult = np.ascontiguousarray(mult[perm], dtype=np.float64)
-        self.start = np.array(starts, dtype=np.int64)
-        self.end = np.array(ends, dtype=np.int64)
-        self.left = np.array(lefts, dtype=np.int64)
-        self.right = np.array(rights, dtype=np.int64)
-        nn = len(starts)
-        self.lo = np.empty((nn, p))
-        self.hi = np.empty((nn, p))
-        # boxes bottom-up: children were appended after their parents
-        for node in range(nn - 1, -1, -1):
-            if self.left[node] < 0:
-                pts = self.P[self.start[node]:self.end[node]]
-                self.lo[node] = pts.min(axis=0)
-                self.hi[node] = pts.max(axis=0)
-            else:
-                l, r = self.left[node], self.right[node]
-                self.lo[node] = np.minimum(self.lo[l], self.lo[r])
-                self.hi[node] = np.maximum(self.hi[l], self.hi[r])
+        self.mult = np.ascontiguousarray(np.asarray(mult)[perm], dtype=np.float64)
 
 
 def _dld_scenario(
     Z: np.ndarray,
     Zp: np.ndarray,
     cols: Sequence[int],
-    tree: _BoxTree,
+    U: np.ndarray,
+    mult: np.ndarray,
     cand_rows: np.ndarray | None = None,
 ) -> float:
-    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``tree`` holds the
-    distinct protected rows.
+    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``U`` holds the
+    distinct protected rows (z-scores, every attribute), ``mult`` their multiplicities.
 
     ``cand_rows`` (n, K) optionally names, per original record, K protected records
     likely to be near it: one of them strictly nearer than the true record settles
@@ -347,8 +318,13 @@ def _dld_scenario(
     nt = int(dld_filter(Z, Zp, cols_a, cand_rows, d2_true, todo_buf))
     credit = np.zeros(n)
     if nt:
-        dld_exact(Z, cols_a, todo_buf[:nt], d2_true, tree.P, tree.mult, tree.lo, tree.hi, tree.left,
-                  tree.right, tree.start, tree.end, credit)
+        todo = todo_buf[:nt]
+        # a k-d tree of the distinct protected rows on the scenario's attributes (its
+        # splits and boxes on those attributes only prune far better than one tree of
+        # every attribute), built once per scenario, compiled
+        tree = _BoxTree(U[:, cols_a], mult)
+        dld_exact(np.ascontiguousarray(Z[np.ix_(todo, cols_a)]), d2_true, todo, tree.P, tree.mult, tree.lo,
+                  tree.hi, tree.left, tree.right, tree.start, tree.end, credit)
     return 100.0 * float(credit.sum()) / n
 
 
@@ -1088,7 +1064,7 @@ class RiskEvaluator:
         self.dld_candidates = int(dld_candidates)
         self._cand_rows: np.ndarray | None = None
         self._rows_all: tuple[np.ndarray, np.ndarray, int] | None = None
-        self._box_tree: _BoxTree | None = None
+        self._box_tree: tuple[np.ndarray, np.ndarray] | None = None
         self.id_percents = [float(q) if not float(q).is_integer() else int(q) for q in id_percents]
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
             raise InvalidParameterError("ID percents must be in (0, 100]")
@@ -1148,11 +1124,12 @@ class RiskEvaluator:
             self._rows_all = (codes, _RowClasses.first_rows(codes), m)
         return self._rows_all
 
-    def _tree(self) -> _BoxTree:
-        """The k-d tree of the distinct protected rows, shared by every scenario."""
+    def _tree(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct protected rows (z-scores) and their multiplicities."""
         if self._box_tree is None:
             codes, first, m = self._distinct()
-            self._box_tree = _BoxTree(self.Zp[first], np.bincount(codes, minlength=m))
+            self._box_tree = (np.ascontiguousarray(self.Zp[first]),
+                              np.bincount(codes, minlength=m).astype(np.float64))
         return self._box_tree
 
     def _candidates(self) -> np.ndarray | None:
@@ -1173,7 +1150,8 @@ class RiskEvaluator:
         return self._cand_rows
 
     def dld(self, sc: Sequence[int]) -> float:
-        return _dld_scenario(self.Z, self.Zp, list(sc), self._tree(), self._candidates())
+        U, mult = self._tree()
+        return _dld_scenario(self.Z, self.Zp, list(sc), U, mult, self._candidates())
 
     def pld(self, sc: Sequence[int]) -> dict[str, Any] | None:
         base = {"window": self.pld_window, "window_share": self.pld_window_share}
