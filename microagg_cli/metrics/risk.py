@@ -75,16 +75,14 @@ PLD_CONFIDENCE = 0.95
 
 # relative margin between the kd-tree's distances and our fixed-order formula
 _REL = 1e-9
-# approximation factor of the first, pruning nearest-neighbour pass of DLD
-_DLD_EPS = 3.0
 # the compiled PLD table keeps a dense 2^q scratch of pattern counts: up to 20 attributes
 _DENSE_MAX_Q = 20
 # originals per task of the PLD pair table
 _PLD_RUN = 8192
 # originals per block of the all-scenario PLD pass (fixed: partial sums are added in block order)
 _PLD_BLOCK = 2048
-# records per bounded exact query of DLD
-_DLD_BATCH = 512
+# rows per leaf of DLD's k-d trees (32-64 measured fastest: the point loop vectorises)
+_DLD_LEAF = 48
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
 _EPS = 1e-12
 
@@ -322,7 +320,7 @@ def _dld_scenario(
         # a k-d tree of the distinct protected rows on the scenario's attributes (its
         # splits and boxes on those attributes only prune far better than one tree of
         # every attribute), built once per scenario, compiled
-        tree = _BoxTree(U[:, cols_a], mult)
+        tree = _BoxTree(U[:, cols_a], mult, leaf=_DLD_LEAF)
         dld_exact(np.ascontiguousarray(Z[np.ix_(todo, cols_a)]), d2_true, todo, tree.P, tree.mult, tree.lo,
                   tree.hi, tree.left, tree.right, tree.start, tree.end, credit)
     return 100.0 * float(credit.sum()) / n
@@ -351,17 +349,16 @@ def dld(
 
     Notes
     -----
-    Identical protected rows are merged (with their multiplicity) and put in a
-    cKDTree. (:class:`RiskEvaluator`, used for many scenarios, first tries 8
-    candidate protected records per original, found once on all attributes; one
-    strictly nearer than the true record settles most records without a tree query.)
-    A first approximate nearest-neighbour pass (a neighbour within a factor
-    1 + 3 of the nearest, much cheaper in 5-10 dimensions) already finds a row
-    strictly nearer than the true one for many records; the others get an exact
-    two-nearest query bounded by their true distance, plus a radius query when the
-    second row is within a relative 1e-9 of the true distance (a near-tie). Distances
-    deciding a tie are recomputed with one fixed formula, so exact ties are exact and
-    the result is exact. O(n log n) for a fixed number of attributes; memory O(n).
+    Identical protected rows are merged (with their multiplicity). The squared true
+    distance of every original is computed with one fixed formula (column by column,
+    left to right); :class:`RiskEvaluator` first tries 16 candidate protected rows per
+    original (its 8 approximate nearest rows on every attribute and the 8 rows nearest
+    to its true row, found once for all scenarios): one strictly nearer settles "no
+    credit". The others are searched exactly in a k-d tree of the distinct rows on the
+    scenario's attributes (compiled; a box is pruned only when its lower bound, computed
+    in the same order of operations, exceeds the true distance): a strictly nearer row
+    ends the search, rows exactly as near are counted as ties. Exact; O(n log n) per
+    scenario for a fixed number of attributes in practice, memory O(n).
 
     References
     ----------
@@ -679,7 +676,11 @@ class _PLDTable:
     every scenario's pattern counts (for EM) and exact best links follow by masking.
 
     Work O(q * n * (2w + 1)) cell checks (plus a tile overhead of about the tile
-    height / window), memory O(n * distinct patterns per record) plus one tile.
+    height / window), memory O(n * distinct patterns per record) plus one tile. Up to
+    ``_DENSE_MAX_Q`` attributes a compiled pass replaces the tiles: identical
+    protected rank rows are merged (about n/k of them), each original's window is
+    scanned once per attribute, and only the originals ``rows`` (all, or a sample for
+    the estimator) are tabulated.
     """
 
     def __init__(self, Ro: np.ndarray, Rp: np.ndarray, window: int, *,
@@ -982,9 +983,14 @@ def pld(
     No pair is ever materialised as an n x n array: pairs agreeing on at least one
     attribute are enumerated through rank windows (see :class:`_PLDTable`), all
     others are counted. The best link of every record is exact (every pair's
-    pattern is known). Time O(|S| n w) with w ~ n/100, memory O(n) times the number
-    of distinct patterns per record. Weights within a relative 1e-9 of each other are
-    treated as equal (ties).
+    pattern is known). Time O(|S| n w / k) with w ~ n/100 and k the size of the
+    classes of identical protected rows (compiled), memory O(n) times the number of
+    distinct patterns per record. The EM runs compiled on the distinct patterns
+    (O(2^|S| |S|) per iteration). Weights within a relative 1e-9 of each other are
+    treated as equal (ties). The definition has no sub-quadratic exact algorithm
+    known to us (the EM needs the counts of every agreement pattern over all n^2
+    pairs: range counts in up to |S| dimensions), so :class:`RiskEvaluator` switches
+    to a seeded estimator above ``pld_exact_max`` records and says so in its result.
 
     References
     ----------
