@@ -287,6 +287,7 @@ class _BoxTree:
         self.start = np.empty(cap, dtype=np.int64)
         self.end = np.empty(cap, dtype=np.int64)
         kd_build(P, int(leaf), perm, self.lo, self.hi, self.left, self.right, self.start, self.end)
+        self.perm = perm
         self.P = np.ascontiguousarray(P[perm])
         self.mult = np.ascontiguousarray(np.asarray(mult)[perm], dtype=np.float64)
 
@@ -298,9 +299,11 @@ def _dld_scenario(
     U: np.ndarray,
     mult: np.ndarray,
     cand_rows: np.ndarray | None = None,
+    row_of: np.ndarray | None = None,
 ) -> float:
     """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``U`` holds the
-    distinct protected rows (z-scores, every attribute), ``mult`` their multiplicities.
+    distinct protected rows (z-scores, every attribute), ``mult`` their multiplicities,
+    ``row_of`` the row of ``U`` of each record (to search in the tree's order).
 
     ``cand_rows`` (n, K) optionally names, per original record, K protected records
     likely to be near it: one of them strictly nearer than the true record settles
@@ -321,6 +324,12 @@ def _dld_scenario(
         # splits and boxes on those attributes only prune far better than one tree of
         # every attribute), built once per scenario, compiled
         tree = _BoxTree(U[:, cols_a], mult, leaf=_DLD_LEAF)
+        if row_of is not None:
+            # originals in the tree order of their true rows: consecutive searches walk
+            # the same nodes (1.2-1.7x faster at 200,000 records)
+            place = np.empty(tree.perm.size, dtype=np.int64)
+            place[tree.perm] = np.arange(tree.perm.size)
+            todo = todo[np.argsort(place[row_of[todo]], kind="stable")]
         dld_exact(np.ascontiguousarray(Z[np.ix_(todo, cols_a)]), d2_true, todo, tree.P, tree.mult, tree.lo,
                   tree.hi, tree.left, tree.right, tree.start, tree.end, credit)
     return 100.0 * float(credit.sum()) / n
@@ -1157,7 +1166,7 @@ class RiskEvaluator:
 
     def dld(self, sc: Sequence[int]) -> float:
         U, mult = self._tree()
-        return _dld_scenario(self.Z, self.Zp, list(sc), U, mult, self._candidates())
+        return _dld_scenario(self.Z, self.Zp, list(sc), U, mult, self._candidates(), self._distinct()[0])
 
     def pld(self, sc: Sequence[int]) -> dict[str, Any] | None:
         base = {"window": self.pld_window, "window_share": self.pld_window_share}
