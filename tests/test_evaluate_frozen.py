@@ -23,7 +23,8 @@ CASES = cases()
 _PLD_KEYS = ("pld", "pld_em", "dr", "score")
 #: fields added since the reports were frozen (evaluate schema 1.2): the PLD method and
 #: the sampled estimator's bound
-ADDED = {"pld_bound", "pld_method", "pld_exact_max", "pld_sample", "pld_seed", "pld_confidence"}
+ADDED = {"pld_bound", "pld_method", "pld_exact_max", "pld_sample", "pld_seed", "pld_confidence",
+         "dld_bound", "dld_method", "dld_exact_max", "dld_sample", "dld_seed", "dld_confidence"}
 
 
 def assert_close(got, want, path="", *, loose=False):
@@ -31,7 +32,7 @@ def assert_close(got, want, path="", *, loose=False):
     if isinstance(want, dict):
         assert isinstance(got, dict) and set(got) - ADDED == set(want), f"{path}: keys {sorted(got)} != {sorted(want)}"
         for key in set(got) & ADDED:
-            assert got[key] is None or key in ("pld_method", "pld_exact_max"), f"{path}/{key}: {got[key]!r}"
+            assert got[key] is None or key in ("pld_method", "pld_exact_max", "dld_method", "dld_exact_max"), f"{path}/{key}: {got[key]!r}"
         for key in want:
             assert_close(got[key], want[key], f"{path}/{key}", loose=loose)
     elif isinstance(want, list):

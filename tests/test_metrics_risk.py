@@ -340,9 +340,9 @@ TOP_KEYS = {"schema", "n", "p", "blocks", "k", "utility", "risk", "score"}
 UTILITY_KEYS = {"il_sse", "il1", "il2", "il3", "il4", "il5", "il_score", "il1s",
                 "il_sse_raw", "eigen", "robeigen", "data_quality", "optimality"}
 RISK_KEYS = {"parameters", "scenarios", "anonymity", "mean", "worst", "by_label",
-             "per_scenario", "pld_skipped_reason", "pld_bound", "dr"}
+             "per_scenario", "pld_skipped_reason", "pld_bound", "dld_bound", "dr"}
 SCENARIO_KEYS = {"attributes", "label", "size", "k_prime", "k_min", "classes",
-                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound"}
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound"}
 
 
 def _get(report, dotted):
@@ -520,3 +520,23 @@ def test_sampled_pld_is_seeded_and_within_its_bound(rng):
     assert rep["risk"]["pld_bound"]["max"] == max(r["pld_bound"] for r in rep["risk"]["per_scenario"])
     exact_rep = evaluate_arrays(X, Xp, k=3, scenarios=scs)
     assert exact_rep["risk"]["parameters"]["pld_method"] == "exact" and exact_rep["risk"]["pld_bound"] is None
+
+
+def test_sampled_dld_is_the_mean_exact_credit_of_its_sample(rng):
+    X = np.round(rng.normal(size=(2000, 4)), 2)
+    Xp = _grouped(X, 3)
+    scs = [(0,), (1, 3), (0, 1, 2, 3)]
+    exact = RiskEvaluator(X, Xp, k=3, pld=False)
+    full = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=2000)
+    part = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=600, dld_seed=2)
+    assert full.dld_method == "sampled" and part.dld_rows.size == 600
+    for sc in scs:
+        e = exact.dld_bounded(sc)
+        assert e[1] is None
+        v, b = full.dld_bounded(sc)
+        assert v == pytest.approx(e[0], rel=1e-12) and b >= 0
+        v, b = part.dld_bounded(sc)
+        assert abs(v - e[0]) <= b
+    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=600, jobs=2)
+    assert rep["risk"]["parameters"]["dld_method"] == "sampled" and rep["risk"]["dld_bound"]["max"] > 0
+    assert rep == evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=600, jobs=1)

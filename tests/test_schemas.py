@@ -24,7 +24,7 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
     "protect": ("1.2", "8ee21f4f27bd48a1e0af7811e16ef9f7d945ce0f2c88fae63029b4e7635b62ff"),
-    "evaluate": ("1.2", "1b13e2e65c1370a5512d592b5c5122edcab461e8889f8227d84e2f131a367697"),
+    "evaluate": ("1.2", "ea6b50b08d99e826a37bb9f09f7aef56b570d12e731b8b064659a65cbcc56ade"),
     "compare": ("1.1", "5c00a50f8bd5f338cf76a13505980cf05d3f284894a93a6071c485f13a51d30b"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
 }

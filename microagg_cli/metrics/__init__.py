@@ -31,7 +31,9 @@ or removing one is a breaking change)::
       parameters               {"distance", "rank", "pld_window", "pld_window_share",
                                 "pld_method" ("exact" | "sampled"), "pld_exact_max",
                                 "pld_sample", "pld_seed", "pld_confidence" (None when
-                                exact), "id_percents", "id_windows", "sdid_factor",
+                                exact), "dld_method", "dld_exact_max", "dld_sample",
+                                "dld_seed", "dld_confidence", "id_percents",
+                                "id_windows", "sdid_factor",
                                 "sdid_max_outside", "k",
                                 "tie_rule"}
       scenarios                {"mode": "all"|"sample"|"explicit", "count",
@@ -45,10 +47,11 @@ or removing one is a breaking change)::
       by_label                 {"1G": {"scenarios", "mean": {...}, "worst": {...}}, ...}
       per_scenario             [{"attributes", "label", "size", "k_prime", "k_min",
                                  "classes", "share_below_k", "dld", "pld", "id",
-                                 "id_by_percent", "sdid", "pld_em", "pld_bound"}, ...]
-                               (pld_bound: None when exact; scenario
+                                 "id_by_percent", "sdid", "pld_em", "pld_bound",
+                                 "dld_bound"}, ...] (bounds: None when exact; scenario
                                order: by size, then lexicographic; explicit: as given)
       pld_skipped_reason       None or why PLD was not computed
+      dld_bound                None (exact DLD) or {"mean", "max", "rule"}, as pld_bound
       pld_bound                None (exact PLD) or {"mean", "max", "rule"}: the sampled
                                PLD's 95 % error bounds over the scenarios, in points
       dr                       {"value", "formula", "weights"}
@@ -171,6 +174,9 @@ def evaluate_arrays(
     pld_exact_max: int = risk.PLD_EXACT_MAX,
     pld_sample: int = risk.PLD_SAMPLE,
     pld_seed: int = 0,
+    dld_exact_max: int = risk.DLD_EXACT_MAX,
+    dld_sample: int = risk.DLD_SAMPLE,
+    dld_seed: int = 0,
     id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
     sdid_factor: float = 0.05,
     sdid_max_outside: int = 0,
@@ -206,6 +212,9 @@ def evaluate_arrays(
         records; above, estimated from ``pld_sample`` originals drawn with
         ``pld_seed``, with a 95 % error bound per scenario (``pld_bound``; see
         :class:`microagg_cli.metrics.risk.RiskEvaluator`).
+    dld_exact_max, dld_sample, dld_seed : DLD is exact up to ``dld_exact_max`` records;
+        above, the mean exact credit of ``dld_sample`` originals drawn with
+        ``dld_seed``, with a 95 % error bound per scenario (``dld_bound``).
     id_percents : the interval sizes of ID(p), percent.
     sdid_factor : SDID half-width in protected sds.
     sdid_max_outside : attributes allowed outside their SDID interval (0 = the spec's
@@ -272,6 +281,9 @@ def evaluate_arrays(
         pld_exact_max=pld_exact_max,
         pld_sample=pld_sample,
         pld_seed=pld_seed,
+        dld_exact_max=dld_exact_max,
+        dld_sample=dld_sample,
+        dld_seed=dld_seed,
         pld_attributes=used,
         id_percents=id_percents,
         sdid_factor=sdid_factor,
@@ -293,8 +305,9 @@ def evaluate_arrays(
     mean = summary["mean"]
     dr = disclosure_risk(mean["dld"], mean["pld"], mean["id"], weights=dr_weights)
     key_order = ("attributes", "label", "size", "k_prime", "k_min", "classes",
-                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound")
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound")
     bounds = [r["pld_bound"] for r in per if r["pld_bound"] is not None]
+    dbounds = [r["dld_bound"] for r in per if r["dld_bound"] is not None]
     risk_out: dict[str, Any] = {
         "parameters": {
             "distance": "euclidean on attributes z-scored with the original's means and "
@@ -309,6 +322,11 @@ def evaluate_arrays(
             "pld_sample": ev.pld_sample if ev.pld_method == "sampled" else None,
             "pld_seed": ev.pld_seed if ev.pld_method == "sampled" else None,
             "pld_confidence": risk.PLD_CONFIDENCE if ev.pld_method == "sampled" else None,
+            "dld_method": ev.dld_method,
+            "dld_exact_max": ev.dld_exact_max,
+            "dld_sample": ev.dld_sample if ev.dld_method == "sampled" else None,
+            "dld_seed": ev.dld_seed if ev.dld_method == "sampled" else None,
+            "dld_confidence": risk.PLD_CONFIDENCE if ev.dld_method == "sampled" else None,
             "id_percents": list(ev.id_percents),
             "id_windows": [risk.id_window(n, q) for q in ev.id_percents],
             "sdid_factor": ev.sdid_factor,
@@ -327,6 +345,12 @@ def evaluate_arrays(
         "by_label": summary["by_label"],
         "per_scenario": [{key: r[key] for key in key_order} for r in per] if per_scenario else None,
         "pld_skipped_reason": ev.pld_skipped_reason,
+        "dld_bound": None if not dbounds else {
+            "mean": float(np.mean(dbounds)),
+            "max": float(np.max(dbounds)),
+            "rule": "half-width of a two-sided 95 % empirical Bernstein interval (Maurer & Pontil 2009) "
+                    "for each scenario's DLD (mean exact credit of the sampled originals), in percentage points",
+        },
         "pld_bound": None if not bounds else {
             "mean": float(np.mean(bounds)),
             "max": float(np.max(bounds)),

@@ -177,19 +177,19 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def dld_filter(Z, Zp, cols, cand, d2_true, todo):  # pragma: no cover - compiled
+def dld_filter(Z, Zp, cols, cand, rows, d2_true, todo):  # pragma: no cover - compiled
     """Squared true distances on ``cols`` and the originals no candidate settles.
 
-    ``d2_true[a]`` = sum over ``cols`` (left to right) of (Z[a, c] - Zp[a, c])^2, the
-    fixed order of ``risk._sq_rows``; original ``a`` is settled (no credit) when one of
-    the protected records ``cand[a]`` is strictly nearer. Writes the unsettled originals
-    to ``todo`` and returns their number.
+    For the originals ``rows``: ``d2_true[a]`` = sum over ``cols`` (left to right) of
+    (Z[a, c] - Zp[a, c])^2, the fixed order of ``risk._sq_rows``; original ``a`` is
+    settled (no credit) when one of the protected records ``cand[a]`` is strictly
+    nearer. Writes the unsettled originals to ``todo`` and returns their number.
     """
-    n = Z.shape[0]
     K = cand.shape[1]
     s = cols.size
     nt = 0
-    for a in range(n):
+    for i in range(rows.size):
+        a = rows[i]
         acc = 0.0
         for j in range(s):
             c = cols[j]

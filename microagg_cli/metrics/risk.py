@@ -43,7 +43,9 @@ __all__ = [
     "PLD_EXACT_MAX",
     "PLD_SAMPLE",
     "PLD_CONFIDENCE",
-    "pld_sample_bound",
+    "sample_bound",
+    "DLD_EXACT_MAX",
+    "DLD_SAMPLE",
     "RiskEvaluator",
     "dld",
     "pld",
@@ -70,8 +72,13 @@ PLD_MAX_ATTRIBUTES = 62
 PLD_EXACT_MAX = 100_000
 #: Sampled originals of the PLD estimator.
 PLD_SAMPLE = 20_000
-#: Confidence of the sampled PLD's error bound.
+#: Confidence of the sampled PLD's (and DLD's) error bound.
 PLD_CONFIDENCE = 0.95
+#: DLD is exact up to this many records; above, estimated from a seeded sample of
+#: originals (each searched exactly against every protected row), with a stated bound.
+DLD_EXACT_MAX = 500_000
+#: Sampled originals of the DLD estimator.
+DLD_SAMPLE = 100_000
 
 # relative margin between the kd-tree's distances and our fixed-order formula
 _REL = 1e-9
@@ -300,23 +307,28 @@ def _dld_scenario(
     mult: np.ndarray,
     cand_rows: np.ndarray | None = None,
     row_of: np.ndarray | None = None,
-) -> float:
-    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``; ``U`` holds the
-    distinct protected rows (z-scores, every attribute), ``mult`` their multiplicities,
-    ``row_of`` the row of ``U`` of each record (to search in the tree's order).
+    rows: np.ndarray | None = None,
+) -> tuple[float, float | None]:
+    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``: ``(value, bound)``.
 
-    ``cand_rows`` (n, K) optionally names, per original record, K protected records
-    likely to be near it: one of them strictly nearer than the true record settles
-    "no credit" without a tree search (any protected records are valid candidates).
+    ``U`` holds the distinct protected rows (z-scores, every attribute), ``mult`` their
+    multiplicities, ``row_of`` the row of ``U`` of each record (to search in the tree's
+    order). ``cand_rows`` (n, K) optionally names, per original record, K protected
+    records likely to be near it: one of them strictly nearer than the true record
+    settles "no credit" without a tree search (any protected records are valid
+    candidates). With ``rows`` (a sample of originals) the value is the mean credit of
+    those originals and ``bound`` the half-width of its 95 % interval
+    (:func:`sample_bound`); otherwise ``bound`` is None.
     """
     n = Z.shape[0]
     cols_a = np.asarray(cols, dtype=np.int64)
     if cand_rows is None:
         cand_rows = np.empty((n, 0), dtype=np.int64)
+    who = np.arange(n, dtype=np.int64) if rows is None else rows
     # identical protected rows have identical z-scores: the true distance is to Zp[i]
     d2_true = np.empty(n)
-    todo_buf = np.empty(n, dtype=np.int64)
-    nt = int(dld_filter(Z, Zp, cols_a, cand_rows, d2_true, todo_buf))
+    todo_buf = np.empty(who.size, dtype=np.int64)
+    nt = int(dld_filter(Z, Zp, cols_a, cand_rows, who, d2_true, todo_buf))
     credit = np.zeros(n)
     if nt:
         todo = todo_buf[:nt]
@@ -332,7 +344,11 @@ def _dld_scenario(
             todo = todo[np.argsort(place[row_of[todo]], kind="stable")]
         dld_exact(np.ascontiguousarray(Z[np.ix_(todo, cols_a)]), d2_true, todo, tree.P, tree.mult, tree.lo,
                   tree.hi, tree.left, tree.right, tree.start, tree.end, credit)
-    return 100.0 * float(credit.sum()) / n
+    if rows is None:
+        return 100.0 * float(credit.sum()) / n, None
+    c = credit[rows]
+    total = float(c.sum())
+    return 100.0 * total / rows.size, sample_bound(total, float((c * c).sum()), int(rows.size))
 
 
 def dld(
@@ -384,7 +400,7 @@ def dld(
     50.0
     """
     X, Xp = _as_pair(X, Xp)
-    ev = RiskEvaluator(X, Xp, pld=False, dld_candidates=0, workers=workers)
+    ev = RiskEvaluator(X, Xp, pld=False, dld_candidates=0, workers=workers, dld_exact_max=X.shape[0])
     return ev.dld(_subset(attributes, X.shape[1]))
 
 
@@ -651,8 +667,8 @@ def _in_threads(func: Callable[[Any], Any], items: Sequence[Any], jobs: int,
     return out
 
 
-def pld_sample_bound(total: float, squares: float, m: int, confidence: float = PLD_CONFIDENCE) -> float:
-    """Half-width (percentage points) of the sampled PLD's confidence interval.
+def sample_bound(total: float, squares: float, m: int, confidence: float = PLD_CONFIDENCE) -> float:
+    """Half-width (percentage points) of a sampled linkage share's confidence interval.
 
     The empirical Bernstein bound of Maurer & Pontil (2009, Theorem 4) for the mean of
     m credits in [0, 1] with sample variance V, two-sided at ``confidence``:
@@ -660,7 +676,7 @@ def pld_sample_bound(total: float, squares: float, m: int, confidence: float = P
     confidence. Sampling without replacement only tightens it (Bardenet & Maillard
     2015). ``total`` and ``squares`` are the sums of the credits and of their squares.
 
-    >>> round(pld_sample_bound(0.0, 0.0, 10_000), 4)
+    >>> round(sample_bound(0.0, 0.0, 10_000), 4)
     0.1023
     """
     if m < 2:
@@ -959,7 +975,7 @@ class _PLDTable:
         if self.rows is not None:
             squares = partial2.sum(axis=0)
             for s in range(S):
-                out[s]["bound"] = pld_sample_bound(float(credit[s]), float(squares[s]), nr)
+                out[s]["bound"] = sample_bound(float(credit[s]), float(squares[s]), nr)
         return out
 
 
@@ -1032,8 +1048,12 @@ class RiskEvaluator:
         :data:`PLD_EXACT_MAX`); above, the estimator of ``pld_method = "sampled"``:
         the exact pair table of ``pld_sample`` originals drawn with ``pld_seed`` (all n
         protected records each), the EM fitted on their pattern counts scaled by n / m,
-        and a confidence interval of half-width :func:`pld_sample_bound`.
+        and a confidence interval of half-width :func:`sample_bound`.
     pld_sample, pld_seed : size and seed of that sample.
+    dld_exact_max, dld_sample, dld_seed : DLD is exact up to ``dld_exact_max`` records
+        (default :data:`DLD_EXACT_MAX`); above, ``dld_method = "sampled"``: the exact
+        credit of ``dld_sample`` originals drawn with ``dld_seed`` (each searched
+        against every protected row), their mean, and :func:`sample_bound`.
     pld_attributes : columns the PLD table covers (default all; a scenario using other
         columns has no PLD). At most :data:`PLD_MAX_ATTRIBUTES`.
     id_percents : the interval sizes p of ID(p), in percent.
@@ -1058,6 +1078,9 @@ class RiskEvaluator:
         pld_exact_max: int = PLD_EXACT_MAX,
         pld_sample: int = PLD_SAMPLE,
         pld_seed: int = 0,
+        dld_exact_max: int = DLD_EXACT_MAX,
+        dld_sample: int = DLD_SAMPLE,
+        dld_seed: int = 0,
         pld_attributes: Sequence[int] | None = None,
         id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
         sdid_factor: float = 0.05,
@@ -1106,6 +1129,16 @@ class RiskEvaluator:
         self.pld_sample = int(pld_sample)
         self.pld_seed = int(pld_seed)
         self.pld_method = "exact" if n <= self.pld_exact_max else "sampled"
+        if int(dld_exact_max) < 0 or int(dld_sample) < 2:
+            raise InvalidParameterError("dld_exact_max must be >= 0 and dld_sample >= 2")
+        self.dld_exact_max = int(dld_exact_max)
+        self.dld_sample = int(dld_sample)
+        self.dld_seed = int(dld_seed)
+        self.dld_method = "exact" if n <= self.dld_exact_max else "sampled"
+        self.dld_rows: np.ndarray | None = None
+        if self.dld_method == "sampled":
+            rng = np.random.default_rng(np.random.SeedSequence(self.dld_seed))
+            self.dld_rows = np.sort(rng.choice(n, size=min(n, self.dld_sample), replace=False))
         self.pld_rows: np.ndarray | None = None
         if pld and self.pld_method == "sampled":
             size = min(n, self.pld_sample)
@@ -1155,8 +1188,10 @@ class RiskEvaluator:
             codes, first, m = self._distinct()
             K = min(self.dld_candidates, m)
             tree = cKDTree(self.Zp[first])
-            _, nb = tree.query(self.Z, k=K, eps=1.0, workers=self.workers)
-            near_x = first[np.asarray(nb).reshape(self.n, K)]
+            who = slice(None) if self.dld_rows is None else self.dld_rows
+            _, nb = tree.query(self.Z[who], k=K, eps=1.0, workers=self.workers)
+            near_x = np.zeros((self.n, K), dtype=np.int64)  # only the searched originals' rows are used
+            near_x[who] = first[np.asarray(nb).reshape(-1, K)]
             # and the rows nearest to each distinct true row (itself comes first)
             K2 = min(self.dld_candidates + 1, m)
             _, nb2 = tree.query(self.Zp[first], k=K2, eps=1.0, workers=self.workers)
@@ -1165,8 +1200,13 @@ class RiskEvaluator:
         return self._cand_rows
 
     def dld(self, sc: Sequence[int]) -> float:
+        return self.dld_bounded(sc)[0]
+
+    def dld_bounded(self, sc: Sequence[int]) -> tuple[float, float | None]:
+        """DLD and, when sampled (``dld_method``), the half-width of its 95 % interval."""
         U, mult = self._tree()
-        return _dld_scenario(self.Z, self.Zp, list(sc), U, mult, self._candidates(), self._distinct()[0])
+        return _dld_scenario(self.Z, self.Zp, list(sc), U, mult, self._candidates(), self._distinct()[0],
+                             self.dld_rows)
 
     def pld(self, sc: Sequence[int]) -> dict[str, Any] | None:
         base = {"window": self.pld_window, "window_share": self.pld_window_share}
@@ -1222,16 +1262,18 @@ class RiskEvaluator:
         an = self.anonymity(sc, rows=rows)
         idd = self.interval_disclosure(sc)
         pl = self.pld(sc) if pld is None else pld
+        dld_value, dld_bound = self.dld_bounded(sc)
         return {
             "attributes": list(sc),
             **an,
-            "dld": self.dld(sc),
+            "dld": dld_value,
             "pld": pl["value"],
             "id": idd["value"],
             "id_by_percent": idd["by_percent"],
             "sdid": self.sdid(sc),
             "pld_em": pl["em"],
             "pld_bound": pl.get("bound"),
+            "dld_bound": dld_bound,
         }
 
     def evaluate(self, scenarios: Sequence[Sequence[int]], *, jobs: int = 1,
