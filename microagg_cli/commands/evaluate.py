@@ -95,8 +95,9 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     --time-limit stops it), and the certified gap (IL_SSE - lb_cg) / IL_SSE.
 
     Above 100,000 records PLD is estimated from a seeded sample of 20,000 originals
-    (each against every protected record); the report names the method
-    (pld_method) and a 95 % error bound per scenario (pld_bound). A progress bar
+    (each against every protected record), above 500,000 records DLD from a seeded
+    sample of 100,000; the report names the method (pld_method, dld_method) and a
+    95 % error bound per scenario (pld_bound, dld_bound). A progress bar
     with the time left shows on a terminal (with -v off a terminal: a heartbeat line
     every 10 s); Ctrl-C ends the run within about a second, writing nothing.
 
