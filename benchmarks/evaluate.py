@@ -1,130 +1,213 @@
-"""Benchmark of ``metrics.evaluate_arrays`` at scale (not a test).
+"""Benchmark of ``sdc evaluate`` at scale (not a test): seconds per measure and size,
+before and after the speed-up of issue #27, and peak memory.
 
-Evaluates an n x p file (default 50,000 x 10) protected by a cheap k-grouping (records
-sorted on the first principal component of the z-scored data, consecutive groups of k,
-the last group absorbing the remainder; or any registered method with ``--method``)
-with the default intruder scenarios (all 1023 subsets for p = 10), and prints the time
-of each stage and the peak memory (max RSS).
+For each size (default 10,000, 50,000, 200,000 and 1,000,000 records x 10 columns, a
+Gaussian mixture protected by ``mdav`` with k = 3, default options: all 1,023 intruder
+scenarios):
+
+- **per measure** (a child process per size and code version, one thread): the
+  seconds of the shared set-up (ranks, interval hits, PLD pair table, DLD tree and
+  candidates), of k', DLD, PLD, ID + SDID over the scenarios, of the IL family and of
+  LB_NN; ``after`` is today's code, ``before`` the implementation frozen in
+  ``tests/reference_risk.py`` (only up to ``--before-max`` records: it is quadratic);
+  with ``--measure-scenarios M`` only M scenarios (evenly spread) are timed and the
+  per-scenario figures are scaled to all of them (marked ``~``);
+- **end to end** (``--cli``): ``sdc protect`` and ``sdc evaluate --jobs J`` on the same
+  Parquet file as child processes: wall seconds, ratio evaluate / protect, peak RSS.
 
 Usage::
 
-    python benchmarks/evaluate.py [--n 50000] [--p 10] [--k 3] [--method pc-sort]
-                                  [--scenarios N] [--end-to-end]
+    python benchmarks/evaluate.py [--sizes 10000,50000] [--before-max 50000] [--cli]
+                                  [--jobs 2] [--measure-scenarios M] [--json out.json]
 
-``--scenarios N`` evaluates only the first N default scenarios (by size, then
-lexicographic) -- handy for a quick estimate; ``--end-to-end`` also times one call of
-``evaluate_arrays`` (the stage timings come from the same building blocks).
+``uptime`` is printed first: the machine is shared, note its load with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from microagg_cli.metrics import evaluate_arrays  # noqa: E402
-from microagg_cli.metrics import risk, utility  # noqa: E402
-from microagg_cli.metrics.scenarios import default_scenarios  # noqa: E402
-from microagg_cli.partition import aggregate, zscore  # noqa: E402
-
-
-def make_data(n: int, p: int, seed: int = 0) -> np.ndarray:
-    """Census-like data: correlated, skewed, integer-rounded (so with ties)."""
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(p, p)) / np.sqrt(p)
-    A[0, :] += 1.0  # a common factor: the first PC explains ~57% (Census: 59%)
-    L = 0.5 * rng.normal(size=(n, p)) @ A
-    return np.round(np.exp(8.0 + L), 0)
+P = 10
+K = 3
+STAGES = ("setup", "k_prime", "dld", "pld", "id_sdid", "il_family", "lb_nn")
 
 
-def pc_sort_labels(Z: np.ndarray, k: int) -> np.ndarray:
-    """Groups of k consecutive records along the first principal component."""
-    n = Z.shape[0]
-    _, vecs = np.linalg.eigh(np.cov(Z, rowvar=False))
-    order = np.argsort(Z @ vecs[:, -1], kind="stable")
-    labels = np.empty(n, dtype=np.int64)
-    g = np.arange(n) // k
-    g[g >= n // k] = n // k - 1  # remainder joins the last group
-    labels[order] = g
-    return labels
+def peak_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024.0
 
 
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def data(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture of benchmarks/end_to_end.py and its exact MDAV protection (k = 3)."""
+    from end_to_end import synthetic
+    from microagg_cli.methods import get_method
+    from microagg_cli.partition import aggregate, zscore
+
+    X = synthetic(n)
+    labels = get_method("mdav").func(zscore(X)[0], K, rng=np.random.default_rng(0))
+    return X, aggregate(X, labels)
+
+
+def one(n: int, version: str, measure: int | None) -> dict:
+    """Per-measure seconds of one size with one code version (run in a child)."""
+    from microagg_cli.metrics import utility
+    from microagg_cli.metrics.scenarios import all_subsets
+
+    if version == "before":
+        sys.path.insert(0, str(ROOT / "tests"))
+        import reference_risk as risk
+    else:
+        from microagg_cli.metrics import risk
+    X, Xp = data(n)
+    rss0 = peak_mb()
+    subsets = all_subsets(P)
+    timed = subsets if not measure or measure >= len(subsets) else [
+        subsets[i] for i in np.linspace(0, len(subsets) - 1, measure).round().astype(int)]
+    scale = len(subsets) / len(timed)
+    sec = dict.fromkeys(STAGES, 0.0)
+    t = time.perf_counter()
+    utility.il_sse_blocks(X, Xp), utility.il_score(X, Xp), utility.il1s(X, Xp), utility.data_quality(X, Xp)
+    sec["il_family"] = time.perf_counter() - t
+    t = time.perf_counter()
+    utility.optimality_gap(X, Xp, K)
+    sec["lb_nn"] = time.perf_counter() - t
+    t = time.perf_counter()
+    ev = risk.RiskEvaluator(X, Xp, k=K, workers=1)
+    ev._candidates()
+    if version == "after":
+        ev._tree()
+    sec["setup"] = time.perf_counter() - t
+    if version == "after":  # PLD of every scenario in one pass
+        t = time.perf_counter()
+        ev.pld_many(timed, jobs=1)
+        sec["pld"] = time.perf_counter() - t
+    for sc in sorted(timed):
+        t = time.perf_counter()
+        ev.anonymity(sc)
+        t1 = time.perf_counter()
+        ev.dld(sc)
+        t2 = time.perf_counter()
+        if version == "before":
+            ev.pld(sc)
+        t3 = time.perf_counter()
+        ev.interval_disclosure(sc), ev.sdid(sc)
+        t4 = time.perf_counter()
+        sec["k_prime"] += t1 - t
+        sec["dld"] += t2 - t1
+        sec["pld"] += t3 - t2
+        sec["id_sdid"] += t4 - t3
+    for key in ("k_prime", "dld", "pld", "id_sdid"):
+        sec[key] *= scale
+    return {"n": n, "version": version, "seconds": sec, "scaled": scale > 1, "peak_mb": peak_mb(),
+            "data_mb": rss0, "pld_method": getattr(ev, "pld_method", "exact")}
+
+
+def child(n: int, version: str, measure: int | None) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", str(n), "--version", version,
+                          "--measure-scenarios", str(measure or 0)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_child(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB) of one child command (its own rusage)."""
+    with tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(err.read().decode()[-2000:])
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def cli(n: int, jobs: int, folder: Path) -> dict:
+    """sdc protect and sdc evaluate on the same file, as child processes."""
+    from end_to_end import sdc_command, write_data
+
+    src = write_data(folder, n, ["parquet"])["parquet"]
+    prot = folder / f"prot_{n}.parquet"
+    out = {}
+    for name, argv in (
+        ("protect", [*sdc_command(), "protect", str(src), "-o", str(prot), "-k", str(K), "-f", "-q"]),
+        ("evaluate", [*sdc_command(), "evaluate", str(src), str(prot), "-q", "--jobs", str(jobs),
+                      "--report", str(folder / f"eval_{n}.json"), "-f"]),
+    ):
+        wall, rss = run_child(argv)
+        out[name] = {"seconds": wall, "peak_mb": rss}
+    rep = json.loads((folder / f"eval_{n}.json").read_text())
+    out["pld_method"] = rep["summary"].get("pld_method")
+    out["pld_bound"] = rep["summary"].get("pld_bound")
+    out["ratio"] = out["evaluate"]["seconds"] / out["protect"]["seconds"]
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=50_000)
-    ap.add_argument("--p", type=int, default=10)
-    ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--method", default="pc-sort")
-    ap.add_argument("--scenarios", type=int, default=None)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--end-to-end", action="store_true")
+    ap.add_argument("--sizes", default="10000,50000,200000,1000000")
+    ap.add_argument("--before-max", type=int, default=50_000)
+    ap.add_argument("--measure-scenarios", type=int, default=0)
+    ap.add_argument("--cli", action="store_true")
+    ap.add_argument("--jobs", type=int, default=0)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--version", default="after", help=argparse.SUPPRESS)
     args = ap.parse_args()
-
-    X = make_data(args.n, args.p)
-    Z = zscore(X)[0]
-    t = time.perf_counter()
-    if args.method == "pc-sort":
-        labels = pc_sort_labels(Z, args.k)
-    else:
-        from microagg_cli.methods import get_method
-
-        labels = get_method(args.method).func(Z, args.k, rng=np.random.default_rng(0))
-    Xp = aggregate(X, labels)
-    print(f"data {args.n} x {args.p}, method {args.method}, k={args.k}: "
-          f"protected in {time.perf_counter() - t:.1f} s")
-    print(f"start: peak RSS {peak_mb():.0f} MB")
-
-    stage: dict[str, float] = {}
-
-    def timed(name, f, *a, **kw):
-        t0 = time.perf_counter()
-        out = f(*a, **kw)
-        stage[name] = stage.get(name, 0.0) + time.perf_counter() - t0
-        return out
-
-    timed("il_sse/il_score/il1s/data_quality", lambda: (
-        utility.il_sse_blocks(X, Xp), utility.il_score(X, Xp), utility.il1s(X, Xp),
-        utility.data_quality(X, Xp)))
-    opt = timed("lb_nn + gap", utility.optimality_gap, X, Xp, args.k)
-    print(f"IL_SSE {opt['il_sse']['overall']:.4f}  LB_NN {opt['lb_nn']['overall']:.4f}")
-    ev = timed("risk setup (ranks, ID, PLD table)", risk.RiskEvaluator, X, Xp, k=args.k,
-               workers=args.workers)
-    table = ev.pld_table
-    print(f"PLD table: window {ev.pld_window}, {table.entries:,} entries "
-          f"({table.entries / args.n:.1f} per record), {table.gpat.size} distinct patterns; "
-          f"peak RSS {peak_mb():.0f} MB")
-    subsets, mode = default_scenarios(args.p, rng=np.random.default_rng(0))
-    if args.scenarios:
-        subsets = subsets[: args.scenarios]
-    dl, pl = [], []
-    for sc in sorted(subsets):
-        timed("anonymity", ev.anonymity, sc)
-        dl.append(timed("dld", ev.dld, sc))
-        pl.append(timed("pld", ev.pld, sc)["value"])
-        timed("id + sdid", lambda: (ev.interval_disclosure(sc), ev.sdid(sc)))
-    print(f"{len(subsets)} scenarios ({mode}): mean DLD {np.mean(dl):.3f}  mean PLD {np.mean(pl):.3f}")
-    for name, sec in stage.items():
-        per = f" ({1000 * sec / len(subsets):.1f} ms/scenario)" if name in (
-            "anonymity", "dld", "pld", "id + sdid") else ""
-        print(f"  {name:38s} {sec:8.1f} s{per}")
-    print(f"  {'total':38s} {sum(stage.values()):8.1f} s")
-    print(f"peak RSS {peak_mb():.0f} MB")
-    if args.end_to_end:
-        t = time.perf_counter()
-        rep = evaluate_arrays(X, Xp, k=args.k, workers=args.workers,
-                              scenarios=subsets if args.scenarios else None)
-        print(f"evaluate_arrays end to end: {time.perf_counter() - t:.1f} s, "
-              f"score {rep['score']['value']:.3f}; peak RSS {peak_mb():.0f} MB")
+    if args.one:
+        print(json.dumps(one(args.one, args.version, args.measure_scenarios or None)))
+        return
+    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results = []
+    for n in sizes:
+        row: dict = {"n": n}
+        measure = args.measure_scenarios or (64 if n > 200_000 else 0)
+        row["after"] = child(n, "after", measure)
+        if n <= args.before_max:
+            row["before"] = child(n, "before", measure or (128 if n > 20_000 else 0))
+        if args.cli:
+            with tempfile.TemporaryDirectory() as tmp:
+                row["cli"] = cli(n, args.jobs, Path(tmp))
+        results.append(row)
+        head = f"\n{n:,} x {P}, mdav k = {K}, 1,023 scenarios"
+        print(head + (f" (PLD {row['after']['pld_method']})"))
+        print(f"  {'measure (one thread)':22s} {'before s':>10s} {'after s':>10s} {'speed-up':>9s}")
+        for key in STAGES:
+            a = row["after"]["seconds"][key]
+            b = row.get("before", {}).get("seconds", {}).get(key)
+            mark = "~" if row["after"]["scaled"] and key in ("k_prime", "dld", "id_sdid") else " "
+            bs = f"{b:10.2f}" if b is not None else f"{'-':>10s}"
+            sp = f"{b / a:8.1f}x" if b is not None and a > 0 else f"{'':>9s}"
+            print(f"  {key:22s} {bs} {a:9.2f}{mark} {sp}")
+        tb = sum(row.get("before", {}).get("seconds", {}).values()) if "before" in row else None
+        ta = sum(row["after"]["seconds"].values())
+        print(f"  {'total':22s} {tb if tb is not None else float('nan'):10.2f} {ta:10.2f}")
+        print(f"  peak RSS (child): after {row['after']['peak_mb']:.0f} MB"
+              + (f", before {row['before']['peak_mb']:.0f} MB" if "before" in row else ""))
+        if "cli" in row:
+            c = row["cli"]
+            print(f"  sdc protect {c['protect']['seconds']:.1f} s ({c['protect']['peak_mb']:.0f} MB), "
+                  f"sdc evaluate --jobs {args.jobs} {c['evaluate']['seconds']:.1f} s "
+                  f"({c['evaluate']['peak_mb']:.0f} MB): {c['ratio']:.1f}x protect; PLD {c['pld_method']}"
+                  + (f", bound {c['pld_bound']:.3f} points" if c["pld_bound"] is not None else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -234,6 +234,10 @@ def _summary(measures: dict[str, Any]) -> dict[str, Any]:
         "optimality_gap": g("utility", "optimality", "gap", "overall"),
         "dld": g("risk", "mean", "dld"),
         "pld": g("risk", "mean", "pld"),
+        "pld_method": g("risk", "parameters", "pld_method"),
+        "pld_bound": g("risk", "pld_bound", "mean"),
+        "dld_method": g("risk", "parameters", "dld_method"),
+        "dld_bound": g("risk", "dld_bound", "mean"),
         "id": g("risk", "mean", "id"),
         "sdid": g("risk", "mean", "sdid"),
         "dr": g("risk", "dr", "value"),
@@ -468,6 +472,12 @@ def evaluate_matrices(
             "dr_weights": measures["risk"]["dr"]["weights"],
             "score_weights": measures["score"]["weights"],
             "pld_window_share": measures["risk"]["parameters"]["pld_window_share"],
+            "pld_method": measures["risk"]["parameters"]["pld_method"],
+            "pld_exact_max": measures["risk"]["parameters"]["pld_exact_max"],
+            "pld_sample": measures["risk"]["parameters"]["pld_sample"],
+            "dld_method": measures["risk"]["parameters"]["dld_method"],
+            "dld_exact_max": measures["risk"]["parameters"]["dld_exact_max"],
+            "dld_sample": measures["risk"]["parameters"]["dld_sample"],
             "id_percents": measures["risk"]["parameters"]["id_percents"],
             "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
             "partition_based": partition,
@@ -594,7 +604,7 @@ def evaluate_tables(
     )
 
     def file_entry(table: Table) -> dict[str, Any]:
-        return {**file_fingerprint(table.path), "format": table.fmt, "rows": int(table.n_rows),
+        return {**file_fingerprint(table), "format": table.fmt, "rows": int(table.n_rows),
                 "columns": len(table.columns)}
 
     rep: dict[str, Any] = {

@@ -340,9 +340,9 @@ TOP_KEYS = {"schema", "n", "p", "blocks", "k", "utility", "risk", "score"}
 UTILITY_KEYS = {"il_sse", "il1", "il2", "il3", "il4", "il5", "il_score", "il1s",
                 "il_sse_raw", "eigen", "robeigen", "data_quality", "optimality"}
 RISK_KEYS = {"parameters", "scenarios", "anonymity", "mean", "worst", "by_label",
-             "per_scenario", "pld_skipped_reason", "dr"}
+             "per_scenario", "pld_skipped_reason", "pld_bound", "dld_bound", "dr"}
 SCENARIO_KEYS = {"attributes", "label", "size", "k_prime", "k_min", "classes",
-                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em"}
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound"}
 
 
 def _get(report, dotted):
@@ -486,3 +486,57 @@ def test_metrics_registry_contract(rng):
         if spec.identity is not None:
             assert spec.func(X, X.copy()) == pytest.approx(spec.identity), name
     assert np.array_equal(X, Xc) and np.array_equal(Xp, Xpc)
+
+
+# ---------------------------------------------------------------- PLD at scale (#27)
+
+
+def test_sampled_pld_with_every_original_is_the_exact_pld(rng):
+    X = np.round(rng.normal(size=(400, 4)), 1)
+    Xp = _grouped(X, 3)
+    scs = [(0,), (1, 2), (0, 1, 2, 3)]
+    exact = RiskEvaluator(X, Xp, k=3, pld_window_share=0.05).evaluate(scs, jobs=1)
+    full = RiskEvaluator(X, Xp, k=3, pld_window_share=0.05, pld_exact_max=100, pld_sample=400)
+    assert full.pld_method == "sampled" and full.pld_rows.size == 400
+    for a, b in zip(exact, full.evaluate(scs, jobs=2)):
+        assert b["pld"] == pytest.approx(a["pld"], rel=1e-12)
+        assert b["pld_em"]["m"] == pytest.approx(a["pld_em"]["m"], rel=1e-9)
+        assert a["pld_bound"] is None and 0 <= b["pld_bound"] <= 100
+
+
+def test_sampled_pld_is_seeded_and_within_its_bound(rng):
+    X = np.round(rng.normal(size=(3000, 3)) @ rng.normal(size=(3, 3)), 2)
+    Xp = _grouped(X, 3)
+    scs = [(0,), (0, 1), (0, 1, 2)]
+    exact = RiskEvaluator(X, Xp, k=3).evaluate(scs, jobs=1)
+    one = RiskEvaluator(X, Xp, k=3, pld_exact_max=1000, pld_sample=800, pld_seed=5).evaluate(scs, jobs=1)
+    two = RiskEvaluator(X, Xp, k=3, pld_exact_max=1000, pld_sample=800, pld_seed=5).evaluate(scs, jobs=2)
+    assert one == two
+    for a, b in zip(exact, one):
+        assert abs(b["pld"] - a["pld"]) <= b["pld_bound"]
+    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, pld_exact_max=1000, pld_sample=800)
+    par = rep["risk"]["parameters"]
+    assert (par["pld_method"], par["pld_sample"], par["pld_seed"], par["pld_confidence"]) == ("sampled", 800, 0, 0.95)
+    assert rep["risk"]["pld_bound"]["max"] == max(r["pld_bound"] for r in rep["risk"]["per_scenario"])
+    exact_rep = evaluate_arrays(X, Xp, k=3, scenarios=scs)
+    assert exact_rep["risk"]["parameters"]["pld_method"] == "exact" and exact_rep["risk"]["pld_bound"] is None
+
+
+def test_sampled_dld_is_the_mean_exact_credit_of_its_sample(rng):
+    X = np.round(rng.normal(size=(2000, 4)), 2)
+    Xp = _grouped(X, 3)
+    scs = [(0,), (1, 3), (0, 1, 2, 3)]
+    exact = RiskEvaluator(X, Xp, k=3, pld=False)
+    full = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=2000)
+    part = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=600, dld_seed=2)
+    assert full.dld_method == "sampled" and part.dld_rows.size == 600
+    for sc in scs:
+        e = exact.dld_bounded(sc)
+        assert e[1] is None
+        v, b = full.dld_bounded(sc)
+        assert v == pytest.approx(e[0], rel=1e-12) and b >= 0
+        v, b = part.dld_bounded(sc)
+        assert abs(v - e[0]) <= b
+    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=600, jobs=2)
+    assert rep["risk"]["parameters"]["dld_method"] == "sampled" and rep["risk"]["dld_bound"]["max"] > 0
+    assert rep == evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=600, jobs=1)

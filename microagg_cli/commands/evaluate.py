@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from .. import api
+from .. import api, progress, threads
 from .. import report as render
 from ..errors import InvalidParameterError, ThresholdExceeded
 from ._common_eval import (
@@ -18,7 +16,7 @@ from ._common_eval import (
     parse_weights,
     scenario_options,
 )
-from ._options import setup_logging, split_names, stderr_console, verbosity_options
+from ._options import plain_output, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["evaluate_command"]
 
@@ -67,11 +65,14 @@ __all__ = ["evaluate_command"]
                    "never for release.")
 @gate_options
 @click.option("-f", "--force", is_flag=True, help="Replace the report files if they exist.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Threads evaluating intruder scenarios side by side (and building the PLD pair table); "
+                   "0 = the CPUs this process may use. The report does not depend on it.")
 @input_options
 @verbosity_options
 def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
                      dr_weights, score_weights, scale, bound, time_limit, missing, fmt, report, html, internal, max_dld, max_id,
-                     max_score, min_kprime, max_il, gate_on, force, input_format, delimiter, decimal,
+                     max_score, min_kprime, max_il, gate_on, force, jobs, input_format, delimiter, decimal,
                      quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
@@ -92,6 +93,13 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     --bound cg adds lb_cg, a certified lower bound on the IL_SSE of every
     k-partition (column generation with exact pricing; valid even when
     --time-limit stops it), and the certified gap (IL_SSE - lb_cg) / IL_SSE.
+
+    Above 100,000 records PLD is estimated from a seeded sample of 20,000 originals
+    (each against every protected record), above 500,000 records DLD from a seeded
+    sample of 100,000; the report names the method (pld_method, dld_method) and a
+    95 % error bound per scenario (pld_bound, dld_bound). A progress bar
+    with the time left shows on a terminal (with -v off a terminal: a heartbeat line
+    every 10 s); Ctrl-C ends the run within about a second, writing nothing.
 
     A summary goes to stderr (-q: none); --format json prints the JSON report on
     stdout, --report and --html write it to files. The reports hold no original
@@ -127,11 +135,11 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
     )
     failure: ThresholdExceeded | None = None
-    show_progress = not quiet and sys.stderr.isatty()
+    # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise
+    mode = "off" if quiet else ("bar" if not plain_output() else ("heartbeat" if verbose else "off"))
     try:
-        if show_progress:
-            rep = _with_progress(kwargs, original, protected)
-        else:
+        with progress.tracking(progress.Tracker(mode, console=stderr_console())), \
+                threads.limited(jobs or None):
             rep = api.evaluate(original, protected, **kwargs)
     except ThresholdExceeded as exc:
         rep = getattr(exc, "report", None)
@@ -144,17 +152,3 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         render.print_summary(rep, stderr_console())  # lb_cg and the certified gap too (--bound cg)
     if failure is not None:
         raise failure
-
-
-def _with_progress(kwargs: dict, original: str, protected: str) -> dict:
-    """Run the evaluation with a rich progress bar over the intruder scenarios (terminal only)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("intruder scenarios"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=stderr_console(), transient=True) as bar:
-        task = bar.add_task("scenarios", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        return api.evaluate(original, protected, progress=progress, **kwargs)

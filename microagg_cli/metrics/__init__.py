@@ -29,7 +29,11 @@ or removing one is a breaking change)::
                                (except k) {"overall", "per_block"}; gap = IL_SSE - LB_NN
     risk:
       parameters               {"distance", "rank", "pld_window", "pld_window_share",
-                                "id_percents", "id_windows", "sdid_factor",
+                                "pld_method" ("exact" | "sampled"), "pld_exact_max",
+                                "pld_sample", "pld_seed", "pld_confidence" (None when
+                                exact), "dld_method", "dld_exact_max", "dld_sample",
+                                "dld_seed", "dld_confidence", "id_percents",
+                                "id_windows", "sdid_factor",
                                 "sdid_max_outside", "k",
                                 "tie_rule"}
       scenarios                {"mode": "all"|"sample"|"explicit", "count",
@@ -43,9 +47,13 @@ or removing one is a breaking change)::
       by_label                 {"1G": {"scenarios", "mean": {...}, "worst": {...}}, ...}
       per_scenario             [{"attributes", "label", "size", "k_prime", "k_min",
                                  "classes", "share_below_k", "dld", "pld", "id",
-                                 "id_by_percent", "sdid", "pld_em"}, ...] (scenario
+                                 "id_by_percent", "sdid", "pld_em", "pld_bound",
+                                 "dld_bound"}, ...] (bounds: None when exact; scenario
                                order: by size, then lexicographic; explicit: as given)
       pld_skipped_reason       None or why PLD was not computed
+      dld_bound                None (exact DLD) or {"mean", "max", "rule"}, as pld_bound
+      pld_bound                None (exact PLD) or {"mean", "max", "rule"}: the sampled
+                               PLD's 95 % error bounds over the scenarios, in points
       dr                       {"value", "formula", "weights"}
     score                      {"value", "formula", "weights"}
 
@@ -61,6 +69,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, InvalidParameterError
+from ..threads import limit as thread_limit
 from . import risk, scenarios, utility
 from . import scenarios as _scenarios
 from .risk import (
@@ -162,6 +171,12 @@ def evaluate_arrays(
     score_weights: Mapping[str, float] | None = None,
     rng: np.random.Generator | None = None,
     pld_window_share: float = 0.01,
+    pld_exact_max: int = risk.PLD_EXACT_MAX,
+    pld_sample: int = risk.PLD_SAMPLE,
+    pld_seed: int = 0,
+    dld_exact_max: int = risk.DLD_EXACT_MAX,
+    dld_sample: int = risk.DLD_SAMPLE,
+    dld_seed: int = 0,
     id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
     sdid_factor: float = 0.05,
     sdid_max_outside: int = 0,
@@ -171,6 +186,7 @@ def evaluate_arrays(
     per_scenario: bool = True,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Every risk and utility measure of ``spec/metrics.md`` for one file pair.
 
@@ -192,6 +208,13 @@ def evaluate_arrays(
         defaults 0.5, 0.5).
     rng : generator for the scenario sample (``default_rng(0)`` when None).
     pld_window_share : PLD agreement window w = max(1, floor(share * n)).
+    pld_exact_max, pld_sample, pld_seed : PLD is exact up to ``pld_exact_max``
+        records; above, estimated from ``pld_sample`` originals drawn with
+        ``pld_seed``, with a 95 % error bound per scenario (``pld_bound``; see
+        :class:`microagg_cli.metrics.risk.RiskEvaluator`).
+    dld_exact_max, dld_sample, dld_seed : DLD is exact up to ``dld_exact_max`` records;
+        above, the mean exact credit of ``dld_sample`` originals drawn with
+        ``dld_seed``, with a 95 % error bound per scenario (``dld_bound``).
     id_percents : the interval sizes of ID(p), percent.
     sdid_factor : SDID half-width in protected sds.
     sdid_max_outside : attributes allowed outside their SDID interval (0 = the spec's
@@ -201,6 +224,9 @@ def evaluate_arrays(
     per_scenario : include the per-scenario list (the summaries are always there).
     workers : threads for kd-tree queries (results do not depend on it).
     progress : optional callback ``progress(done, total)`` after each scenario.
+    jobs : intruder scenarios evaluated side by side in threads (default
+        :func:`microagg_cli.threads.limit`, the CPUs this process may use); the
+        result does not depend on it.
 
     Returns
     -------
@@ -246,27 +272,29 @@ def evaluate_arrays(
 
     # -- risk -------------------------------------------------------------------
     used = sorted({v for s in subsets for v in s})
+    n_jobs = thread_limit() if jobs is None else max(1, int(jobs))
     ev = RiskEvaluator(
         X,
         Xp,
         k=k,
         pld_window_share=pld_window_share,
+        pld_exact_max=pld_exact_max,
+        pld_sample=pld_sample,
+        pld_seed=pld_seed,
+        dld_exact_max=dld_exact_max,
+        dld_sample=dld_sample,
+        dld_seed=dld_seed,
         pld_attributes=used,
         id_percents=id_percents,
         sdid_factor=sdid_factor,
         sdid_max_outside=sdid_max_outside,
         dld_candidates=8 if len(subsets) >= 8 else 0,  # pays off over many scenarios
-        workers=workers,
+        workers=max(int(workers), n_jobs),
     )
-    rows: list[dict[str, Any] | None] = [None] * len(subsets)
-    order = sorted(range(len(subsets)), key=lambda i: subsets[i])  # shares row classes
-    for done, i in enumerate(order, 1):
-        row = ev.scenario(subsets[i])
-        row["label"] = scenario_label(subsets[i], blist)
-        row["size"] = len(subsets[i])
-        rows[i] = row
-        if progress is not None:
-            progress(done, len(subsets))
+    rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
+    for row, sc in zip(rows, subsets):
+        row["label"] = scenario_label(sc, blist)
+        row["size"] = len(sc)
     per = [r for r in rows if r is not None]
     labels = [r["label"] for r in per]
     measures = {
@@ -277,7 +305,9 @@ def evaluate_arrays(
     mean = summary["mean"]
     dr = disclosure_risk(mean["dld"], mean["pld"], mean["id"], weights=dr_weights)
     key_order = ("attributes", "label", "size", "k_prime", "k_min", "classes",
-                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em")
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound")
+    bounds = [r["pld_bound"] for r in per if r["pld_bound"] is not None]
+    dbounds = [r["dld_bound"] for r in per if r["dld_bound"] is not None]
     risk_out: dict[str, Any] = {
         "parameters": {
             "distance": "euclidean on attributes z-scored with the original's means and "
@@ -287,6 +317,16 @@ def evaluate_arrays(
             "tie_rule": "t records tied for the best link with the true one among them count 1/t",
             "pld_window": ev.pld_window,
             "pld_window_share": ev.pld_window_share,
+            "pld_method": ev.pld_method,
+            "pld_exact_max": ev.pld_exact_max,
+            "pld_sample": ev.pld_sample if ev.pld_method == "sampled" else None,
+            "pld_seed": ev.pld_seed if ev.pld_method == "sampled" else None,
+            "pld_confidence": risk.PLD_CONFIDENCE if ev.pld_method == "sampled" else None,
+            "dld_method": ev.dld_method,
+            "dld_exact_max": ev.dld_exact_max,
+            "dld_sample": ev.dld_sample if ev.dld_method == "sampled" else None,
+            "dld_seed": ev.dld_seed if ev.dld_method == "sampled" else None,
+            "dld_confidence": risk.PLD_CONFIDENCE if ev.dld_method == "sampled" else None,
             "id_percents": list(ev.id_percents),
             "id_windows": [risk.id_window(n, q) for q in ev.id_percents],
             "sdid_factor": ev.sdid_factor,
@@ -305,6 +345,18 @@ def evaluate_arrays(
         "by_label": summary["by_label"],
         "per_scenario": [{key: r[key] for key in key_order} for r in per] if per_scenario else None,
         "pld_skipped_reason": ev.pld_skipped_reason,
+        "dld_bound": None if not dbounds else {
+            "mean": float(np.mean(dbounds)),
+            "max": float(np.max(dbounds)),
+            "rule": "half-width of a two-sided 95 % empirical Bernstein interval (Maurer & Pontil 2009) "
+                    "for each scenario's DLD (mean exact credit of the sampled originals), in percentage points",
+        },
+        "pld_bound": None if not bounds else {
+            "mean": float(np.mean(bounds)),
+            "max": float(np.max(bounds)),
+            "rule": "half-width of a two-sided 95 % empirical Bernstein interval (Maurer & Pontil 2009) "
+                    "for each scenario's PLD, in percentage points, given the EM fitted on the sample",
+        },
         "dr": dr,
     }
     return {

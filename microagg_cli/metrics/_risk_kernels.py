@@ -1,0 +1,449 @@
+"""Compiled kernels of the risk measures (PLD pair table and EM, PLD links, DLD checks).
+
+Every kernel is compiled with ``nogil=True``: the scenarios of ``sdc evaluate --jobs N``
+run in N threads, and the interrupt watchdog needs the GIL while the main thread is in
+a kernel (see :mod:`microagg_cli.interrupts`). Nothing here allocates inside a loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+
+__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact", "kd_build"]
+
+
+@njit(cache=True, nogil=True)
+def em_fit(G, c, theta, max_iter, tol, eps):  # pragma: no cover - compiled
+    """Fellegi-Sunter EM on distinct agreement patterns (see ``risk.fellegi_sunter_em``).
+
+    ``G`` (P, q) uint8 patterns, ``c`` (P,) counts, ``theta`` = [pi, m_1..m_q, u_1..u_q]
+    (clipped start, updated in place). Returns (iterations, converged). One iteration is
+    O(P q): the E step gives each pattern's match probability g, the M step the
+    g-weighted agreement rates.
+    """
+    P, q = G.shape
+    N = 0.0
+    for i in range(P):
+        N += c[i]
+    lm = np.empty(q)
+    l1m = np.empty(q)
+    lu = np.empty(q)
+    l1u = np.empty(q)
+    ag0 = np.empty(q)
+    ag1 = np.empty(q)
+    new = np.empty(theta.size)
+    it = 0
+    converged = False
+    for it in range(1, max_iter + 1):
+        pi = theta[0]
+        lpi = math.log(pi)
+        l1pi = math.log1p(-pi)
+        for v in range(q):
+            lm[v] = math.log(theta[1 + v])
+            l1m[v] = math.log1p(-theta[1 + v])
+            lu[v] = math.log(theta[1 + q + v])
+            l1u[v] = math.log1p(-theta[1 + q + v])
+            ag0[v] = 0.0
+            ag1[v] = 0.0
+        tot0 = 0.0
+        tot1 = 0.0
+        for i in range(P):
+            a = 0.0
+            b = 0.0
+            for v in range(q):
+                if G[i, v]:
+                    a += lm[v]
+                    b += lu[v]
+            for v in range(q):
+                if not G[i, v]:
+                    a += l1m[v]
+                    b += l1u[v]
+            a += lpi
+            b += l1pi
+            hi = a if a > b else b
+            lse = hi + math.log1p(math.exp(-abs(a - b)))
+            g = math.exp(a - lse)
+            cg = c[i] * g
+            cn = c[i] - cg
+            tot0 += cg
+            tot1 += cn
+            for v in range(q):
+                if G[i, v]:
+                    ag0[v] += cg
+                    ag1[v] += cn
+        new[0] = tot0 / N
+        for v in range(q):
+            new[1 + v] = ag0[v] / tot0 if tot0 > 0 else theta[1 + v]
+            new[1 + q + v] = ag1[v] / tot1 if tot1 > 0 else theta[1 + q + v]
+        change = 0.0
+        for j in range(theta.size):
+            x = new[j]
+            if x < eps:
+                x = eps
+            elif x > 1.0 - eps:
+                x = 1.0 - eps
+            d = abs(x - theta[j]) / theta[j]
+            if d > change:
+                change = d
+            theta[j] = x
+        if change < tol:
+            converged = True
+            break
+    return it, converged
+
+
+@njit(cache=True, nogil=True)
+def pld_pass(Ro, Rpu, mult, op, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch, touched):  # pragma: no cover
+    """Pairs whose lowest agreeing attribute is ``v``, counted per (original, full pattern).
+
+    ``Rpu`` (U, q) distinct protected rank rows with multiplicities ``mult``; ``op`` the
+    protected rows sorted by rank on ``v``, original ``a`` agrees on ``v`` with
+    ``op[lo[a]:hi[a]]``. Originals ``todo[start:]`` are processed until the outputs
+    are full; returns (next position in ``todo``, entries written). ``scratch`` (2^q)
+    is zero on entry and on return.
+    """
+    q = Ro.shape[1]
+    cap = out_a.size
+    pos = 0
+    bitv = np.int64(1) << v
+    t = start
+    while t < todo.size:
+        a = todo[t]
+        l0 = lo[a]
+        h0 = hi[a]
+        if pos + min(h0 - l0, scratch.size) > cap:
+            break
+        nt = 0
+        for j in range(l0, h0):
+            b = op[j]
+            lower = False
+            for u in range(v):
+                d = Ro[a, u] - Rpu[b, u]
+                if -w <= d <= w:
+                    lower = True
+                    break
+            if lower:
+                continue
+            pat = bitv
+            for u in range(v + 1, q):
+                d = Ro[a, u] - Rpu[b, u]
+                if -w <= d <= w:
+                    pat |= np.int64(1) << u
+            if scratch[pat] == 0:
+                touched[nt] = pat
+                nt += 1
+            scratch[pat] += mult[b]
+        for j in range(nt):
+            pat = touched[j]
+            out_a[pos] = a
+            out_p[pos] = pat
+            out_c[pos] = scratch[pat]
+            scratch[pat] = 0
+            pos += 1
+        t += 1
+    return t, pos
+
+
+@njit(cache=True, nogil=True)
+def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no cover - compiled
+    """Sum over originals of 1/t when the true record is among the t records of the
+    best weight level (0 when it is not). ``lev_g`` levels of the full patterns,
+    original ``a``'s entries are ``offsets[a]:offsets[a+1]`` of ``e_g``/``e_cnt``;
+    ``zero_a[a]`` protected records agree with it nowhere (pattern level ``L0``)."""
+    n = zero_a.size
+    credit = 0.0
+    for a in range(n):
+        Lt = lev_g[true_g[a]]
+        s0 = offsets[a]
+        s1 = offsets[a + 1]
+        best = L0 if zero_a[a] > 0 else -(1 << 62)
+        for e in range(s0, s1):
+            le = lev_g[e_g[e]]
+            if le > best:
+                best = le
+        if Lt < best:
+            continue
+        equal = zero_a[a] if L0 == Lt else 0
+        for e in range(s0, s1):
+            if lev_g[e_g[e]] == Lt:
+                equal += e_cnt[e]
+        if equal > 0:
+            credit += 1.0 / equal
+    return credit
+
+
+@njit(cache=True, nogil=True)
+def dld_filter(Z, Zp, cols, cand, rows, d2_true, todo):  # pragma: no cover - compiled
+    """Squared true distances on ``cols`` and the originals no candidate settles.
+
+    For the originals ``rows``: ``d2_true[a]`` = sum over ``cols`` (left to right) of
+    (Z[a, c] - Zp[a, c])^2, the fixed order of ``risk._sq_rows``; original ``a`` is
+    settled (no credit) when one of the protected records ``cand[a]`` is strictly
+    nearer. Writes the unsettled originals to ``todo`` and returns their number.
+    """
+    K = cand.shape[1]
+    s = cols.size
+    nt = 0
+    for i in range(rows.size):
+        a = rows[i]
+        acc = 0.0
+        for j in range(s):
+            c = cols[j]
+            d = Z[a, c] - Zp[a, c]
+            acc += d * d
+        d2_true[a] = acc
+        beaten = False
+        for t in range(K):
+            b = cand[a, t]
+            acc2 = 0.0
+            for j in range(s):
+                c = cols[j]
+                d = Z[a, c] - Zp[b, c]
+                acc2 += d * d
+            if acc2 < acc:
+                beaten = True
+                break
+        if not beaten:
+            todo[nt] = a
+            nt += 1
+    return nt
+
+
+@njit(cache=True, nogil=True)
+def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, true_g, a0, a1, F, credits,
+                     squares):  # pragma: no cover
+    """PLD credits of originals ``a0:a1`` in every scenario at once (record-major).
+
+    ``lev[s, g]`` is the weight level of full pattern ``gpat[g]`` in scenario ``s``
+    (mask ``masks[s]``); ``fast[s]``: the all-agree pattern of the scenario is alone on
+    the top level. Then an original whose true record agrees on every attribute of
+    the scenario ties exactly with the protected records agreeing on all of them: the
+    superset sum ``F[mask]`` of its pattern counts (zeta transform, O(q 2^q) per
+    original). Otherwise its entries are scanned (richest patterns first, so a better
+    pattern ends the scan early). Adds to ``credits[s]`` (and the squared credits to
+    ``squares[s]``, for the sampled estimator's variance); ``F`` is a 2^q scratch.
+    """
+    S = masks.size
+    Fn = F.size
+    q = 0
+    while (1 << q) < Fn:
+        q += 1
+    for a in range(a0, a1):
+        s0 = bounds[a]
+        s1 = bounds[a + 1]
+        for i in range(Fn):
+            F[i] = 0
+        for e in range(s0, s1):
+            F[gpat[e_g[e]]] += e_cnt[e]
+        for bit in range(q):
+            step = 1 << bit
+            for T in range(Fn):
+                if not (T & step):
+                    F[T] += F[T | step]
+        tg = true_g[a]
+        tpat = gpat[tg]
+        for s in range(S):
+            M = masks[s]
+            if fast[s] and (tpat & M) == M:
+                eq = F[M]
+                if eq > 0:
+                    credits[s] += 1.0 / eq
+                    squares[s] += 1.0 / (eq * eq)
+                continue
+            Lt = lev[s, tg]
+            if zero_a[a] > 0 and L0[s] > Lt:
+                continue
+            eq = zero_a[a] if L0[s] == Lt else 0
+            beaten = False
+            for e in range(s0, s1):
+                le = lev[s, e_g[e]]
+                if le > Lt:
+                    beaten = True
+                    break
+                if le == Lt:
+                    eq += e_cnt[e]
+            if not beaten and eq > 0:
+                credits[s] += 1.0 / eq
+                squares[s] += 1.0 / (eq * eq)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
+    """Classes of the pairs (``prev[i]``, ``col[i]``), numbered by first appearance:
+    writes ``out`` and returns their number. ``keys`` is a scratch hash table (a power
+    of two of at least twice the records); O(n) expected."""
+    n = prev.size
+    size = keys.size
+    mask = size - 1
+    for i in range(size):
+        keys[i] = -1
+    vals = np.empty(size, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        key = prev[i] * card + col[i]
+        h = np.uint64(key) * np.uint64(11400714819323198485)
+        j = np.int64(h >> np.uint64(40)) & mask
+        while True:
+            kj = keys[j]
+            if kj == key:
+                out[i] = vals[j]
+                break
+            if kj == -1:
+                keys[j] = key
+                vals[j] = m
+                out[i] = m
+                m += 1
+                break
+            j = (j + 1) & mask
+    return m
+
+
+@njit(cache=True, nogil=True)
+def dld_exact(Zq, d2_true, todo, P, mult, lo, hi, left, right, start, end, credit):  # pragma: no cover
+    """Exact DLD credits of the originals ``todo`` against the protected points ``P``.
+
+    Everything is restricted to the scenario's attributes already: ``Zq`` (t, s) the
+    originals ``todo`` (in that order), ``P`` (m, s) the distinct protected rows in the
+    order of the k-d tree (``lo``/``hi`` (nodes, s) boxes of every node, children
+    ``left``/``right``, -1 at a leaf; a node holds ``P[start:end]``), ``mult`` their
+    multiplicities. For original ``todo[i]`` a depth-first search, nearer box first,
+    over the boxes within ``d2_true``: a point strictly nearer ends it (no credit);
+    points exactly as near (same fixed-order formula) are ties, and the credit is
+    1 / their total multiplicity. A box is skipped only when its lower bound exceeds
+    ``d2_true``; the bound is computed in the same order of operations as a point's
+    distance, and rounding is monotone, so no point as near is skipped.
+    """
+    s = Zq.shape[1]
+    stack = np.empty(512, dtype=np.int64)
+    stack_lb = np.empty(512)
+    for t in range(todo.size):
+        a = todo[t]
+        ref = d2_true[a]
+        ties = 0.0
+        beaten = False
+        stack[0] = 0
+        stack_lb[0] = 0.0
+        sp = 1
+        while sp > 0 and not beaten:
+            sp -= 1
+            node = stack[sp]
+            if stack_lb[sp] > ref:
+                continue
+            if left[node] < 0:
+                for u in range(start[node], end[node]):
+                    acc = 0.0
+                    for j in range(s):
+                        d = Zq[t, j] - P[u, j]
+                        acc += d * d
+                    if acc < ref:
+                        beaten = True
+                        break
+                    if acc == ref:
+                        ties += mult[u]
+                continue
+            # push the farther child first: the nearer one is searched first
+            l = left[node]
+            r = right[node]
+            bl = 0.0
+            br = 0.0
+            for j in range(s):
+                z = Zq[t, j]
+                d = lo[l, j] - z
+                if d > 0:
+                    bl += d * d
+                else:
+                    d = z - hi[l, j]
+                    if d > 0:
+                        bl += d * d
+                d = lo[r, j] - z
+                if d > 0:
+                    br += d * d
+                else:
+                    d = z - hi[r, j]
+                    if d > 0:
+                        br += d * d
+            if bl <= br:
+                if br <= ref:
+                    stack[sp] = r
+                    stack_lb[sp] = br
+                    sp += 1
+                if bl <= ref:
+                    stack[sp] = l
+                    stack_lb[sp] = bl
+                    sp += 1
+            else:
+                if bl <= ref:
+                    stack[sp] = l
+                    stack_lb[sp] = bl
+                    sp += 1
+                if br <= ref:
+                    stack[sp] = r
+                    stack_lb[sp] = br
+                    sp += 1
+        if not beaten and ties > 0:
+            credit[a] = 1.0 / ties
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cover - compiled
+    """A k-d tree of the rows of ``P`` (m, s): median splits on the widest coordinate,
+    leaves of at most ``leaf`` rows. Fills ``perm`` (row order: node ``i`` holds rows
+    ``perm[start[i]:end[i]]``), the bounding boxes ``lo``/``hi`` and the children
+    (-1 at a leaf); children come after their parent. Returns the number of nodes."""
+    m, s = P.shape
+    for i in range(m):
+        perm[i] = i
+    start[0] = 0
+    end[0] = m
+    left[0] = -1
+    right[0] = -1
+    nn = 1
+    node = 0
+    while node < nn:
+        s0 = start[node]
+        s1 = end[node]
+        for j in range(s):
+            lo[node, j] = np.inf
+            hi[node, j] = -np.inf
+        for i in range(s0, s1):
+            r = perm[i]
+            for j in range(s):
+                x = P[r, j]
+                if x < lo[node, j]:
+                    lo[node, j] = x
+                if x > hi[node, j]:
+                    hi[node, j] = x
+        if s1 - s0 > leaf:
+            dim = 0
+            wide = -1.0
+            for j in range(s):
+                if hi[node, j] - lo[node, j] > wide:
+                    wide = hi[node, j] - lo[node, j]
+                    dim = j
+            vals = np.empty(s1 - s0)
+            for i in range(s0, s1):
+                vals[i - s0] = P[perm[i], dim]
+            order = np.argsort(vals, kind="mergesort")
+            seg = perm[s0:s1].copy()
+            for i in range(s1 - s0):
+                perm[s0 + i] = seg[order[i]]
+            half = (s1 - s0) // 2
+            left[node] = nn
+            right[node] = nn + 1
+            start[nn] = s0
+            end[nn] = s0 + half
+            start[nn + 1] = s0 + half
+            end[nn + 1] = s1
+            left[nn] = -1
+            right[nn] = -1
+            left[nn + 1] = -1
+            right[nn + 1] = -1
+            nn += 2
+        node += 1
+    return nn
