@@ -12,10 +12,13 @@ One command, each case in a fresh subprocess (so that peak memory is per case):
 (c) ``stream``: a Parquet dataset directory of n x 10 (plus an id and a text column)
     through ``sdc protect --partition-size`` with ``--engine local`` and
     ``--engine dask`` (a LocalCluster of 2 worker processes, 4 GB each): wall time,
-    peak RSS of the client process and of each Dask worker, and a byte comparison of
-    the two outputs. n = 1,000,000 by default; ``--huge`` adds 10,000,000 through the
-    Dask engine (targets: <= 15 min, <= 4 GB per worker; the data, ~1 GB of Parquet,
-    is generated in /tmp in chunks of 500,000 rows, never whole in memory).
+    peak RSS of the client process and of each Dask worker (separately), the Dask
+    engine's mode (the thin client, where workers read their rows, for a Parquet
+    input), and a byte comparison of the two outputs. n = 1,000,000 by default;
+    ``--huge`` adds 2,000,000 and 10,000,000 through the Dask engine (``--huge-n`` to
+    choose, ``--huge-local`` to run the local engine too and compare bytes; targets:
+    client <= 0.5 GB, <= 4 GB per worker; the data, ~1 GB of Parquet at 10M, is
+    generated in /tmp in chunks of 500,000 rows, never whole in memory).
 
 Data: a seeded Gaussian mixture (8 components in 10 dimensions, means from
 N(0, 3^2), each component with its own correlated covariance), in original units
@@ -133,7 +136,7 @@ def case_partitioned(n: int, sizes: list[int]) -> dict:
 def case_stream(n: int, engine: str, partition_size: int, workdir: Path) -> dict:
     from microagg_cli.api import protect
 
-    src = write_dataset(workdir / f"data-{n}", n)
+    src = workdir / f"data-{n}"  # written by case "data" in its own process: not counted here
     out = workdir / f"out-{n}-{engine}"
     t0 = time.perf_counter()
     rep = protect(src, out, k=K, columns=COLUMNS, partition_size=partition_size, engine=engine, force=True,
@@ -148,6 +151,7 @@ def case_stream(n: int, engine: str, partition_size: int, workdir: Path) -> dict
         "check_extra_il": block["partition_check"]["relative_extra_il"],
         "client_peak_mb": eng["client_peak_rss_bytes"] / 2**20,
         "worker_peak_mb": [w["peak_rss_bytes"] / 2**20 for w in eng.get("workers", [])],
+        "mode": eng.get("mode", "local"), "thin": eng.get("thin"),
         "output": str(out),
     }
 
@@ -176,7 +180,11 @@ def main() -> None:
     ap.add_argument("--exact-n", type=int, action="append", default=None, help="sizes of (a)")
     ap.add_argument("--stream-n", type=int, default=1_000_000, help="size of (c) for both engines")
     ap.add_argument("--partition-size", type=int, default=50_000, help="parts of (c)")
-    ap.add_argument("--huge", action="store_true", help="add 10,000,000 x 10 through the Dask engine")
+    ap.add_argument("--huge", action="store_true",
+                    help="add 2,000,000 and 10,000,000 x 10 through the Dask engine (client and worker peak RSS)")
+    ap.add_argument("--huge-n", type=int, action="append", default=None, help="sizes of --huge (default 2M, 10M)")
+    ap.add_argument("--huge-local", action="store_true",
+                    help="with --huge: also run --engine local at those sizes and compare the bytes")
     ap.add_argument("--workdir", default="/tmp/sdc-scale", help="where the Parquet data sets go")
     ap.add_argument("--json", default=None, help="also write every result here")
     ap.add_argument("--case", help=argparse.SUPPRESS)
@@ -186,6 +194,10 @@ def main() -> None:
         kind, *rest = args.case.split(":")
         if kind == "exact":
             r = case_exact(int(rest[0]))
+        elif kind == "data":
+            workdir.mkdir(parents=True, exist_ok=True)
+            write_dataset(workdir / f"data-{rest[0]}", int(rest[0]))
+            r = {"n": int(rest[0])}
         elif kind == "partitioned":
             r = case_partitioned(int(rest[0]), [int(s) for s in rest[1].split(",")])
         else:
@@ -215,19 +227,24 @@ def main() -> None:
                   f"{100 * run['relative']:>+8.2f}% {100 * run['check_estimate']:>+9.2f}% {run['seconds']:>8.1f}",
                   flush=True)
     if "stream" in only:
-        cases = [(args.stream_n, "local"), (args.stream_n, "dask")]
+        cases = [(args.stream_n, "local"), (args.stream_n, "dask")] if args.stream_n else []
         if args.huge:
-            cases.append((10_000_000, "dask"))
+            for n in args.huge_n or [2_000_000, 10_000_000]:
+                cases.append((n, "dask"))
+                if args.huge_local:
+                    cases.append((n, "local"))
         print(f"\n(c) streaming engines, Parquet dataset in {workdir}, parts <= {args.partition_size:,}")
         print(f"{'n':>11} {'engine':>7} {'wall s':>8} {'pass 1':>7} {'pass 2':>7} {'parts':>6} {'IL_SSE':>8} "
               f"{'client MB':>9}  worker peak MB")
         results["stream"] = []
         for n, engine in cases:
+            _sub("--case", f"data:{n}", "--workdir", str(workdir))
             r = _sub("--case", f"stream:{n}:{engine}:{args.partition_size}", "--workdir", str(workdir))
             results["stream"].append(r)
             workers = ", ".join(f"{m:.0f}" for m in r["worker_peak_mb"]) or "-"
             print(f"{n:>11,} {engine:>7} {r['wall_s']:>8.1f} {r['pass1_s']:>7.1f} {r['pass2_s']:>7.1f} "
-                  f"{r['parts']:>6} {r['il_sse']:>8.4f} {r['client_peak_mb']:>9.0f}  {workers}", flush=True)
+                  f"{r['parts']:>6} {r['il_sse']:>8.4f} {r['client_peak_mb']:>9.0f}  {workers}  [{r['mode']}]",
+                  flush=True)
         same = {}
         for n in {n for n, _ in cases}:
             outs = {r["engine"]: r["output"] for r in results["stream"] if r["n"] == n}

@@ -72,7 +72,15 @@ from .io import (
 from .io import id_type as io_id_type
 from .methods import get_method
 from .csvio import CsvSource, CsvWriter, open_csv_source
-from .engines_dask import ReadSpec, ThinRun, WriteSpec, temp_beside, thin_reason, write_parquet_rows
+from .engines_dask import (
+    ReadSpec,
+    ThinRun,
+    WriteSpec,
+    temp_beside,
+    thin_reason,
+    workers_can_open,
+    write_parquet_rows,
+)
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
@@ -753,6 +761,8 @@ def protect_stream(
         if engine == "dask":
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
             runner: Any = _DaskRunner(client, description)
+            if thin is None and not workers_can_open(client, tuple(str(f.resolve()) for f in src.files)):
+                thin = "the workers cannot open the input files (no shared file system)"
         else:
             runner = LocalRunner()
         if engine == "dask" and thin is None:

@@ -74,7 +74,7 @@ from .protection.table import optimality
 
 __all__ = [
     "UNIT_CHUNKS", "CANDIDATES", "THIN_LB_ROWS", "N_BUCKETS", "DIGITS", "ReadSpec", "thin_reason",
-    "read_rows", "write_parquet_rows", "ThinRun",
+    "read_rows", "write_parquet_rows", "ThinRun", "can_open", "workers_can_open",
 ]
 
 #: Chunks of the chunk rule per unit (a unit is what one task reads and keeps).
@@ -114,6 +114,20 @@ def thin_reason(*, parquet: bool, output_parquet: bool, plan: BlockPlan, strata:
 
 
 # ---------------------------------------------------------------------------- reading
+
+
+def can_open(files: tuple[str, ...]) -> bool:
+    """Whether this process can read every file (run on each worker before the thin mode)."""
+    return all(os.access(f, os.R_OK) for f in files)
+
+
+def workers_can_open(client: Any, files: tuple[str, ...]) -> bool:
+    """Whether every worker of ``client`` can read the input files (a shared file system)."""
+    try:
+        answers = client.run(can_open, files)
+    except Exception:  # noqa: BLE001 -- a worker that cannot answer cannot read them either
+        return False
+    return bool(answers) and all(answers.values())
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ def test_a_failing_part_fails_the_run_and_writes_nothing(tmp_path, threads_clust
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]  # no temporary folder either
 
 
-def test_inputs_only_the_client_reads_keep_the_shipping_mode(tmp_path, threads_cluster):
+def test_inputs_only_the_client_reads_keep_the_shipping_mode(tmp_path, threads_cluster, monkeypatch):
     df = _frame(600, seed=2)
     csv = tmp_path / "in.csv"
     df.to_csv(csv, index=False)
@@ -178,6 +178,11 @@ def test_inputs_only_the_client_reads_keep_the_shipping_mode(tmp_path, threads_c
     rep = protect_stream(src, tmp_path / "w.parquet", BlockPlan.single(["a", "b"], k=3), partition_size=100,
                          weights="w", engine="dask", scheduler=threads_cluster)
     assert rep["engine"]["mode_reason"] == "--weights"
+    # workers that cannot open the files get the rows from the client
+    monkeypatch.setattr(engines_dask, "can_open", lambda files: False)
+    rep = protect_stream(src, tmp_path / "s.parquet", BlockPlan.single(["a", "b"], k=3), partition_size=100,
+                         engine="dask", scheduler=threads_cluster)
+    assert rep["engine"]["mode_reason"] == "the workers cannot open the input files (no shared file system)"
 
 
 def test_a_worker_killed_mid_run_gives_the_same_bytes(tmp_path):
