@@ -29,6 +29,16 @@ cluster at ``scheduler`` (``tcp://HOST:PORT``), or by default a
 only, no dashboard). Each part's stream depends on its part id only, so both engines
 write the same bytes.
 
+On Dask, a Parquet input every worker can open runs the *thin client*
+(:mod:`microagg_cli.engines_dask`): the workers read their own row ranges, the cuts are
+made from statistics they return (the chunk rule of :mod:`microagg_cli.partitioning`,
+so they equal the local engine's), and the parts and the output files are made on the
+workers; this process holds a few numbers per node of the splitting tree, never a
+record. Other runs (a CSV input, strata, weights, ``--missing complete|available``, a
+method whose output is not a partition, workers without access to the files) keep the
+two passes above with the parts' rows shipped to the workers; the report's
+``engine.mode`` (and ``engine.mode_reason``) says which ran.
+
 Examples
 --------
 >>> from microagg_cli.blocking import BlockPlan                     # doctest: +SKIP
