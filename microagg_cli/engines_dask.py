@@ -19,9 +19,10 @@ arguments (file names, row ranges, a few numbers per node of the splitting tree)
    chunk rule). The median of a node, the record of rank floor(m/2) in (projection,
    input index) order, is found by an exact radix selection on the 128-bit keys
    (:func:`microagg_cli.partitioning.sort_keys` of the projection, input index): 16
-   bits per round (:func:`node_histograms`, summed on a worker), and once at most
+   bits per round (:func:`node_histograms`, summed on a worker: :func:`pick_bins`),
+   and once at most
    :data:`CANDIDATES` records share the known digits they are fetched and ranked
-   (:func:`node_candidates`). The client holds O(nodes x 65,536) counts per round.
+   (:func:`node_candidates`). The client holds three numbers per node and round.
 3. **parts** -- every unit splits its rows by part (:func:`split_unit`); a part task
    gathers its rows, protects them with the block's scaling and the seed of its part
    id (:func:`microagg_cli.protection.parts.part_task`, as every engine does) and keeps
@@ -242,7 +243,7 @@ def node_histograms(hi: np.ndarray, lab: np.ndarray | None, start: int, ids: lis
                     fixed: list[list[int]]) -> np.ndarray:
     """(nodes, 65536) counts of the next key digit among the rows matching the known digits. A task."""
     lab = _labels(lab, hi.shape[0])
-    out = np.zeros((len(ids), _RADIX), dtype=np.int64)
+    out = np.zeros((len(ids), _RADIX), dtype=np.int32)  # a unit holds < 2**31 records
     for i, (nid, known) in enumerate(zip(ids, fixed)):
         fields = _matching(hi, lab, start, nid, known)
         field, shift = DIGITS[len(known)]
@@ -252,10 +253,23 @@ def node_histograms(hi: np.ndarray, lab: np.ndarray | None, start: int, ids: lis
 
 
 def add_arrays(*arrays: np.ndarray) -> np.ndarray:
-    total = arrays[0].copy()
+    total = arrays[0].astype(np.int64)
     for a in arrays[1:]:
         total += a
     return total
+
+
+def pick_bins(ranks: list[int], *hists: np.ndarray) -> list[tuple[int, int, int]]:
+    """Per node: (the digit holding its record of rank ``ranks[i]``, that record's rank
+    among the records with this digit, how many they are), from the units' histograms.
+    A task: the client gets three numbers per node, not the histograms."""
+    total = add_arrays(*hists)
+    out = []
+    for row, rank in enumerate(ranks):
+        cum = np.cumsum(total[row])
+        b = int(np.searchsorted(cum, rank, side="right"))
+        out.append((b, rank - (int(cum[b - 1]) if b else 0), int(total[row][b])))
+    return out
 
 
 def node_candidates(hi: np.ndarray, lab: np.ndarray | None, start: int, ids: list[int],
@@ -581,14 +595,13 @@ class ThinRun:
         while todo:
             hists = [self._submit(node_histograms, h, lab, s, [ids[i] for i in todo], [fixed[i] for i in todo])
                      for h, lab, s in zip(hi_u, lab_u, starts)]
-            total = self._gather([self._submit(add_arrays, *hists)])[0]
+            picked = self._gather([self._submit(pick_bins, [rank[i] for i in todo], *hists)])[0]
+            del hists
             fetch = []
-            for row, i in enumerate(todo):
-                cum = np.cumsum(total[row])
-                b = int(np.searchsorted(cum, rank[i], side="right"))
-                rank[i] -= int(cum[b - 1]) if b else 0
+            for (b, within, count), i in zip(picked, todo):
+                rank[i] = within
                 fixed[i].append(b)
-                if int(total[row][b]) <= CANDIDATES or len(fixed[i]) == len(DIGITS):
+                if count <= CANDIDATES or len(fixed[i]) == len(DIGITS):
                     fetch.append(i)
             if fetch:
                 got = self._gather([self._submit(node_candidates, h, lab, s, [ids[i] for i in fetch],
