@@ -614,6 +614,8 @@ def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target
     spec = ReadSpec(tuple(str(f.resolve()) for f in src.files), tuple(src.rows))
     run = ThinRun(client, spec, plan, seed=seed, stat=stat, partition_size=partition_size, bound=bound,
                   progress=progress)
+    from distributed import KilledWorker
+
     try:
         stats, il_parts, details = run.protect()
         results = [BlockResult(block, None, None, st) for block, st in zip(run.resolved, stats)]  # type: ignore[arg-type]
@@ -650,6 +652,11 @@ def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target
             files.discard()
             raise
         info = runner.describe()
+    except KilledWorker:
+        raise InvalidParameterError(
+            "Dask workers died while protecting a part (out of memory?); use a smaller --partition-size "
+            "or give the workers more memory; nothing was written"
+        ) from None
     finally:
         run.release()
     info.update(mode="workers read their rows and write the output", client_peak_rss_bytes=client_peak,
