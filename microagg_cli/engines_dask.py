@@ -42,6 +42,7 @@ output bytes do not change.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
@@ -77,6 +78,8 @@ __all__ = [
     "UNIT_CHUNKS", "CANDIDATES", "THIN_LB_ROWS", "N_BUCKETS", "DIGITS", "ReadSpec", "thin_reason",
     "read_rows", "write_parquet_rows", "ThinRun", "can_open", "workers_can_open",
 ]
+
+log = logging.getLogger("microagg_cli")
 
 #: Chunks of the chunk rule per unit (a unit is what one task reads and keeps).
 UNIT_CHUNKS = 8
@@ -628,6 +631,8 @@ class ThinRun:
             t0 = time.perf_counter()
             partitioning.check_partition_size(self.partition_size, check_k_value(block.k))
             cols = list(block.columns)
+            log.info("block %s: %s, k=%d, %d x %d, 1 stratum/strata (read by the Dask workers)", block.name,
+                     block.method, block.k, self.spec.n_rows, len(cols))
             X_u = [self._submit(read_rows, self.spec, a, b, cols) for a, b in units]
             mean, scale = self._scaling(X_u)
             Z_u = [self._submit(zscale, x, mean, scale) for x in X_u]
