@@ -654,19 +654,22 @@ class ThinRun:
                                      *pieces[0], *pieces[1])
             futures = [self._submit(run_part, j, block, entropy, spawn, f"{block.name}#part{j + 1}",
                                     (mean, scale), kwargs, *pieces[j]) for j in range(len(leaves))]
-            del pieces, splits
+            # the units' rows are needed again only for a small block's LB_NN: let the
+            # workers free them once split (Dask keeps their lineage for a lost worker)
+            keep = X_u if self.spec.n_rows <= THIN_LB_ROWS and self.bound != "off" else []
+            del pieces, splits, X_u, lab_u
             summaries = self._summaries(futures, sizes)
             self.part_futures.append(futures)
             classes = self._gather([self._submit(reduce_classes, block.k,
                                                  *[self._submit(part_classes, f, b) for f in futures])
                                     for b in range(N_BUCKETS)])
             checked = check.result() if check is not None else None
-            stats, parts_il = self._block_stats(block, summaries, classes, sizes, checked, X_u)
+            stats, parts_il = self._block_stats(block, summaries, classes, sizes, checked, keep)
             out_stats.append(stats)
             il_parts.append(parts_il)
             self.timing[f"{block.name}_cut_seconds"] = t1 - t0
             self.timing[f"{block.name}_parts_seconds"] = time.perf_counter() - t1
-            del X_u, lab_u
+            del keep
         return out_stats, il_parts, {"parts": [len(f) for f in self.part_futures], "rounds": self.rounds,
                                      **self.timing}
 
