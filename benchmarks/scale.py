@@ -12,10 +12,14 @@ One command, each case in a fresh subprocess (so that peak memory is per case):
 (c) ``stream``: a Parquet dataset directory of n x 10 (plus an id and a text column)
     through ``sdc protect --partition-size`` with ``--engine local`` and
     ``--engine dask`` (a LocalCluster of 2 worker processes, 4 GB each): wall time,
-    peak RSS of the client process and of each Dask worker, and a byte comparison of
-    the two outputs. n = 1,000,000 by default; ``--huge`` adds 10,000,000 through the
-    Dask engine (targets: <= 15 min, <= 4 GB per worker; the data, ~1 GB of Parquet,
-    is generated in /tmp in chunks of 500,000 rows, never whole in memory).
+    peak RSS of the client process and of each Dask worker (separately), the Dask
+    engine's mode (the thin client, where workers read their rows, for a Parquet
+    input), and a byte comparison of the two outputs. n = 1,000,000 by default;
+    ``--huge`` adds 2,000,000 and 10,000,000 through the Dask engine (``--huge-n`` to
+    choose, ``--huge-local`` to run the local engine too and compare bytes,
+    ``--kill-worker SHARE`` to run again with one worker SIGKILLed mid-run; targets:
+    client <= 0.5 GB, <= 4 GB per worker; the data, ~1 GB of Parquet at 10M, is
+    generated in /tmp in chunks of 500,000 rows, never whole in memory).
 
 Data: a seeded Gaussian mixture (8 components in 10 dimensions, means from
 N(0, 3^2), each component with its own correlated covariance), in original units
@@ -130,14 +134,42 @@ def case_partitioned(n: int, sizes: list[int]) -> dict:
     return out
 
 
-def case_stream(n: int, engine: str, partition_size: int, workdir: Path) -> dict:
+def _kill_one_worker(after: float):
+    """A progress callback that SIGKILLs one Dask worker process (a child of this
+    process: the local cluster's nannies spawn them) once ``after`` of the records are done."""
+    import signal
+
+    import psutil
+
+    killed: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        if killed or done < after * total:
+            return
+        children = [c for c in psutil.Process().children() if "resource_tracker" not in " ".join(c.cmdline())]
+        victim = max(children, key=lambda c: c.memory_info().rss)
+        os.kill(victim.pid, signal.SIGKILL)
+        killed.append(victim.pid)
+        print(f"killed worker process {victim.pid} at {done:,} of {total:,} records", file=sys.stderr, flush=True)
+
+    return progress, killed
+
+
+def case_stream(n: int, engine: str, partition_size: int, workdir: Path, kill_after: float | None = None) -> dict:
     from microagg_cli.api import protect
 
-    src = write_dataset(workdir / f"data-{n}", n)
-    out = workdir / f"out-{n}-{engine}"
+    src = workdir / f"data-{n}"  # written by case "data" in its own process: not counted here
+    out = workdir / (f"out-{n}-{engine}" + ("-killed" if kill_after is not None else ""))
+    progress, killed = _kill_one_worker(kill_after) if kill_after is not None else (None, [])
     t0 = time.perf_counter()
-    rep = protect(src, out, k=K, columns=COLUMNS, partition_size=partition_size, engine=engine, force=True,
-                  seed=1)
+    if progress is None:
+        rep = protect(src, out, k=K, columns=COLUMNS, partition_size=partition_size, engine=engine, force=True,
+                      seed=1)
+    else:  # the engines' entry point (the one api.protect calls), which takes a progress callback
+        from microagg_cli.engines import protect_streaming
+
+        rep = protect_streaming(src, out, k=K, columns=COLUMNS, partition_size=partition_size, engine=engine,
+                                force=True, seed=1, progress=progress)
     wall = time.perf_counter() - t0
     block = rep["blocks"][0]
     eng = rep["engine"]
@@ -148,6 +180,7 @@ def case_stream(n: int, engine: str, partition_size: int, workdir: Path) -> dict
         "check_extra_il": block["partition_check"]["relative_extra_il"],
         "client_peak_mb": eng["client_peak_rss_bytes"] / 2**20,
         "worker_peak_mb": [w["peak_rss_bytes"] / 2**20 for w in eng.get("workers", [])],
+        "mode": eng.get("mode", "local"), "thin": eng.get("thin"), "killed_worker": bool(killed),
         "output": str(out),
     }
 
@@ -176,7 +209,14 @@ def main() -> None:
     ap.add_argument("--exact-n", type=int, action="append", default=None, help="sizes of (a)")
     ap.add_argument("--stream-n", type=int, default=1_000_000, help="size of (c) for both engines")
     ap.add_argument("--partition-size", type=int, default=50_000, help="parts of (c)")
-    ap.add_argument("--huge", action="store_true", help="add 10,000,000 x 10 through the Dask engine")
+    ap.add_argument("--huge", action="store_true",
+                    help="add 2,000,000 and 10,000,000 x 10 through the Dask engine (client and worker peak RSS)")
+    ap.add_argument("--huge-n", type=int, action="append", default=None, help="sizes of --huge (default 2M, 10M)")
+    ap.add_argument("--kill-worker", type=float, default=None, metavar="SHARE",
+                    help="with --huge: run each Dask case again, SIGKILLing one worker once SHARE of the records "
+                         "are protected, and compare the bytes with the undisturbed run")
+    ap.add_argument("--huge-local", action="store_true",
+                    help="with --huge: also run --engine local at those sizes and compare the bytes")
     ap.add_argument("--workdir", default="/tmp/sdc-scale", help="where the Parquet data sets go")
     ap.add_argument("--json", default=None, help="also write every result here")
     ap.add_argument("--case", help=argparse.SUPPRESS)
@@ -186,11 +226,16 @@ def main() -> None:
         kind, *rest = args.case.split(":")
         if kind == "exact":
             r = case_exact(int(rest[0]))
+        elif kind == "data":
+            workdir.mkdir(parents=True, exist_ok=True)
+            write_dataset(workdir / f"data-{rest[0]}", int(rest[0]))
+            r = {"n": int(rest[0])}
         elif kind == "partitioned":
             r = case_partitioned(int(rest[0]), [int(s) for s in rest[1].split(",")])
         else:
             workdir.mkdir(parents=True, exist_ok=True)
-            r = case_stream(int(rest[0]), rest[1], int(rest[2]), workdir)
+            r = case_stream(int(rest[0]), rest[1], int(rest[2]), workdir,
+                            float(rest[3]) if len(rest) > 3 else None)
         print(json.dumps(r))
         return
     only = set(args.only.split(","))
@@ -215,25 +260,42 @@ def main() -> None:
                   f"{100 * run['relative']:>+8.2f}% {100 * run['check_estimate']:>+9.2f}% {run['seconds']:>8.1f}",
                   flush=True)
     if "stream" in only:
-        cases = [(args.stream_n, "local"), (args.stream_n, "dask")]
+        cases = [(args.stream_n, "local"), (args.stream_n, "dask")] if args.stream_n else []
         if args.huge:
-            cases.append((10_000_000, "dask"))
+            for n in args.huge_n or [2_000_000, 10_000_000]:
+                cases.append((n, "dask"))
+                if args.kill_worker is not None:
+                    cases.append((n, "dask-killed"))
+                if args.huge_local:
+                    cases.append((n, "local"))
         print(f"\n(c) streaming engines, Parquet dataset in {workdir}, parts <= {args.partition_size:,}")
         print(f"{'n':>11} {'engine':>7} {'wall s':>8} {'pass 1':>7} {'pass 2':>7} {'parts':>6} {'IL_SSE':>8} "
               f"{'client MB':>9}  worker peak MB")
         results["stream"] = []
         for n, engine in cases:
-            r = _sub("--case", f"stream:{n}:{engine}:{args.partition_size}", "--workdir", str(workdir))
+            _sub("--case", f"data:{n}", "--workdir", str(workdir))
+            if engine == "dask-killed":
+                r = _sub("--case", f"stream:{n}:dask:{args.partition_size}:{args.kill_worker}", "--workdir",
+                         str(workdir))
+                r["engine"] = engine
+            else:
+                r = _sub("--case", f"stream:{n}:{engine}:{args.partition_size}", "--workdir", str(workdir))
             results["stream"].append(r)
             workers = ", ".join(f"{m:.0f}" for m in r["worker_peak_mb"]) or "-"
             print(f"{n:>11,} {engine:>7} {r['wall_s']:>8.1f} {r['pass1_s']:>7.1f} {r['pass2_s']:>7.1f} "
-                  f"{r['parts']:>6} {r['il_sse']:>8.4f} {r['client_peak_mb']:>9.0f}  {workers}", flush=True)
+                  f"{r['parts']:>6} {r['il_sse']:>8.4f} {r['client_peak_mb']:>9.0f}  {workers}  [{r['mode']}]"
+                  f"{' (one worker SIGKILLed mid-run)' if r.get('killed_worker') else ''}",
+                  flush=True)
         same = {}
         for n in {n for n, _ in cases}:
             outs = {r["engine"]: r["output"] for r in results["stream"] if r["n"] == n}
-            if len(outs) == 2:
+            if "local" in outs and "dask" in outs:
                 same[n] = _same_output(outs["local"], outs["dask"])
                 print(f"{n:,}: dask output equals local output byte for byte: {same[n]}")
+            if "dask-killed" in outs and "dask" in outs:
+                same[f"{n}-killed"] = _same_output(outs["dask"], outs["dask-killed"])
+                print(f"{n:,}: dask output with a worker killed mid-run equals the undisturbed one byte for byte: "
+                      f"{same[f'{n}-killed']}")
         results["same_bytes"] = {str(k): v for k, v in same.items()}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

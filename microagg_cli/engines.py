@@ -29,6 +29,16 @@ cluster at ``scheduler`` (``tcp://HOST:PORT``), or by default a
 only, no dashboard). Each part's stream depends on its part id only, so both engines
 write the same bytes.
 
+On Dask, a Parquet input every worker can open runs the *thin client*
+(:mod:`microagg_cli.engines_dask`): the workers read their own row ranges, the cuts are
+made from statistics they return (the chunk rule of :mod:`microagg_cli.partitioning`,
+so they equal the local engine's), and the parts and the output files are made on the
+workers; this process holds a few numbers per node of the splitting tree, never a
+record. Other runs (a CSV input, strata, weights, ``--missing complete|available``, a
+method whose output is not a partition, workers without access to the files) keep the
+two passes above with the parts' rows shipped to the workers; the report's
+``engine.mode`` (and ``engine.mode_reason``) says which ran.
+
 Examples
 --------
 >>> from microagg_cli.blocking import BlockPlan                     # doctest: +SKIP
@@ -78,6 +88,15 @@ from .methods import get_method
 from .csvio import CsvSource, CsvWriter, open_csv_source
 from .outputs import check_replaceable_folder
 from .readings import name_list, quote
+from .engines_dask import (
+    ReadSpec,
+    ThinRun,
+    WriteSpec,
+    temp_beside,
+    thin_reason,
+    workers_can_open,
+    write_parquet_rows,
+)
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
@@ -387,36 +406,9 @@ def _write_pass(
 
     def write_file(writer: Any, index: int, row0: int) -> int:
         # row groups of exactly PARQUET_ROW_GROUP_ROWS rows, as the in-memory writer makes
-        # them, so that both paths write the same bytes
-        pending: list[Any] = []
-        held = 0
-
-        def flush(final: bool) -> None:
-            nonlocal pending, held
-            if not pending:
-                return
-            whole = pa.Table.from_batches(pending, schema=schema)
-            cut = held if final else (held // PARQUET_ROW_GROUP_ROWS) * PARQUET_ROW_GROUP_ROWS
-            if cut:
-                writer.write_table(whole.slice(0, cut), row_group_size=PARQUET_ROW_GROUP_ROWS)
-            rest = whole.slice(cut)
-            pending, held = (rest.to_batches() if rest.num_rows else []), rest.num_rows
-
-        for rows, batch in _batches(src, index, read_cols):
-            arrays = []
-            for field in schema:
-                if field.name in replaced:
-                    arrays.append(pa.array(replaced[field.name][row0:row0 + rows], type=field.type, from_pandas=True))
-                else:
-                    arrays.append(batch.column(batch.schema.get_field_index(field.name)))
-            pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-            held += rows
-            row0 += rows
-            advance(rows)
-            if held >= PARQUET_ROW_GROUP_ROWS:
-                flush(False)
-        flush(True)
-        return row0
+        # them, so that both paths (and the Dask engine's writers) write the same bytes
+        return write_parquet_rows(writer, schema, _batches(src, index, read_cols), replaced, row0,
+                                  row_group_rows=PARQUET_ROW_GROUP_ROWS, advance=advance)
 
     if target.fmt == "csv":
         # the in-memory writer's format: the input's dialect for a CSV input
@@ -613,6 +605,68 @@ def dask_client(
 # ------------------------------------------------------------------------ protection
 
 
+def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target: _Target, plan: BlockPlan,
+                  schema: Any, *, files: OutputSet, seed: int, stat: str, partition_size: int, bound: str,
+                  id_column: str | None, progress: Callable[[int], None], t0: float
+                  ) -> tuple[list[Any], list[tuple[float, float]], dict[str, Any]]:
+    """The thin Dask client (:mod:`microagg_cli.engines_dask`): workers read their rows,
+    the cuts come from their statistics, parts and output files are made on the workers;
+    the output is staged in ``files`` (committed by the caller)."""
+    from .protection.block import BlockResult
+
+    spec = ReadSpec(tuple(str(f.resolve()) for f in src.files), tuple(src.rows))
+    run = ThinRun(client, spec, plan, seed=seed, stat=stat, partition_size=partition_size, bound=bound,
+                  progress=progress)
+    from distributed import KilledWorker
+
+    try:
+        stats, il_parts, details = run.protect()
+        results = [BlockResult(block, None, None, st) for block, st in zip(run.resolved, stats)]  # type: ignore[arg-type]
+        t_pass1 = time.perf_counter() - t0
+        client_peak = _peak_rss_bytes()
+        t1 = time.perf_counter()
+        wspec = WriteSpec(schema, tuple(tuple(b.columns) for b in plan.blocks), BATCH_ROWS, PARQUET_ROW_GROUP_ROWS,
+                          src.n_rows, int(seed), id_column, HYGIENE_KEY)
+        starts = np.concatenate([[0], np.cumsum(src.rows)]).astype(int).tolist()
+        try:
+            with progress_phase(f"writing {target.path.name}", total=None):
+                if target.is_dataset:
+                    def build(tmp: Path) -> None:
+                        run.write([(str((tmp / name).resolve()), [(spec.files[i], src.rows[i])], starts[i])
+                                   for i, name in enumerate(src.relative_names())], wspec)
+
+                    files.add_folder(target.path, digesting_folder(target.path, build), what="output")
+                else:
+                    def writer_fn(fh: Any) -> None:
+                        # one worker writes the file beside the target; it is copied into the
+                        # output set's temporary file (never held whole in memory) and removed
+                        part = temp_beside(target.path)
+                        try:
+                            run.write([(str(part.resolve()), list(zip(spec.files, src.rows)), 0)], wspec)
+                            with open(part, "rb") as fin:
+                                for chunk in iter(lambda: fin.read(1 << 20), b""):
+                                    fh.write(chunk)
+                        finally:
+                            with contextlib.suppress(FileNotFoundError):
+                                os.unlink(part)
+
+                    files.add_file(target.path, digesting(target.path, writer_fn), what="output")
+        except BaseException:
+            files.discard()
+            raise
+        info = runner.describe()
+    except KilledWorker:
+        raise InvalidParameterError(
+            "Dask workers died while protecting a part (out of memory?); use a smaller --partition-size "
+            "or give the workers more memory; nothing was written"
+        ) from None
+    finally:
+        run.release()
+    info.update(mode="workers read their rows and write the output", client_peak_rss_bytes=client_peak,
+                pass1_seconds=t_pass1, pass2_seconds=time.perf_counter() - t1, thin=details)
+    return results, il_parts, info
+
+
 def protect_stream(
     input: str | Path,
     output: str | Path,
@@ -711,44 +765,63 @@ def protect_stream(
         if progress is not None:
             progress(done[0], total)
 
+    import pyarrow as pa
+
+    hygiene = {"rows_shuffled": False, "ids_regenerated": id_column}
+    id_type = None
+    if id_column is not None:
+        # the in-memory path writes text ids for a text column (object dtype), else integers
+        id_type = io_id_type(src.schema.field(id_column).type)
+    schema = _output_schema(src, set(plan.drop), protected, id_type, id_column)
+    files = OutputSet(force=force)
+    thin = None
+    if engine == "dask":
+        thin = thin_reason(parquet=isinstance(src, ParquetSource), output_parquet=target.fmt == "parquet", plan=plan,
+                           strata=strata, weights=weights, missing=missing, partition_size=partition_size,
+                           n_rows=n)
+        if thin is None and keys:
+            thin = "--keys (checked on the client with the protected values)"
     with contextlib.ExitStack() as stack:
         if engine == "dask":
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
             runner: Any = _DaskRunner(client, description)
+            if thin is None and not workers_can_open(client, tuple(str(f.resolve()) for f in src.files)):
+                thin = "the workers cannot open the input files (no shared file system)"
         else:
             runner = LocalRunner()
-        results, il_parts = protect_blocks(
-            StreamColumns(src), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-            strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-            runner=runner, progress=tick, bound=bound, keys=keys,
-        )
-        engine_info = runner.describe()
-    engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
-    engine_info["pass1_seconds"] = time.perf_counter() - t0
+        if engine == "dask" and thin is None:
+            results, il_parts, engine_info = _protect_thin(
+                client, runner, src, target, plan, schema, files=files, seed=seed, stat=stat,
+                partition_size=int(partition_size or 0), bound=bound, id_column=id_column, progress=tick, t0=t0)
+        else:
+            results, il_parts = protect_blocks(
+                StreamColumns(src), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
+                strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
+                runner=runner, progress=tick, bound=bound, keys=keys,
+            )
+            engine_info = runner.describe()
+            if engine == "dask":
+                engine_info["mode"] = "client reads the rows and ships them to the workers"
+                engine_info["mode_reason"] = thin
+    if thin is not None or engine != "dask":
+        engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
+        engine_info["pass1_seconds"] = time.perf_counter() - t0
 
-    # pass 2: every column, batch by batch
-    import pyarrow as pa
-
-    replaced = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
-    hygiene = {"rows_shuffled": False, "ids_regenerated": id_column}
-    id_type = None
-    if id_column is not None:
-        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
-        ids = rng.permutation(n) + 1
-        # the in-memory path writes text ids for a text column (object dtype), else integers
-        id_type = io_id_type(src.schema.field(id_column).type)
-        as_text = pa.types.is_string(id_type) or pa.types.is_large_string(id_type)
-        replaced[id_column] = ids.astype(str) if as_text else ids
-    schema = _output_schema(src, set(plan.drop), protected, id_type, id_column)
-    t1 = time.perf_counter()
-    files = OutputSet(force=force)
-    try:
-        with progress_phase(f"writing {target.path.name}", total=n, unit="rows"):
-            _write_pass(src, target, schema, replaced, files=files)
-    except BaseException:
-        files.discard()
-        raise
-    engine_info["pass2_seconds"] = time.perf_counter() - t1
+        # pass 2: every column, batch by batch
+        replaced = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
+        if id_column is not None:
+            rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
+            ids = rng.permutation(n) + 1
+            as_text = pa.types.is_string(id_type) or pa.types.is_large_string(id_type)
+            replaced[id_column] = ids.astype(str) if as_text else ids
+        t1 = time.perf_counter()
+        try:
+            with progress_phase(f"writing {target.path.name}", total=n, unit="rows"):
+                _write_pass(src, target, schema, replaced, files=files)
+        except BaseException:
+            files.discard()
+            raise
+        engine_info["pass2_seconds"] = time.perf_counter() - t1
 
     overall = overall_stats(results, il_parts)
     stand_in = Table(src.schema.empty_table(), "parquet", None)

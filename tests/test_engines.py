@@ -74,6 +74,22 @@ def _same_stats(rep_block: dict, stats: dict) -> None:
             assert got[key] == stats[key], key
 
 
+def _same_figures(a, b, timed=("seconds", "lb_nn_policy")) -> None:
+    """Report entries of the local and the thin Dask engine: integers, texts and the
+    partition check exactly; sums (IL_SSE, SSE, SST) up to rounding -- the Dask client
+    adds the parts' sums, the local engine sums over the block."""
+    assert set(a) == set(b)
+    for key in a:
+        if key in timed:
+            continue
+        if isinstance(a[key], float) and isinstance(b[key], float):
+            assert a[key] == pytest.approx(b[key], rel=1e-9, abs=1e-12), key
+        elif isinstance(a[key], dict) and key != "partition_check":
+            _same_figures(a[key], b[key], timed=())
+        else:
+            assert a[key] == b[key], key
+
+
 PLAN = BlockPlan.single(["a", "b", "c"], k=3, drop=("hh_id",))
 
 
@@ -91,7 +107,10 @@ def test_streaming_file_equals_in_memory_partitioned(tmp_path):
     assert got.to_pydict() == expected.to_pydict()  # every value, exactly
     assert got.schema.field("c").type == pa.float64() and got.schema.field("code").type == pa.large_string()
     _same_stats(rep["blocks"][0], res.blocks[0].stats)
-    assert rep["overall"] == res.overall
+    # LB_NN is computed or skipped by a timing rule (its cost against the method's): compare the rest
+    timed = ("lb_nn", "lb_nn_skipped", "optimality_gap")
+    assert {k: v for k, v in rep["overall"].items() if k not in timed} == \
+        {k: v for k, v in res.overall.items() if k not in timed}
     parts = rep["blocks"][0]["partitions"]
     assert parts["count"] >= 6 and parts["largest"] <= 200
     assert rep["input"]["rows"] == 1200 and rep["output"]["columns"] == 5
@@ -288,9 +307,10 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
         name = f"part-{f:03d}.parquet"
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()
     for a, b in zip(local["blocks"], dask["blocks"]):
-        timed = ("seconds", "lb_nn_policy")
-        assert {key: v for key, v in a.items() if key not in timed} == {key: v for key, v in b.items() if key not in timed}
+        _same_figures(a, b)
+    _same_figures(local["overall"], dask["overall"])
     assert dask["engine"]["name"] == "dask" and len(dask["engine"]["workers"]) == 2
+    assert dask["engine"]["mode"] == "workers read their rows and write the output"
     # and both equal the in-memory partitioned mode
     _, expected = _in_memory(df, plan, partition_size=200, seed=5)
     assert _read(tmp_path / "dask").to_pydict() == expected.to_pydict()

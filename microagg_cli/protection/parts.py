@@ -19,8 +19,7 @@ import numpy as np
 
 from ..blocking import Block
 from ..methods import get_method
-from ..partitioning import split_indices
-from ..survey import nan_zscore
+from ..partitioning import block_scaling, split_indices
 from .block import BlockResult, il_sse_observed, protect_array
 
 __all__ = ["LocalRunner", "part_task", "check_task", "protect_rows", "partition_check"]
@@ -90,7 +89,8 @@ def protect_rows(
         return box[0]
     spec = get_method(block.method)
     k_rows = 2 if spec.output == "values" else block.k
-    Z, mean, scale = nan_zscore(X)
+    mean, scale = block_scaling(X)  # the chunk rule (microagg_cli.partitioning): what Dask workers reproduce
+    Z = (X - mean) / scale
     parts = split_indices(np.nan_to_num(Z, copy=False), partition_size, k_rows)
     del Z
     values = np.empty_like(X)
