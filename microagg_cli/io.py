@@ -27,7 +27,7 @@ from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_t
 from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
-from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES  # #28: SPSS, Stata, SAS
+from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,
     OutputSet,
@@ -197,14 +197,7 @@ class Table:
 
 
 def _pandas_meta(schema: Any) -> dict[str, Any] | None:
-    raw = (schema.metadata or {}).get(b"pandas")
-    if raw is None:
-        return None
-    try:
-        meta = json.loads(raw)
-    except ValueError:
-        return None
-    return meta if isinstance(meta, dict) else None
+    return schema_json(schema.metadata, b"pandas")
 
 
 def pandas_index_columns(schema: Any) -> list[str]:

@@ -54,6 +54,7 @@ __all__ = [
     "stat_writer",
     "write_stat",
     "stat_meta",
+    "schema_json",
     "permute_codes",
     "declared_missing_counts",
     "declared_missing_message",
@@ -299,9 +300,9 @@ def _read_dta_pandas(src: Path, prs: Any) -> tuple[Any, Any] | None:
     return frame, meta
 
 
-def stat_meta(data: Any) -> dict[str, Any] | None:
-    """The statfile metadata of an Arrow table (None when it was not read from one)."""
-    raw = (getattr(data, "schema", None) and data.schema.metadata or {}).get(META_KEY)
+def schema_json(metadata: Any, key: Any) -> dict[str, Any] | None:
+    """The JSON object stored under ``key`` in an Arrow schema's metadata (None if absent or not an object)."""
+    raw = (metadata or {}).get(key)
     if raw is None:
         return None
     try:
@@ -309,6 +310,11 @@ def stat_meta(data: Any) -> dict[str, Any] | None:
     except ValueError:
         return None
     return meta if isinstance(meta, dict) else None
+
+
+def stat_meta(data: Any) -> dict[str, Any] | None:
+    """The statfile metadata of an Arrow table (None when it was not read from one)."""
+    return schema_json(getattr(data, "schema", None) and data.schema.metadata, META_KEY)
 
 
 def _with_meta(data: Any, meta: dict[str, Any]) -> Any:
