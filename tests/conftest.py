@@ -99,3 +99,13 @@ def only_error_line(result) -> str:
     assert lines[0].startswith("Error: ")
     assert "Traceback" not in result.output
     return lines[0]
+
+
+def assert_refused(res, name: str, code: int, word: str) -> None:
+    """A catalogue case ended as it must: its exit code, exactly one ``Error:`` line
+    holding ``word``, no traceback and no internal error."""
+    assert res.exit_code == code, (name, res.exit_code, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(lines) == 1, (name, res.stderr)
+    assert word.lower() in lines[0].lower(), (name, lines[0])
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr
