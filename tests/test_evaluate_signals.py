@@ -55,6 +55,7 @@ def test_signal_during_evaluate(tmp_path, sig, code, after):
     proc.wait(timeout=30)
     elapsed = time.time() - sent
     err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
     assert proc.returncode == code, err
     assert elapsed < 2.0, elapsed
     assert "Traceback" not in err and "interrupted; nothing was written" in err
