@@ -279,15 +279,14 @@ def read_table(
     except OSError as exc:
         raise DataError(f"{_name(src)}: cannot read ({exc.strerror})") from None
     # the report's fingerprint is of these very bytes, not of a second read of the path
-    fingerprint = {"name": _name(src) if src is None else src.name, "size_bytes": len(raw),
-                   "sha256": hashlib.sha256(raw).hexdigest()}
+    fingerprint = ({"name": "<stdin>", "size_bytes": None, "sha256": None} if src is None else
+                   {"name": src.name, "size_bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()})
     if fmt == "parquet":
         table = Table(_read_parquet(src, raw), "parquet", src, thousands=thousands, na_values=na_values)
     else:
         data, delim = read_csv_arrow(raw, _name(src), delimiter)
         table = Table(data, "csv", src, delim, decimal, thousands, na_values)
-    del raw
-    table.fingerprint = fingerprint if src is not None else {"name": "<stdin>", "size_bytes": None, "sha256": None}
+    table.fingerprint = fingerprint
     return table
 
 
@@ -503,17 +502,15 @@ def column_reading(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray
 def _text_column(table: Table, name: str) -> Any:
     """The column as Arrow text, or None when it is stored as numbers, booleans or another
     non-text type (those are judged by their type)."""
-    if table.arrow_backed:
-        import pyarrow as pa
+    import pyarrow as pa
 
+    if table.arrow_backed:
         col = table.column(name)
         if table.fmt == "csv" or _arrow_kind(col.type) == "text":
             return col
         if pa.types.is_dictionary(col.type) and _arrow_kind(col.type.value_type) == "text":
             return col.cast(pa.string())  # a categorical column of text: read it as text
         return None
-    import pyarrow as pa
-
     col = table.frame[name]
     if table.fmt == "csv" or col.dtype == object or str(col.dtype) == "string":
         return pa.array(col.astype("string").fillna("").tolist(), type=pa.string())
@@ -550,16 +547,11 @@ def default_column(table: Table, name: str) -> bool:
     :func:`mostly_numeric_error`, and one that reads as numbers under another convention
     raises :func:`reading_error` (neither may release a number in clear). Each column is
     parsed once; the streaming engines call this one column at a time."""
-    values, bad = column_values(table, name)
-    if not bad.any():
-        return not bool(np.isnan(values).all())
-    err = reading_error(table, name, (values, bad))
-    if err is not None:
-        raise err
-    return False
+    values, bad = check_release(table, name)
+    return not bad.any() and not bool(np.isnan(values).all())
 
 
-def check_release(table: Table, name: str) -> None:
+def check_release(table: Table, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Refuse to release column ``name`` in clear when it is a number in disguise.
 
     Called, with an explicit selection (``--columns`` or a plan), for every column that
@@ -570,13 +562,14 @@ def check_release(table: Table, name: str) -> None:
     raises :func:`reading_error`'s :class:`DataError` (exit code 3). A column the strict
     parser reads as numbers in full is plainly visible as such: it passes through as
     the explicit selection left it, and is listed as passed through in the summary and
-    the report."""
+    the report. Returns the column's :func:`column_values` (the default selection
+    decides with them)."""
     values, bad = column_values(table, name)
-    if not bad.any():
-        return
-    err = reading_error(table, name, (values, bad))
-    if err is not None:
-        raise err
+    if bad.any():
+        err = reading_error(table, name, (values, bad))
+        if err is not None:
+            raise err
+    return values, bad
 
 
 def resolve_columns(

@@ -142,7 +142,7 @@ def _tree(path: Path) -> list[tuple[str, bool]]:
     while stack:
         folder, rel = stack.pop()
         with os.scandir(folder) as entries:
-            for entry in sorted(entries, key=lambda e: e.name):
+            for entry in entries:
                 name = f"{rel}{entry.name}"
                 is_dir = entry.is_dir(follow_symlinks=False)
                 out.append((name, is_dir))
@@ -346,7 +346,7 @@ class OutputSet:
                 if (path.exists() or path.is_symlink()) and not force:
                     raise OutputExistsError(f"{what} {str(path)!r} appeared while writing; use --force to replace it")
                 if folder and path.is_dir() and not path.is_symlink():
-                    check_replaceable_folder(path, {n for n, d in _tree(tmp) if not d}, what=what)
+                    check_replaceable_folder(path, _marker_files(tmp), what=what)  # what this run wrote
                 elif not folder and path.is_dir() and not path.is_symlink():
                     raise DataError(f"{what} {str(path)!r} is a directory; sdc replaces only files it writes")
             old_dirs = []

@@ -154,8 +154,10 @@ def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = Non
     readings.append(("currency or percent signs (or a trailing minus, a leading apostrophe)", None, _AFFIXED))
     readings.append(("accounting negatives in parentheses", None, _PARENS))
     found: list[tuple[int, str, str | None, int]] = []
+    anything = np.zeros(n, dtype=bool)  # cells some reading explains (each regex runs once)
     for name, option, regex in readings:
         hits = _match(text, regex) & counted & ~strict
+        anything |= hits
         m = int(hits.sum())
         if m and n_strict + m >= mostly_share * total:
             found.append((m, name, option, int(np.flatnonzero(hits)[0])))
@@ -168,10 +170,6 @@ def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = Non
         return Reading(" or ".join(n for _m, n, _o, _r in best), " or ".join(options) if options else None,
                        n_strict + top, total, min(r for *_x, r in best))
     # every convention at once (a file may mix them): still mostly numbers?
-    anything = np.zeros(n, dtype=bool)
-    for _name, _option, regex in readings:
-        anything |= _match(text, regex)
-    anything &= counted & ~strict
     m = int(anything.sum())
     if m and n_strict + m >= mostly_share * total:
         return Reading("a mix of number conventions", None, n_strict + m, total, int(np.flatnonzero(anything)[0]))
