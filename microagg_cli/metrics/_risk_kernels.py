@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_exact", "kd_build"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search", "kd_build"]
 
 
 @njit(cache=True, nogil=True)
@@ -177,38 +177,75 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def dld_filter(Z, Zp, cols, cand, rows, d2_true, todo):  # pragma: no cover - compiled
-    """Squared true distances on ``cols`` and the originals no candidate settles.
+def dld_filter(Zw, Zpw, Zp, cols, ec, prev, parents, per, memo, cand, out, todo):  # pragma: no cover
+    """One scenario's DLD for the originals settled without a search; the rest in ``todo``.
 
-    For the originals ``rows``: ``d2_true[a]`` = sum over ``cols`` (left to right) of
-    (Z[a, c] - Zp[a, c])^2, the fixed order of ``risk._sq_rows``; original ``a`` is
-    settled (no credit) when one of the protected records ``cand[a]`` is strictly
-    nearer. Writes the unsettled originals to ``todo`` and returns their number.
+    Per searched original ``i`` (row ``i`` of ``Zw``, its protected row ``Zpw[i]``;
+    ``per`` = (tol, own) and ``out`` = (d2, lb, credit), rows of one array each):
+    ``d2[i]`` = sum over ``cols`` (left to right) of (Zw[i, c] - Zpw[i, c])^2, the fixed
+    order of every distance here. ``lb[i]`` gets a lower bound of the original's
+    *margin* on the scenario: min over the other distinct protected rows b of
+    d(i, b) - d2[i]. For every attribute v = cols[j] whose parent scenario (the
+    scenario without v) has stored margins ``prev[parents[j]]`` (-1: none), the margin
+    is at least that margin minus ``ec[i, v]`` = (Zw[i, v] - Zpw[i, v])^2, since adding
+    v adds at least 0 to d(i, b) and exactly ``ec[i, v]`` to d2[i]; and always at least
+    -d2[i]. A bound above ``tol[i]`` (far above any rounding of these sums) settles the
+    original: no row is as near as its own, its credit is 1 / ``own[i]`` (the
+    multiplicity of its own row). Otherwise the protected record ``memo[i]`` (the last
+    row that beat it, -1: none) and the records ``cand[i]`` are tried: one strictly
+    nearer settles "no credit" (and becomes ``memo[i]``). Returns the number of
+    originals left, written to ``todo``.
     """
+    tol = per[0]
+    own = per[1]
+    d2 = out[0]
+    lb = out[1]
+    credit = out[2]
     K = cand.shape[1]
     s = cols.size
     nt = 0
-    for i in range(rows.size):
-        a = rows[i]
+    for i in range(Zw.shape[0]):
         acc = 0.0
         for j in range(s):
             c = cols[j]
-            d = Z[a, c] - Zp[a, c]
+            d = Zw[i, c] - Zpw[i, c]
             acc += d * d
-        d2_true[a] = acc
+        d2[i] = acc
+        bound = -acc
+        for j in range(s):
+            par = parents[j]
+            if par >= 0:
+                x = prev[par, i] - ec[i, cols[j]]
+                if x > bound:
+                    bound = x
+        lb[i] = bound
+        credit[i] = 0.0
+        if bound > tol[i]:
+            credit[i] = 1.0 / own[i]
+            continue
         beaten = False
-        for t in range(K):
-            b = cand[a, t]
+        b = memo[i]
+        if b >= 0:
             acc2 = 0.0
             for j in range(s):
                 c = cols[j]
-                d = Z[a, c] - Zp[b, c]
+                d = Zw[i, c] - Zp[b, c]
+                acc2 += d * d
+            beaten = acc2 < acc
+        t = 0
+        while not beaten and t < K:
+            b = cand[i, t]
+            acc2 = 0.0
+            for j in range(s):
+                c = cols[j]
+                d = Zw[i, c] - Zp[b, c]
                 acc2 += d * d
             if acc2 < acc:
                 beaten = True
-                break
+                memo[i] = b
+            t += 1
         if not beaten:
-            todo[nt] = a
+            todo[nt] = i
             nt += 1
     return nt
 
@@ -304,26 +341,38 @@ def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def dld_exact(Zq, d2_true, todo, P, mult, lo, hi, left, right, start, end, credit):  # pragma: no cover
-    """Exact DLD credits of the originals ``todo`` against the protected points ``P``.
+def dld_search(Zq, d2, cap, todo, own, tree, P, mult, box, credit, lb, beat):  # pragma: no cover
+    """Exact DLD credits and margins of the originals ``todo`` (positions) by a search.
 
     Everything is restricted to the scenario's attributes already: ``Zq`` (t, s) the
     originals ``todo`` (in that order), ``P`` (m, s) the distinct protected rows in the
-    order of the k-d tree (``lo``/``hi`` (nodes, s) boxes of every node, children
-    ``left``/``right``, -1 at a leaf; a node holds ``P[start:end]``), ``mult`` their
-    multiplicities. For original ``todo[i]`` a depth-first search, nearer box first,
-    over the boxes within ``d2_true``: a point strictly nearer ends it (no credit);
-    points exactly as near (same fixed-order formula) are ties, and the credit is
-    1 / their total multiplicity. A box is skipped only when its lower bound exceeds
-    ``d2_true``; the bound is computed in the same order of operations as a point's
-    distance, and rounding is monotone, so no point as near is skipped.
+    order of the k-d tree (``box`` (2, nodes, s) the low and high corner of every node's
+    box; ``tree`` (4,
+    nodes) its left and right children (-1 at a leaf) and the first and end row of each
+    node), ``mult`` their multiplicities. For original ``todo[t]``, a depth-first search,
+    nearer box first, over the boxes within radius r = d2 + ``cap[t]``, shrunk to the
+    nearest row found beyond d2: a row strictly nearer than d2 ends it (no credit; its
+    position in ``P`` goes to ``beat``); rows exactly as near (same fixed-order formula)
+    are ties, and the credit is 1 / their total multiplicity. When the only ties are the
+    original's own row (``own`` its multiplicity), ``lb`` is raised to the margin found
+    (nearest other row within r, else r, minus d2); other ties give a margin of 0. A box
+    is skipped only when its lower bound, computed in the same order of operations as a
+    point's distance (rounding is monotone), exceeds the radius, so no row within it is
+    skipped. With ``cap`` 0 this is the plain exact search.
     """
     s = Zq.shape[1]
+    lo = box[0]
+    hi = box[1]
+    left = tree[0]
+    right = tree[1]
+    start = tree[2]
+    end = tree[3]
     stack = np.empty(512, dtype=np.int64)
     stack_lb = np.empty(512)
     for t in range(todo.size):
         a = todo[t]
-        ref = d2_true[a]
+        ref = d2[a]
+        best = ref + cap[t]
         ties = 0.0
         beaten = False
         stack[0] = 0
@@ -332,7 +381,7 @@ def dld_exact(Zq, d2_true, todo, P, mult, lo, hi, left, right, start, end, credi
         while sp > 0 and not beaten:
             sp -= 1
             node = stack[sp]
-            if stack_lb[sp] > ref:
+            if stack_lb[sp] > best:
                 continue
             if left[node] < 0:
                 for u in range(start[node], end[node]):
@@ -342,9 +391,12 @@ def dld_exact(Zq, d2_true, todo, P, mult, lo, hi, left, right, start, end, credi
                         acc += d * d
                     if acc < ref:
                         beaten = True
+                        beat[a] = u
                         break
                     if acc == ref:
                         ties += mult[u]
+                    elif acc < best:
+                        best = acc
                 continue
             # push the farther child first: the nearer one is searched first
             l = left[node]
@@ -368,37 +420,79 @@ def dld_exact(Zq, d2_true, todo, P, mult, lo, hi, left, right, start, end, credi
                     if d > 0:
                         br += d * d
             if bl <= br:
-                if br <= ref:
+                if br <= best:
                     stack[sp] = r
                     stack_lb[sp] = br
                     sp += 1
-                if bl <= ref:
+                if bl <= best:
                     stack[sp] = l
                     stack_lb[sp] = bl
                     sp += 1
             else:
-                if bl <= ref:
+                if bl <= best:
                     stack[sp] = l
                     stack_lb[sp] = bl
                     sp += 1
-                if br <= ref:
+                if br <= best:
                     stack[sp] = r
                     stack_lb[sp] = br
                     sp += 1
         if not beaten and ties > 0:
             credit[a] = 1.0 / ties
+            margin = best - ref if ties == own[a] else 0.0
+            if margin > lb[a]:
+                lb[a] = margin
     return 0
 
 
 @njit(cache=True, nogil=True)
+def _select(vals, perm, lo, hi, k):  # pragma: no cover - compiled
+    """Reorder ``vals[lo:hi]`` (and ``perm`` alike) so that position ``k`` holds the
+    value of rank k - lo, none greater before it, none smaller after it (Hoare's
+    FIND with a median-of-three pivot; equal values split evenly)."""
+    l = lo
+    r = hi - 1
+    while r > l:
+        mid = (l + r) >> 1
+        x = vals[l]
+        y = vals[mid]
+        z = vals[r]
+        if x > y:
+            x, y = y, x
+        if y > z:
+            y = z
+        pivot = y if y > x else x
+        i = l
+        j = r
+        while i <= j:
+            while vals[i] < pivot:
+                i += 1
+            while vals[j] > pivot:
+                j -= 1
+            if i <= j:
+                vals[i], vals[j] = vals[j], vals[i]
+                perm[i], perm[j] = perm[j], perm[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            r = j
+        elif k >= i:
+            l = i
+        else:
+            break
+
+
+@njit(cache=True, nogil=True)
 def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cover - compiled
-    """A k-d tree of the rows of ``P`` (m, s): median splits on the widest coordinate,
-    leaves of at most ``leaf`` rows. Fills ``perm`` (row order: node ``i`` holds rows
-    ``perm[start[i]:end[i]]``), the bounding boxes ``lo``/``hi`` and the children
-    (-1 at a leaf); children come after their parent. Returns the number of nodes."""
+    """A k-d tree of the rows of ``P`` (m, s): median splits on the widest coordinate
+    (found by selection, not sorting), leaves of at most ``leaf`` rows. Fills ``perm``
+    (row order: node ``i`` holds rows ``perm[start[i]:end[i]]``), the bounding boxes
+    ``lo``/``hi`` and the children (-1 at a leaf); children come after their parent.
+    Returns the number of nodes."""
     m, s = P.shape
     for i in range(m):
         perm[i] = i
+    vals = np.empty(m)
     start[0] = 0
     end[0] = m
     left[0] = -1
@@ -426,14 +520,10 @@ def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cove
                 if hi[node, j] - lo[node, j] > wide:
                     wide = hi[node, j] - lo[node, j]
                     dim = j
-            vals = np.empty(s1 - s0)
             for i in range(s0, s1):
-                vals[i - s0] = P[perm[i], dim]
-            order = np.argsort(vals, kind="mergesort")
-            seg = perm[s0:s1].copy()
-            for i in range(s1 - s0):
-                perm[s0 + i] = seg[order[i]]
+                vals[i] = P[perm[i], dim]
             half = (s1 - s0) // 2
+            _select(vals, perm, s0, s1, s0 + half)
             left[node] = nn
             right[node] = nn + 1
             start[nn] = s0

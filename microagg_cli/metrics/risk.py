@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import queue
 import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -32,7 +33,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..progress import phase as progress_phase
 from ..progress import set_done as progress_set
-from ._risk_kernels import (dld_exact, dld_filter, em_fit, kd_build, pld_credit, pld_credit_batch, pld_pass,
+from ._risk_kernels import (dld_filter, dld_search, em_fit, kd_build, pld_credit, pld_credit_batch, pld_pass,
                             refine_classes)
 
 __all__ = [
@@ -90,6 +91,10 @@ _PLD_RUN = 8192
 _PLD_BLOCK = 2048
 # rows per leaf of DLD's k-d trees (32-64 measured fastest: the point loop vectorises)
 _DLD_LEAF = 48
+# a DLD margin bound settles an original only above this share of (1 + its squared
+# distance to its own row on every attribute): the bound is a sum of at most 2 p
+# distances, each off by a few 1e-16 relative, so 1e-9 leaves six orders to spare
+_DLD_MARGIN_TOL = 1e-9
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
 _EPS = 1e-12
 
@@ -279,76 +284,88 @@ def real_anonymity(
 class _BoxTree:
     """A k-d tree of points (built by :func:`._risk_kernels.kd_build`, compiled): median
     splits on the widest coordinate, leaves of at most ``leaf`` points, the bounding
-    box of every node; searched by :func:`._risk_kernels.dld_exact`.
+    box of every node (``box`` (2, nodes, s): low and high corners), the children and
+    row range of every node (``tree`` (4, nodes): left, right, start, end); searched by
+    :func:`._risk_kernels.dld_search`.
     """
 
-    def __init__(self, P: np.ndarray, mult: np.ndarray, *, leaf: int = 8) -> None:
+    def __init__(self, P: np.ndarray, mult: np.ndarray, *, leaf: int = _DLD_LEAF) -> None:
         P = np.ascontiguousarray(P, dtype=np.float64)
         m, s = P.shape
         cap = 4 * (m // leaf) + 16
         perm = np.empty(m, dtype=np.int64)
-        self.lo = np.empty((cap, s))
-        self.hi = np.empty((cap, s))
-        self.left = np.empty(cap, dtype=np.int64)
-        self.right = np.empty(cap, dtype=np.int64)
-        self.start = np.empty(cap, dtype=np.int64)
-        self.end = np.empty(cap, dtype=np.int64)
-        kd_build(P, int(leaf), perm, self.lo, self.hi, self.left, self.right, self.start, self.end)
+        self.box = np.empty((2, cap, s))
+        self.tree = np.empty((4, cap), dtype=np.int64)
+        kd_build(P, int(leaf), perm, self.box[0], self.box[1], *self.tree)
         self.perm = perm
         self.P = np.ascontiguousarray(P[perm])
         self.mult = np.ascontiguousarray(np.asarray(mult)[perm], dtype=np.float64)
 
 
-def _dld_scenario(
-    Z: np.ndarray,
-    Zp: np.ndarray,
-    cols: Sequence[int],
-    U: np.ndarray,
-    mult: np.ndarray,
-    cand_rows: np.ndarray | None = None,
-    row_of: np.ndarray | None = None,
-    rows: np.ndarray | None = None,
-) -> tuple[float, float | None]:
-    """DLD on the z-scores ``Z``, ``Zp`` restricted to ``cols``: ``(value, bound)``.
+class _DLDShared:
+    """What every scenario's DLD shares (built once per file pair).
 
-    ``U`` holds the distinct protected rows (z-scores, every attribute), ``mult`` their
-    multiplicities, ``row_of`` the row of ``U`` of each record (to search in the tree's
-    order). ``cand_rows`` (n, K) optionally names, per original record, K protected
-    records likely to be near it: one of them strictly nearer than the true record
-    settles "no credit" without a tree search (any protected records are valid
-    candidates). With ``rows`` (a sample of originals) the value is the mean credit of
-    those originals and ``bound`` the half-width of its 95 % interval
-    (:func:`sample_bound`); otherwise ``bound`` is None.
+    ``who`` the searched originals (all, or the sample of ``dld_method = "sampled"``);
+    per searched original (position i): ``Zw``/``Zpw`` its original and protected
+    z-scores, ``ec`` (i, v) its squared distance to its own protected row on attribute
+    v, ``per`` = (margin tolerance, multiplicity of its own row), ``row_of`` its
+    distinct protected row, ``cand`` its candidate protected records; ``U``/``mult``
+    the distinct protected rows and their multiplicities, ``first`` the first record
+    of each.
     """
-    n = Z.shape[0]
-    cols_a = np.asarray(cols, dtype=np.int64)
-    if cand_rows is None:
-        cand_rows = np.empty((n, 0), dtype=np.int64)
-    who = np.arange(n, dtype=np.int64) if rows is None else rows
-    # identical protected rows have identical z-scores: the true distance is to Zp[i]
-    d2_true = np.empty(n)
-    todo_buf = np.empty(who.size, dtype=np.int64)
-    nt = int(dld_filter(Z, Zp, cols_a, cand_rows, who, d2_true, todo_buf))
-    credit = np.zeros(n)
+
+    def __init__(self, ev: "RiskEvaluator") -> None:
+        codes, self.first, _m = ev._distinct()
+        self.U, self.mult = ev._tree()
+        self.who = np.arange(ev.n, dtype=np.int64) if ev.dld_rows is None else ev.dld_rows
+        self.Zw = np.ascontiguousarray(ev.Z[self.who])
+        self.Zpw = np.ascontiguousarray(ev.Zp[self.who])
+        self.ec = (self.Zw - self.Zpw) ** 2
+        self.row_of = np.ascontiguousarray(codes[self.who])
+        self.per = np.vstack((_DLD_MARGIN_TOL * (1.0 + self.ec.sum(axis=1)), self.mult[self.row_of]))
+        cand = ev._candidates()
+        self.cand = (np.empty((self.who.size, 0), dtype=np.int64) if cand is None
+                     else np.ascontiguousarray(cand[self.who]))
+
+
+def _lower_f32(x: np.ndarray) -> np.ndarray:
+    """``x`` as float32, every value rounded down (a lower bound stays one)."""
+    return (x - np.abs(x) * 2.5e-7 - 1e-30).astype(np.float32)
+
+
+def _dld_scenario(sh: _DLDShared, Zp: np.ndarray, sc: tuple[int, ...], prev: np.ndarray,
+                  parents: np.ndarray, extra: Sequence[int], memo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One scenario's DLD credits and margin lower bounds of the originals ``sh.who``.
+
+    ``prev`` (rows, n) holds margin lower bounds of scenarios with one attribute less,
+    ``parents[j]`` the row of ``sc`` without its j-th attribute (-1: not computed);
+    ``extra`` the attributes whose addition to ``sc`` is a scenario still to come (the
+    search looks that much further, to give it a margin); ``memo`` the last record that
+    beat each original (updated). Returns (credits, margins) per position.
+    """
+    nw = sh.who.size
+    cols = np.asarray(sc, dtype=np.int64)
+    out = np.empty((3, nw))  # squared true distances, margins, credits
+    todo = np.empty(nw, dtype=np.int64)
+    nt = int(dld_filter(sh.Zw, sh.Zpw, Zp, cols, sh.ec, prev, parents, sh.per, memo, sh.cand, out, todo))
     if nt:
-        todo = todo_buf[:nt]
+        todo = todo[:nt]
         # a k-d tree of the distinct protected rows on the scenario's attributes (its
         # splits and boxes on those attributes only prune far better than one tree of
         # every attribute), built once per scenario, compiled
-        tree = _BoxTree(U[:, cols_a], mult, leaf=_DLD_LEAF)
-        if row_of is not None:
-            # originals in the tree order of their true rows: consecutive searches walk
-            # the same nodes (1.2-1.7x faster at 200,000 records)
-            place = np.empty(tree.perm.size, dtype=np.int64)
-            place[tree.perm] = np.arange(tree.perm.size)
-            todo = todo[np.argsort(place[row_of[todo]], kind="stable")]
-        dld_exact(np.ascontiguousarray(Z[np.ix_(todo, cols_a)]), d2_true, todo, tree.P, tree.mult, tree.lo,
-                  tree.hi, tree.left, tree.right, tree.start, tree.end, credit)
-    if rows is None:
-        return 100.0 * float(credit.sum()) / n, None
-    c = credit[rows]
-    total = float(c.sum())
-    return 100.0 * total / rows.size, sample_bound(total, float((c * c).sum()), int(rows.size))
+        tree = _BoxTree(sh.U[:, cols], sh.mult)
+        # originals in the tree order of their true rows: consecutive searches walk
+        # the same nodes (1.2-1.7x faster at 200,000 records)
+        place = np.empty(tree.perm.size, dtype=np.int64)
+        place[tree.perm] = np.arange(tree.perm.size)
+        todo = todo[np.argsort(place[sh.row_of[todo]], kind="stable")]
+        cap = sh.ec[np.ix_(todo, list(extra))].sum(axis=1) if extra else np.zeros(nt)
+        beat = np.full(nw, -1, dtype=np.int64)
+        dld_search(np.ascontiguousarray(sh.Zw[np.ix_(todo, cols)]), out[0], cap, todo, sh.per[1], tree.tree,
+                   tree.P, tree.mult, tree.box, out[2], out[1], beat)
+        hit = todo[beat[todo] >= 0]
+        memo[hit] = sh.first[tree.perm[beat[hit]]]
+    return out[2], out[1]
 
 
 def dld(
@@ -1103,6 +1120,7 @@ class RiskEvaluator:
         self._cand_rows: np.ndarray | None = None
         self._rows_all: tuple[np.ndarray, np.ndarray, int] | None = None
         self._box_tree: tuple[np.ndarray, np.ndarray] | None = None
+        self._dld_sh: _DLDShared | None = None
         self.id_percents = [float(q) if not float(q).is_integer() else int(q) for q in id_percents]
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
             raise InvalidParameterError("ID percents must be in (0, 100]")
@@ -1204,9 +1222,89 @@ class RiskEvaluator:
 
     def dld_bounded(self, sc: Sequence[int]) -> tuple[float, float | None]:
         """DLD and, when sampled (``dld_method``), the half-width of its 95 % interval."""
-        U, mult = self._tree()
-        return _dld_scenario(self.Z, self.Zp, list(sc), U, mult, self._candidates(), self._distinct()[0],
-                             self.dld_rows)
+        key = tuple(sorted(int(v) for v in sc))
+        return self._by_layers([key], 1, lambda _sc, dld, _rows: dld)[key]
+
+    def _dld_value(self, credit: np.ndarray) -> tuple[float, float | None]:
+        total = float(credit.sum())
+        if self.dld_rows is None:
+            return 100.0 * total / self.n, None
+        m = int(credit.size)
+        return 100.0 * total / m, sample_bound(total, float((credit * credit).sum()), m)
+
+    def _by_layers(self, scs: Sequence[tuple[int, ...]], jobs: int,
+                   finish: Callable[[tuple[int, ...], tuple[float, float | None], _RowClasses], Any],
+                   after: Callable[[int], None] | None = None) -> dict[tuple[int, ...], Any]:
+        """``{sc: finish(sc, its DLD, row classes)}`` for the sorted scenarios ``scs``.
+
+        Scenarios are visited by size, then lexicographically (shared prefixes reuse
+        their exact row classes). Each scenario keeps, per original, a lower bound of
+        its DLD *margin* (how much nearer than any other protected row its own row is)
+        while a scenario with one attribute more is still to come; that scenario's
+        originals whose bound, less the new attribute's own squared distance, stays
+        clearly positive are credited without a search (see
+        :func:`._risk_kernels.dld_filter`): on MDAV data most of the credited links
+        of larger scenarios. Within a size, scenarios run in ``jobs`` threads, runs of
+        consecutive scenarios each, one memo of beaten originals per thread; a bound
+        or a memo only decides whether a search runs, never its result, so the result
+        does not depend on ``jobs``. ``after(done)`` reports finished scenarios.
+        """
+        sh = self._dld_shared()
+        want = set(scs)
+        layers: dict[int, list[tuple[int, ...]]] = {}
+        for sc in sorted(want):
+            layers.setdefault(len(sc), []).append(sc)
+        jobs = max(1, int(jobs))
+        memos: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+        for _ in range(jobs):
+            memos.put(np.full(sh.who.size, -1, dtype=np.int64))
+        results: dict[tuple[int, ...], Any] = {}
+        prev = np.empty((0, sh.who.size), dtype=np.float32)
+        prev_rows: dict[tuple[int, ...], int] = {}
+        finished = 0
+        for size in sorted(layers):
+            layer = layers[size]
+            # margins kept: the scenarios of this size that a scenario of the next is built on
+            keep: dict[tuple[int, ...], int] = {}
+            for t in layers.get(size + 1, []):
+                for j in range(len(t)):
+                    u = t[:j] + t[j + 1:]
+                    if u in want and u not in keep:
+                        keep[u] = len(keep)
+            store = np.empty((len(keep), sh.who.size), dtype=np.float32)
+            chunk = 1 if jobs == 1 else max(1, min(32, len(layer) // (8 * jobs)))
+            runs = [layer[j:j + chunk] for j in range(0, len(layer), chunk)]
+            ends = np.cumsum([len(r) for r in runs])
+
+            def run(batch: list[tuple[int, ...]], prev: np.ndarray = prev, prev_rows: dict = prev_rows,
+                    keep: dict = keep, store: np.ndarray = store) -> None:
+                memo = memos.get()
+                rows = self.rows if jobs == 1 else self.rows.fresh()
+                try:
+                    for sc in batch:
+                        parents = np.array([prev_rows.get(sc[:j] + sc[j + 1:], -1) for j in range(len(sc))],
+                                           dtype=np.int64)
+                        extra = [v for v in range(self.p) if v not in sc and tuple(sorted(sc + (v,))) in want]
+                        credit, margin = _dld_scenario(sh, self.Zp, sc, prev, parents, extra, memo)
+                        if sc in keep:
+                            store[keep[sc]] = _lower_f32(margin)
+                        results[sc] = finish(sc, self._dld_value(credit), rows)
+                finally:
+                    memos.put(memo)
+
+            def report(done: int, base: int = finished, ends: np.ndarray = ends) -> None:
+                if after is not None:
+                    after(base + (int(ends[done - 1]) if done else 0))
+
+            _in_threads(run, runs, jobs, after=report)
+            finished += len(layer)
+            prev, prev_rows = store, keep
+        return results
+
+    def _dld_shared(self) -> _DLDShared:
+        if self._dld_sh is None:
+            self._dld_sh = _DLDShared(self)
+        return self._dld_sh
 
     def pld(self, sc: Sequence[int]) -> dict[str, Any] | None:
         base = {"window": self.pld_window, "window_share": self.pld_window_share}
@@ -1251,18 +1349,20 @@ class RiskEvaluator:
         return out  # type: ignore[return-value]
 
     def scenario(self, sc: Sequence[int], *, rows: _RowClasses | None = None,
-                 pld: dict[str, Any] | None = None) -> dict[str, Any]:
+                 pld: dict[str, Any] | None = None,
+                 dld: tuple[float, float | None] | None = None) -> dict[str, Any]:
         """Every risk measure for the sorted scenario ``sc``.
 
         ``rows`` (a :class:`_RowClasses` of this file) lets threads evaluate scenarios
-        side by side (each thread its own prefix cache); ``pld`` is this scenario's
-        result of :meth:`pld_many`, when computed already.
+        side by side (each thread its own prefix cache); ``pld`` and ``dld`` are this
+        scenario's results of :meth:`pld_many` and the layered DLD pass, when computed
+        already.
         """
         sc = tuple(int(v) for v in sc)
         an = self.anonymity(sc, rows=rows)
         idd = self.interval_disclosure(sc)
         pl = self.pld(sc) if pld is None else pld
-        dld_value, dld_bound = self.dld_bounded(sc)
+        dld_value, dld_bound = self.dld_bounded(sc) if dld is None else dld
         return {
             "attributes": list(sc),
             **an,
@@ -1280,44 +1380,35 @@ class RiskEvaluator:
                  progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
         """:meth:`scenario` for each scenario, in the given order.
 
-        Scenarios are visited in lexicographic order so that the exact row classes of
-        shared prefixes are reused. With ``jobs`` > 1 they run in that many threads
-        (the compiled kernels and the kd-tree queries release the GIL), each taking
-        runs of consecutive scenarios from a shared queue, with one kd-tree worker
-        each; every scenario is computed the same way whatever the thread, so the
-        result does not depend on ``jobs``. ``progress(done, total)`` is called from
-        the calling thread after each scenario (with jobs > 1: at least every 0.1 s).
+        Scenarios are visited by size, then in lexicographic order (see
+        :meth:`_by_layers`: DLD margins of a size settle most credited links of the
+        next; the exact row classes of shared prefixes are reused). With ``jobs`` > 1
+        the scenarios of a size run in that many threads (the compiled kernels and
+        the kd-tree queries release the GIL); every scenario is computed the same way
+        whatever the thread, so the result does not depend on ``jobs``.
+        ``progress(done, total)`` counts distinct scenarios, called from the calling
+        thread (with jobs > 1: at least every 0.1 s).
         """
         scs = [tuple(sorted(int(v) for v in s)) for s in scenarios]
-        total = len(scs)
-        order = sorted(range(total), key=lambda i: scs[i])
+        distinct = sorted(set(scs))
+        total = len(distinct)
         jobs = max(1, int(jobs))
         if total:  # shared by every thread: built once, before them
-            self._tree()
-            self._candidates()
+            self._dld_shared()
         with _one_blas_thread(jobs):
-            plds = self.pld_many(scs, jobs=jobs)
-        out: list[dict[str, Any] | None] = [None] * total
-        # runs of consecutive scenarios (in lexicographic order: a thread reuses the
-        # exact row classes of shared prefixes within its run)
-        size = 1 if jobs == 1 else max(1, min(32, total // (8 * jobs)))
-        runs = [order[j:j + size] for j in range(0, total, size)]
-        ends = np.cumsum([len(r) for r in runs])
+            plds = dict(zip(distinct, self.pld_many(distinct, jobs=jobs)))
 
-        def run(idx: list[int]) -> None:
-            rows = self.rows if jobs == 1 else self.rows.fresh()
-            for i in idx:
-                out[i] = self.scenario(scs[i], rows=rows, pld=plds[i])
+        def finish(sc: tuple[int, ...], dld: tuple[float, float | None], rows: _RowClasses) -> dict[str, Any]:
+            return self.scenario(sc, rows=rows, pld=plds[sc], dld=dld)
 
-        def after(done: int) -> None:
-            count = int(ends[done - 1]) if done else 0
+        def after(count: int) -> None:
             progress_set(count)
             if progress is not None:
                 progress(count, total)
 
         with progress_phase("intruder scenarios", total=total, unit="scenarios"), _one_blas_thread(jobs):
-            _in_threads(run, runs, jobs, after=after)
-        return out  # type: ignore[return-value]
+            done = self._by_layers(distinct, jobs, finish, after=after)
+        return [dict(done[sc]) for sc in scs]
 
 
 # ---------------------------------------------------------------------------------
