@@ -341,26 +341,35 @@ def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def dld_search(Zq, d2, cap, todo, own, tree, P, mult, box, credit, lb, beat):  # pragma: no cover
+def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  # pragma: no cover
     """Exact DLD credits and margins of the originals ``todo`` (positions) by a search.
 
-    Everything is restricted to the scenario's attributes already: ``Zq`` (t, s) the
-    originals ``todo`` (in that order), ``P`` (m, s) the distinct protected rows in the
+    The originals are rows ``todo`` of ``Zw`` (their squared distances to their own
+    rows on each attribute in ``ec``, ``per`` and ``out`` as in :func:`dld_filter`),
+    searched on the attributes ``cols``; ``P`` (m, s) holds the distinct protected rows
+    on those attributes, in the
     order of the k-d tree (``box`` (2, nodes, s) the low and high corner of every node's
     box; ``tree`` (4,
     nodes) its left and right children (-1 at a leaf) and the first and end row of each
     node), ``mult`` their multiplicities. For original ``todo[t]``, a depth-first search,
-    nearer box first, over the boxes within radius r = d2 + ``cap[t]``, shrunk to the
+    nearer box first, over the boxes within radius r = d2 + cap, shrunk to the
     nearest row found beyond d2: a row strictly nearer than d2 ends it (no credit; its
-    position in ``P`` goes to ``beat``); rows exactly as near (same fixed-order formula)
+    position in ``P`` goes to ``beat[t]``); rows exactly as near (same fixed-order formula)
     are ties, and the credit is 1 / their total multiplicity. When the only ties are the
     original's own row (``own`` its multiplicity), ``lb`` is raised to the margin found
     (nearest other row within r, else r, minus d2); other ties give a margin of 0. A box
     is skipped only when its lower bound, computed in the same order of operations as a
     point's distance (rounding is monotone), exceeds the radius, so no row within it is
-    skipped. With ``cap`` 0 this is the plain exact search.
+    skipped. The cap is the sum of ``ec`` over the attributes ``extra`` (those whose
+    addition makes a scenario still to come: a margin beyond it is of no use); with no
+    ``extra`` this is the plain exact search.
     """
-    s = Zq.shape[1]
+    s = cols.size
+    own = per[1]
+    d2 = out[0]
+    lb = out[1]
+    credit = out[2]
+    q = np.empty(s)
     lo = box[0]
     hi = box[1]
     left = tree[0]
@@ -372,7 +381,12 @@ def dld_search(Zq, d2, cap, todo, own, tree, P, mult, box, credit, lb, beat):  #
     for t in range(todo.size):
         a = todo[t]
         ref = d2[a]
-        best = ref + cap[t]
+        cap = 0.0
+        for j in range(extra.size):
+            cap += ec[a, extra[j]]
+        best = ref + cap
+        for j in range(s):
+            q[j] = Zw[a, cols[j]]
         ties = 0.0
         beaten = False
         stack[0] = 0
@@ -387,11 +401,11 @@ def dld_search(Zq, d2, cap, todo, own, tree, P, mult, box, credit, lb, beat):  #
                 for u in range(start[node], end[node]):
                     acc = 0.0
                     for j in range(s):
-                        d = Zq[t, j] - P[u, j]
+                        d = q[j] - P[u, j]
                         acc += d * d
                     if acc < ref:
                         beaten = True
-                        beat[a] = u
+                        beat[t] = u
                         break
                     if acc == ref:
                         ties += mult[u]
@@ -404,7 +418,7 @@ def dld_search(Zq, d2, cap, todo, own, tree, P, mult, box, credit, lb, beat):  #
             bl = 0.0
             br = 0.0
             for j in range(s):
-                z = Zq[t, j]
+                z = q[j]
                 d = lo[l, j] - z
                 if d > 0:
                     bl += d * d

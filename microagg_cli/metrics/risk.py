@@ -359,12 +359,11 @@ def _dld_scenario(sh: _DLDShared, Zp: np.ndarray, sc: tuple[int, ...], prev: np.
         place = np.empty(tree.perm.size, dtype=np.int64)
         place[tree.perm] = np.arange(tree.perm.size)
         todo = todo[np.argsort(place[sh.row_of[todo]], kind="stable")]
-        cap = sh.ec[np.ix_(todo, list(extra))].sum(axis=1) if extra else np.zeros(nt)
-        beat = np.full(nw, -1, dtype=np.int64)
-        dld_search(np.ascontiguousarray(sh.Zw[np.ix_(todo, cols)]), out[0], cap, todo, sh.per[1], tree.tree,
-                   tree.P, tree.mult, tree.box, out[2], out[1], beat)
-        hit = todo[beat[todo] >= 0]
-        memo[hit] = sh.first[tree.perm[beat[hit]]]
+        beat = np.full(nt, -1, dtype=np.int64)
+        dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo, sh.per, tree.tree, tree.P,
+                   tree.mult, tree.box, out, beat)
+        hit = beat >= 0
+        memo[todo[hit]] = sh.first[tree.perm[beat[hit]]]
     return out[2], out[1]
 
 
@@ -1224,6 +1223,13 @@ class RiskEvaluator:
         """DLD and, when sampled (``dld_method``), the half-width of its 95 % interval."""
         key = tuple(sorted(int(v) for v in sc))
         return self._by_layers([key], 1, lambda _sc, dld, _rows: dld)[key]
+
+    def dld_many(self, scenarios: Sequence[Sequence[int]], *, jobs: int = 1) -> list[tuple[float, float | None]]:
+        """:meth:`dld_bounded` of many scenarios, computed together (see :meth:`_by_layers`:
+        far faster than one by one when scenarios and their subsets are asked for)."""
+        scs = [tuple(sorted(int(v) for v in sc)) for sc in scenarios]
+        done = self._by_layers(sorted(set(scs)), jobs, lambda _sc, dld, _rows: dld)
+        return [done[sc] for sc in scs]
 
     def _dld_value(self, credit: np.ndarray) -> tuple[float, float | None]:
         total = float(credit.sum())
