@@ -177,30 +177,36 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def dld_filter(Zw, Zpw, Zp, cols, ec, prev, parents, per, memo, cand, out, todo):  # pragma: no cover
+def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo):  # pragma: no cover
     """One scenario's DLD for the originals settled without a search; the rest in ``todo``.
 
-    Per searched original ``i`` (row ``i`` of ``Zw``, its protected row ``Zpw[i]``;
-    ``per`` = (tol, own) and ``out`` = (d2, lb, credit), rows of one array each):
-    ``d2[i]`` = sum over ``cols`` (left to right) of (Zw[i, c] - Zpw[i, c])^2, the fixed
-    order of every distance here. ``lb[i]`` gets a lower bound of the original's
-    *margin* on the scenario: min over the other distinct protected rows b of
-    d(i, b) - d2[i]. For every attribute v = cols[j] whose parent scenario (the
-    scenario without v) has stored margins ``prev[parents[j]]`` (-1: none), the margin
-    is at least that margin minus ``ec[i, v]`` = (Zw[i, v] - Zpw[i, v])^2, since adding
-    v adds at least 0 to d(i, b) and exactly ``ec[i, v]`` to d2[i]; and always at least
-    -d2[i]. A bound above ``tol[i]`` (far above any rounding of these sums) settles the
-    original: no row is as near as its own, its credit is 1 / ``own[i]`` (the
-    multiplicity of its own row). Otherwise the protected record ``memo[i]`` (the last
-    row that beat it, -1: none) and the records ``cand[i]`` are tried: one strictly
-    nearer settles "no credit" (and becomes ``memo[i]``). Returns the number of
-    originals left, written to ``todo``.
+    Per searched original ``i`` (``W[0, i]`` its z-scores, ``W[1, i]`` those of its
+    protected row; ``per`` = (tol, own), ``out`` = (d2, lb, credit) and ``link`` =
+    (memo, beater), rows of one array each): ``d2[i]`` = sum over ``cols`` (left to
+    right) of (W[0, i, c] - W[1, i, c])^2, the fixed order of every distance here.
+    ``lb[i]`` gets a lower bound of the original's *margin* on the scenario: min over
+    the other distinct protected rows b of d(i, b) - d2[i]. For every attribute
+    v = cols[j] whose parent scenario (the scenario without v) has stored margins
+    ``prev[parents[j]]`` (-1: none), the margin is at least that margin minus
+    ``ec[i, v]`` = (W[0, i, v] - W[1, i, v])^2, since adding v adds at least 0 to
+    d(i, b) and exactly ``ec[i, v]`` to d2[i]; and always at least -d2[i]. A bound
+    above ``tol[i]`` (far above any rounding of these sums) settles the original: no
+    row is as near as its own, its credit is 1 / ``own[i]`` (the multiplicity of its
+    own row). Otherwise these distinct protected rows (of ``U``) are tried, one
+    strictly nearer settling "no credit": ``memo[i]`` (the last row that beat it in
+    this thread), the rows that beat it in the parent scenarios (``prevb``, -1: none)
+    and its candidates ``cand[i]``; the row found goes to ``beater[i]`` and
+    ``memo[i]`` (-1 when none). Returns the number of originals left, in ``todo``.
     """
+    Zw = W[0]
+    Zpw = W[1]
     tol = per[0]
     own = per[1]
     d2 = out[0]
     lb = out[1]
     credit = out[2]
+    memo = link[0]
+    beater = link[1]
     K = cand.shape[1]
     s = cols.size
     nt = 0
@@ -220,31 +226,36 @@ def dld_filter(Zw, Zpw, Zp, cols, ec, prev, parents, per, memo, cand, out, todo)
                     bound = x
         lb[i] = bound
         credit[i] = 0.0
+        beater[i] = -1
         if bound > tol[i]:
             credit[i] = 1.0 / own[i]
             continue
-        beaten = False
-        b = memo[i]
-        if b >= 0:
+        found = -1
+        tried = -1
+        # the memo, then the parents' beaters, then the candidates
+        for t in range(1 + s + K):
+            if t == 0:
+                b = memo[i]
+            elif t <= s:
+                par = parents[t - 1]
+                b = prevb[par, i] if par >= 0 else -1
+            else:
+                b = cand[i, t - 1 - s]
+            if b < 0 or b == tried:
+                continue
+            tried = b
             acc2 = 0.0
             for j in range(s):
                 c = cols[j]
-                d = Zw[i, c] - Zp[b, c]
-                acc2 += d * d
-            beaten = acc2 < acc
-        t = 0
-        while not beaten and t < K:
-            b = cand[i, t]
-            acc2 = 0.0
-            for j in range(s):
-                c = cols[j]
-                d = Zw[i, c] - Zp[b, c]
+                d = Zw[i, c] - U[b, c]
                 acc2 += d * d
             if acc2 < acc:
-                beaten = True
-                memo[i] = b
-            t += 1
-        if not beaten:
+                found = b
+                break
+        if found >= 0:
+            beater[i] = found
+            memo[i] = found
+        else:
             todo[nt] = i
             nt += 1
     return nt

@@ -306,26 +306,25 @@ class _DLDShared:
     """What every scenario's DLD shares (built once per file pair).
 
     ``who`` the searched originals (all, or the sample of ``dld_method = "sampled"``);
-    per searched original (position i): ``Zw``/``Zpw`` its original and protected
+    per searched original (position i): ``W`` (2, i, p) its original and protected
     z-scores, ``ec`` (i, v) its squared distance to its own protected row on attribute
     v, ``per`` = (margin tolerance, multiplicity of its own row), ``row_of`` its
-    distinct protected row, ``cand`` its candidate protected records; ``U``/``mult``
-    the distinct protected rows and their multiplicities, ``first`` the first record
-    of each.
+    distinct protected row, ``cand`` its candidate distinct protected rows;
+    ``U``/``mult`` the distinct protected rows and their multiplicities.
     """
 
     def __init__(self, ev: "RiskEvaluator") -> None:
-        codes, self.first, _m = ev._distinct()
+        codes, _first, _m = ev._distinct()
         self.U, self.mult = ev._tree()
         self.who = np.arange(ev.n, dtype=np.int64) if ev.dld_rows is None else ev.dld_rows
-        self.Zw = np.ascontiguousarray(ev.Z[self.who])
-        self.Zpw = np.ascontiguousarray(ev.Zp[self.who])
-        self.ec = (self.Zw - self.Zpw) ** 2
+        self.W = np.stack((ev.Z[self.who], ev.Zp[self.who]))
+        self.Zw = self.W[0]
+        self.ec = (self.W[0] - self.W[1]) ** 2
         self.row_of = np.ascontiguousarray(codes[self.who])
         self.per = np.vstack((_DLD_MARGIN_TOL * (1.0 + self.ec.sum(axis=1)), self.mult[self.row_of]))
         cand = ev._candidates()
         self.cand = (np.empty((self.who.size, 0), dtype=np.int64) if cand is None
-                     else np.ascontiguousarray(cand[self.who]))
+                     else np.ascontiguousarray(codes[cand[self.who]]))
 
 
 def _lower_f32(x: np.ndarray) -> np.ndarray:
@@ -333,21 +332,23 @@ def _lower_f32(x: np.ndarray) -> np.ndarray:
     return (x - np.abs(x) * 2.5e-7 - 1e-30).astype(np.float32)
 
 
-def _dld_scenario(sh: _DLDShared, Zp: np.ndarray, sc: tuple[int, ...], prev: np.ndarray,
-                  parents: np.ndarray, extra: Sequence[int], memo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _dld_scenario(sh: _DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np.ndarray],
+                  parents: np.ndarray, extra: Sequence[int], link: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One scenario's DLD credits and margin lower bounds of the originals ``sh.who``.
 
-    ``prev`` (rows, n) holds margin lower bounds of scenarios with one attribute less,
+    ``prev`` = (margins, beaters), (rows, n) each: margin lower bounds and the distinct
+    rows that beat each original (-1: none) of scenarios with one attribute less;
     ``parents[j]`` the row of ``sc`` without its j-th attribute (-1: not computed);
     ``extra`` the attributes whose addition to ``sc`` is a scenario still to come (the
-    search looks that much further, to give it a margin); ``memo`` the last record that
-    beat each original (updated). Returns (credits, margins) per position.
+    search looks that much further, to give it a margin); ``link`` (2, n) the last row
+    that beat each original in this thread (updated) and, on return, the row that beat
+    it here. Returns (credits, margins) per position.
     """
     nw = sh.who.size
     cols = np.asarray(sc, dtype=np.int64)
     out = np.empty((3, nw))  # squared true distances, margins, credits
     todo = np.empty(nw, dtype=np.int64)
-    nt = int(dld_filter(sh.Zw, sh.Zpw, Zp, cols, sh.ec, prev, parents, sh.per, memo, sh.cand, out, todo))
+    nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, prev[0], prev[1], parents, sh.per, sh.cand, out, link, todo))
     if nt:
         todo = todo[:nt]
         # a k-d tree of the distinct protected rows on the scenario's attributes (its
@@ -363,7 +364,7 @@ def _dld_scenario(sh: _DLDShared, Zp: np.ndarray, sc: tuple[int, ...], prev: np.
         dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo, sh.per, tree.tree, tree.P,
                    tree.mult, tree.box, out, beat)
         hit = beat >= 0
-        memo[todo[hit]] = sh.first[tree.perm[beat[hit]]]
+        link[:, todo[hit]] = tree.perm[beat[hit]]
     return out[2], out[1]
 
 
@@ -1263,9 +1264,9 @@ class RiskEvaluator:
         jobs = max(1, int(jobs))
         memos: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
         for _ in range(jobs):
-            memos.put(np.full(sh.who.size, -1, dtype=np.int64))
+            memos.put(np.full((2, sh.who.size), -1, dtype=np.int64))
         results: dict[tuple[int, ...], Any] = {}
-        prev = np.empty((0, sh.who.size), dtype=np.float32)
+        prev = (np.empty((0, sh.who.size), dtype=np.float32), np.empty((0, sh.who.size), dtype=np.int32))
         prev_rows: dict[tuple[int, ...], int] = {}
         finished = 0
         for size in sorted(layers):
@@ -1277,13 +1278,14 @@ class RiskEvaluator:
                     u = t[:j] + t[j + 1:]
                     if u in want and u not in keep:
                         keep[u] = len(keep)
-            store = np.empty((len(keep), sh.who.size), dtype=np.float32)
+            store = (np.empty((len(keep), sh.who.size), dtype=np.float32),
+                     np.empty((len(keep), sh.who.size), dtype=np.int32))
             chunk = 1 if jobs == 1 else max(1, min(32, len(layer) // (8 * jobs)))
             runs = [layer[j:j + chunk] for j in range(0, len(layer), chunk)]
             ends = np.cumsum([len(r) for r in runs])
 
-            def run(batch: list[tuple[int, ...]], prev: np.ndarray = prev, prev_rows: dict = prev_rows,
-                    keep: dict = keep, store: np.ndarray = store) -> None:
+            def run(batch: list[tuple[int, ...]], prev: tuple = prev, prev_rows: dict = prev_rows,
+                    keep: dict = keep, store: tuple = store) -> None:
                 memo = memos.get()
                 rows = self.rows if jobs == 1 else self.rows.fresh()
                 try:
@@ -1291,9 +1293,10 @@ class RiskEvaluator:
                         parents = np.array([prev_rows.get(sc[:j] + sc[j + 1:], -1) for j in range(len(sc))],
                                            dtype=np.int64)
                         extra = [v for v in range(self.p) if v not in sc and tuple(sorted(sc + (v,))) in want]
-                        credit, margin = _dld_scenario(sh, self.Zp, sc, prev, parents, extra, memo)
+                        credit, margin = _dld_scenario(sh, sc, prev, parents, extra, memo)
                         if sc in keep:
-                            store[keep[sc]] = _lower_f32(margin)
+                            store[0][keep[sc]] = _lower_f32(margin)
+                            store[1][keep[sc]] = memo[1]
                         results[sc] = finish(sc, self._dld_value(credit), rows)
                 finally:
                     memos.put(memo)
