@@ -95,6 +95,9 @@ _DLD_LEAF = 48
 # distance to its own row on every attribute): the bound is a sum of at most 2 p
 # distances, each off by a few 1e-16 relative, so 1e-9 leaves six orders to spare
 _DLD_MARGIN_TOL = 1e-9
+# bytes of DLD margins and beaters kept per size of scenarios (two sizes are held at
+# once); scenarios beyond it keep none, and their supersets search more
+_DLD_KEEP_BYTES = 384 << 20
 # EM probabilities are kept inside [_EPS, 1 - _EPS] so that every log is finite
 _EPS = 1e-12
 
@@ -393,14 +396,22 @@ def dld(
     -----
     Identical protected rows are merged (with their multiplicity). The squared true
     distance of every original is computed with one fixed formula (column by column,
-    left to right); :class:`RiskEvaluator` first tries 16 candidate protected rows per
-    original (its 8 approximate nearest rows on every attribute and the 8 rows nearest
-    to its true row, found once for all scenarios): one strictly nearer settles "no
-    credit". The others are searched exactly in a k-d tree of the distinct rows on the
-    scenario's attributes (compiled; a box is pruned only when its lower bound, computed
-    in the same order of operations, exceeds the true distance): a strictly nearer row
-    ends the search, rows exactly as near are counted as ties. Exact; O(n log n) per
-    scenario for a fixed number of attributes in practice, memory O(n).
+    left to right). :class:`RiskEvaluator` evaluates many scenarios by size
+    (:meth:`RiskEvaluator.dld_many`): a scenario keeps, per original, a lower bound of
+    its *margin* (how much nearer its own row is than any other); adding an attribute v
+    lowers the margin by at most the original's squared distance to its own row on v,
+    so an original whose bound stays clearly positive (far above rounding) in the next
+    scenario is credited without a search. The rest first try a few protected rows
+    (the row that beat them last, the rows that beat them in the scenarios with one
+    attribute less, their 8 approximate nearest rows on every attribute and the 8 rows
+    nearest to their true row): one strictly nearer settles "no credit". The others are
+    searched exactly in a k-d tree of the distinct rows on the scenario's attributes
+    (compiled; a box is pruned only when its lower bound, computed in the same order of
+    operations, exceeds the radius): a strictly nearer row ends the search, rows
+    exactly as near are counted as ties, and the nearest other row gives the margin.
+    Bounds and tried rows only decide whether a search runs, never its result: exact.
+    O(n log n) per scenario for a fixed number of attributes in practice, memory O(n)
+    plus the margins kept for the next size of scenarios (at most 2 x 384 MB).
 
     References
     ----------
@@ -1273,10 +1284,11 @@ class RiskEvaluator:
             layer = layers[size]
             # margins kept: the scenarios of this size that a scenario of the next is built on
             keep: dict[tuple[int, ...], int] = {}
+            most = _DLD_KEEP_BYTES // (8 * max(1, sh.who.size))
             for t in layers.get(size + 1, []):
                 for j in range(len(t)):
                     u = t[:j] + t[j + 1:]
-                    if u in want and u not in keep:
+                    if u in want and u not in keep and len(keep) < most:
                         keep[u] = len(keep)
             store = (np.empty((len(keep), sh.who.size), dtype=np.float32),
                      np.empty((len(keep), sh.who.size), dtype=np.int32))
@@ -1292,7 +1304,8 @@ class RiskEvaluator:
                     for sc in batch:
                         parents = np.array([prev_rows.get(sc[:j] + sc[j + 1:], -1) for j in range(len(sc))],
                                            dtype=np.int64)
-                        extra = [v for v in range(self.p) if v not in sc and tuple(sorted(sc + (v,))) in want]
+                        extra = ([v for v in range(self.p) if v not in sc and tuple(sorted(sc + (v,))) in want]
+                                 if sc in keep else [])
                         credit, margin = _dld_scenario(sh, sc, prev, parents, extra, memo)
                         if sc in keep:
                             store[0][keep[sc]] = _lower_f32(margin)
