@@ -16,6 +16,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from microagg_cli.metrics.cg_bound import (
+    PricingOptions,
     cg_bound_blocks,
     cg_lower_bound,
     exact_pricing,
@@ -133,7 +134,7 @@ def test_lagrangian_bound_any_duals_is_valid():
         assert info["cut_seeds"] == 0
         assert lagrangian_bound(u, low, n, k) <= _optimum(Z, k) + 1e-9
         # node budget of 1: root bounds only, weaker but still valid
-        low1, _, info1 = exact_pricing(D, u, k, node_limit=1)
+        low1, _, info1 = exact_pricing(D, u, k, PricingOptions(node_limit=1))
         assert (low1 <= low + 1e-12).all()
         assert lagrangian_bound(u, low1, n, k) <= _optimum(Z, k) + 1e-9
 
@@ -146,7 +147,7 @@ def test_check_catches_a_bound_above_the_optimum(monkeypatch):
     Z = rng.normal(size=(9, 2))
     opt = _optimum(Z, 2)
 
-    def blind(D, u, k, **kw):  # claims no seed has a negative reduced cost
+    def blind(D, u, k, *opts, **kw):  # claims no seed has a negative reduced cost
         return np.zeros(D.shape[0]), [], {"nodes": 0, "cut_seeds": 0}
 
     monkeypatch.setattr(cg, "exact_pricing", blind)
@@ -223,7 +224,7 @@ def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | 
     from microagg_cli.metrics.cg_bound import pricing_order
 
     D = squared_distances(Z)
-    low, cols, info = exact_pricing(D, u, k, tol=tol, order=order, **kw)
+    low, cols, info = exact_pricing(D, u, k, PricingOptions(tol=tol, **kw), order=order)
     if "node_limit" not in kw:
         assert info["cut_seeds"] == 0
     assert (low <= -tol).all()
@@ -360,13 +361,13 @@ def test_exact_pricing_threads_and_redo():
         Z = rng.normal(size=(n, 2))
         D = squared_distances(Z)
         u = rng.normal(scale=2.0, size=n) + 1.5
-        low, cols, info = exact_pricing(D, u, k, node_limit=3, jobs=1)
-        low_t, cols_t, info_t = exact_pricing(D, u, k, node_limit=3, jobs=2)
+        low, cols, info = exact_pricing(D, u, k, PricingOptions(node_limit=3, jobs=1))
+        low_t, cols_t, info_t = exact_pricing(D, u, k, PricingOptions(node_limit=3, jobs=2))
         np.testing.assert_array_equal(low, low_t)
         assert [c.tolist() for c in cols] == [c.tolist() for c in cols_t]
         assert info["nodes"] == info_t["nodes"] and (info["cut"] == info_t["cut"]).all()
         cut_seen += info["cut_seeds"]
-        low2, _, info2 = exact_pricing(D, u, k, prev=low, redo=info["cut"], jobs=2)
+        low2, _, info2 = exact_pricing(D, u, k, PricingOptions(jobs=2), prev=low, redo=info["cut"])
         assert info2["cut_seeds"] == 0 and (low2 >= low).all()
         full, _, _ = exact_pricing(D, u, k)
         np.testing.assert_allclose(low2, full, rtol=1e-12, atol=1e-12)  # rc summed along other paths

@@ -187,6 +187,8 @@ def _fit_node(nd, Xt, alive, nodes, nf):
         first = False
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True, _nrt=False)
 def _build_tree(X, idx, leaf_size, perm, key, stack, Xt, XtT, tin, tleaf, talive, nodes, nf):
     """Tree over the records ``idx`` (sorted input indices): fills the arrays of
@@ -276,6 +278,8 @@ def _new_tree(X: np.ndarray, idx: np.ndarray, leaf_size: int = LEAF_SIZE) -> tup
 
 
 # --------------------------------------------------------------------------- MDAV
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True, _nrt=False)
 def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, labels, c, order, orho, oc0, pos_of,
                Xt, XtT, tin, tleaf, talive, nodes, nf,

@@ -156,6 +156,8 @@ def _move(Z, i, b, labels, members, pos, sizes, sums, log, nlog):  # pragma: no 
     return nlog
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
                cA, cB, vv, cand, log, nlog):  # pragma: no cover
@@ -232,6 +234,8 @@ def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
     return best, nlog, best_b
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _local_search(Z, nrm, start, knn, k, cap, labels, members, pos, sizes, sums,
                   log, nlog, queue, inq):  # pragma: no cover
@@ -471,6 +475,8 @@ def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
     return lab, g
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark, pool_g,
                cand_g, cand_d, c0):  # pragma: no cover
@@ -563,6 +569,8 @@ def _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r):  # pragma: 
     return N, old
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, members, pos,
             sizes, sums, log, nlog):  # pragma: no cover
@@ -581,6 +589,8 @@ def _settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, member
     return False, cur, best
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfree,
                state, iters, max_pool, best_labels, cur, best, temp0, frac0, dfrac):  # pragma: no cover
@@ -668,6 +678,8 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
     return cur, best, nfree, accepted
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, iters,
                 max_pool, max_swaps, best_labels, cur, best, temp0, frac0,
