@@ -811,84 +811,19 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mdav",
-        func=mdav,
-        summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
-        reference=(
-            "Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous "
-            "k-anonymity through microaggregation, DMKD 11(2)"
-        ),
-        params=(
-            ParamSpec(
-                name="refine",
-                type="bool",
-                default=False,
-                help="merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1",
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="mdav-classic",
-        func=mdav_classic,
-        summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
-        reference=(
-            "Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation "
-            "for statistical disclosure control, IEEE TKDE 14(1)"
-        ),
-    ),
-    MethodSpec(
-        name="md",
-        func=md,
-        summary="Maximum distance: the two records farthest apart seed two groups of k",
-        reference=(
-            "Mateo-Sanz & Domingo-Ferrer (1999), A method for data-oriented multivariate "
-            "microaggregation, Statistical Data Protection '98, Eurostat"
-        ),
-        params=(
-            ParamSpec(
-                name="grow",
-                type="str",
-                default="seed",
-                help="seed: a seed and its k-1 nearest; group: add the record nearest to the growing group's centroid (MFS_MD)",
-                choices=("seed", "group"),
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="cbfs",
-        func=cbfs,
-        summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
-        reference=(
-            "Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for "
-            "microaggregation, IEEE TKDE 17(7)"
-        ),
-    ),
-    MethodSpec(
-        name="tfrp",
-        func=tfrp,
-        summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
-        reference=(
-            "Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for "
-            "statistical disclosure control, Journal of Systems and Software 80(11)"
-        ),
-        params=(
-            ParamSpec(
-                name="refine",
-                type="bool",
-                default=False,
-                help="enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+",
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="multidsort",
-        func=multidsort,
-        summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
-        reference=(
-            "Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based "
-            "k-anonymity microaggregation for statistical disclosure control, "
-            "SecureComm 2012, LNICST 106"
-        ),
-    ),
+    MethodSpec(name="mdav", func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
+               reference="Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous k-anonymity through microaggregation, DMKD 11(2)",
+               params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
+    MethodSpec(name="mdav-classic", func=mdav_classic, summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
+               reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)"),
+    MethodSpec(name="md", func=md, summary="Maximum distance: the two records farthest apart seed two groups of k",
+               reference="Mateo-Sanz & Domingo-Ferrer (1999), A method for data-oriented multivariate microaggregation, Statistical Data Protection '98, Eurostat",
+               params=(ParamSpec("grow", "str", "seed", "seed: a seed and its k-1 nearest; group: add the record nearest to the growing group's centroid (MFS_MD)", choices=("seed", "group")),)),
+    MethodSpec(name="cbfs", func=cbfs, summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
+               reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
+    MethodSpec(name="tfrp", func=tfrp, summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
+               reference="Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for statistical disclosure control, Journal of Systems and Software 80(11)",
+               params=(ParamSpec("refine", "bool", False, "enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+"),)),
+    MethodSpec(name="multidsort", func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
+               reference="Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based k-anonymity microaggregation for statistical disclosure control, SecureComm 2012, LNICST 106"),
 )

@@ -199,27 +199,11 @@ def fcm(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="fcm",
-        func=fcm,
-        summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
-        reference=(
-            "Domingo-Ferrer & Torra (2003), Fuzzy microaggregation for microdata "
-            "protection, Journal of Advanced Computational Intelligence and "
-            "Intelligent Informatics 7(2)"
-        ),
-        params=(
-            ParamSpec("m", "float", 1.1, "initial fuzzifier (> 1; small = nearly crisp)",
-                      min=1.01, max=10.0),
-            ParamSpec("c_shrink", "float", 0.5,
-                      "factor applied to the number of clusters after a run with a cluster below k",
-                      min=0.1, max=0.99),
-            ParamSpec("m_step", "float", 0.1, "fuzzifier increase after such a run", min=0.0,
-                      max=5.0),
-            ParamSpec("m_max", "float", 3.0, "largest fuzzifier of the schedule", min=1.01,
-                      max=20.0),
-            ParamSpec("c_max", "int", 64, "most clusters per fuzzy c-means run (larger blocks recurse)",
-                      min=2),
-        ),
-    ),
+    MethodSpec(name="fcm", func=fcm, summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
+               reference="Domingo-Ferrer & Torra (2003), Fuzzy microaggregation for microdata protection, Journal of Advanced Computational Intelligence and Intelligent Informatics 7(2)",
+               params=(ParamSpec("m", "float", 1.1, "initial fuzzifier (> 1; small = nearly crisp)", min=1.01, max=10.0),
+                       ParamSpec("c_shrink", "float", 0.5, "factor applied to the number of clusters after a run with a cluster below k", min=0.1, max=0.99),
+                       ParamSpec("m_step", "float", 0.1, "fuzzifier increase after such a run", min=0.0, max=5.0),
+                       ParamSpec("m_max", "float", 3.0, "largest fuzzifier of the schedule", min=1.01, max=20.0),
+                       ParamSpec("c_max", "int", 64, "most clusters per fuzzy c-means run (larger blocks recurse)", min=2))),
 )

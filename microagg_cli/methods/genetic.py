@@ -479,26 +479,13 @@ def _ga_round(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="genetic",
-        func=genetic,
-        summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of "
-                "k..2k-1 per macrogroup (never worse than MDAV)",
-        reference=(
-            "Martinez-Balleste, Solanas, Domingo-Ferrer & Mateo-Sanz (2007), A genetic "
-            "approach to multivariate microaggregation for database privacy, ICDE Workshops"
-        ),
-        params=(
-            ParamSpec("macro_k", "int", 0, "macrogroup size K, a multiple of k (0 = 7k)", min=0),
-            ParamSpec("one_step", "bool", False,
-                      "macrogroups from an MDAV K-partition of the records, not of the centroids"),
-            ParamSpec("chromosomes", "int", 10, "population size", min=2),
-            ParamSpec("mutation", "float", 0.1, "mutation probability per child", min=0.0, max=1.0),
-            ParamSpec("crossover", "float", 0.5, "one-point crossover probability per pair",
-                      min=0.0, max=1.0),
-            ParamSpec("iterations", "int", 10_000, "generations per macrogroup", min=0),
-            ParamSpec("rounds", "int", 2,
-                      "rounds of macrogroups; round r > 1 regroups the previous result's groups", min=1),
-        ),
-    ),
+    MethodSpec(name="genetic", func=genetic, summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of k..2k-1 per macrogroup (never worse than MDAV)",
+               reference="Martinez-Balleste, Solanas, Domingo-Ferrer & Mateo-Sanz (2007), A genetic approach to multivariate microaggregation for database privacy, ICDE Workshops",
+               params=(ParamSpec("macro_k", "int", 0, "macrogroup size K, a multiple of k (0 = 7k)", min=0),
+                       ParamSpec("one_step", "bool", False, "macrogroups from an MDAV K-partition of the records, not of the centroids"),
+                       ParamSpec("chromosomes", "int", 10, "population size", min=2),
+                       ParamSpec("mutation", "float", 0.1, "mutation probability per child", min=0.0, max=1.0),
+                       ParamSpec("crossover", "float", 0.5, "one-point crossover probability per pair", min=0.0, max=1.0),
+                       ParamSpec("iterations", "int", 10_000, "generations per macrogroup", min=0),
+                       ParamSpec("rounds", "int", 2, "rounds of macrogroups; round r > 1 regroups the previous result's groups", min=1))),
 )

@@ -411,38 +411,10 @@ def kward_1d(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="kward",
-        func=kward,
-        summary="k-Ward: Ward merges with minimum group size k from two seed groups, "
-                "recursive on groups of 2k or more",
-        reference=(
-            "Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented "
-            "microaggregation for statistical disclosure control, IEEE TKDE 14(1)"
-        ),
-        params=(
-            ParamSpec(
-                "order", "str", "md",
-                "seed groups: md (two farthest records), sz, fpc or pv:COLUMN (sorted axis)",
-                choices=("md", "fpc", "sz", "pv:"),
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="kward-1d",
-        func=kward_1d,
-        summary="univariate k-Ward on one projected axis (first principal component, "
-                "sum of z-scores or one variable)",
-        reference=(
-            "Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented "
-            "microaggregation for statistical disclosure control, IEEE TKDE 14(1)"
-        ),
-        params=(
-            ParamSpec(
-                "order", "str", "fpc",
-                "projection axis: fpc, sz or pv:COLUMN",
-                choices=("fpc", "sz", "pv:"),
-            ),
-        ),
-    ),
+    MethodSpec(name="kward", func=kward, summary="k-Ward: Ward merges with minimum group size k from two seed groups, recursive on groups of 2k or more",
+               reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
+               params=(ParamSpec("order", "str", "md", "seed groups: md (two farthest records), sz, fpc or pv:COLUMN (sorted axis)", choices=("md", "fpc", "sz", "pv:")),)),
+    MethodSpec(name="kward-1d", func=kward_1d, summary="univariate k-Ward on one projected axis (first principal component, sum of z-scores or one variable)",
+               reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
+               params=(ParamSpec("order", "str", "fpc", "projection axis: fpc, sz or pv:COLUMN", choices=("fpc", "sz", "pv:")),)),
 )

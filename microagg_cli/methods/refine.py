@@ -1134,43 +1134,13 @@ def _anneal(part: _Partition, chunk, iterations: int, seconds: float,
     return _sse(part.X, best_labels), best_labels
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mdav-ls",
-        func=mdav_ls,
-        summary="a start partition (MDAV) improved by record moves and swaps until no "
-                "move lowers SSE; groups of k..2k-1",
-        reference=(
-            "ours: local search with exact SSE deltas on top of Domingo-Ferrer & "
-            "Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)"
-        ),
-        params=(
-            ParamSpec("start", "str", "mdav",
-                      "method giving the start partition (run with its defaults)"),
-        ),
-    ),
-    MethodSpec(
-        name="ils",
-        func=ils,
-        summary="iterated local search: re-partition nearby groups or exchange records "
-                "between them, re-optimise, keep the best (never worse than the start)",
-        reference=(
-            "ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with "
-            "simulated-annealing acceptance over mdav-ls; two searches (re-partitions, "
-            "swap kicks), the better wins"
-        ),
-        params=(
-            ParamSpec("start", "str", "mdav",
-                      "method giving the start partition (run with its defaults)"),
-            ParamSpec("time_budget", "float", 0.0,
-                      "> 0: seconds for the run instead of iterations (not reproducible across machines)",
-                      min=0.0),
-            ParamSpec("iterations", "int", ILS_ITERATIONS,
-                      "perturbations per search (reproducible: same seed, same output on any machine)",
-                      min=1),
-            ParamSpec("threads", "int", 2,
-                      "2: the two searches run side by side, each for the whole budget; "
-                      "1: one after the other (same result with iterations)",
-                      min=1, max=2),
-        ),
-    ),
+    MethodSpec(name="mdav-ls", func=mdav_ls, summary="a start partition (MDAV) improved by record moves and swaps until no move lowers SSE; groups of k..2k-1",
+               reference="ours: local search with exact SSE deltas on top of Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)",
+               params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),)),
+    MethodSpec(name="ils", func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
+               reference="ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with simulated-annealing acceptance over mdav-ls; two searches (re-partitions, swap kicks), the better wins",
+               params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),
+                       ParamSpec("time_budget", "float", 0.0, "> 0: seconds for the run instead of iterations (not reproducible across machines)", min=0.0),
+                       ParamSpec("iterations", "int", ILS_ITERATIONS, "perturbations per search (reproducible: same seed, same output on any machine)", min=1),
+                       ParamSpec("threads", "int", 2, "2: the two searches run side by side, each for the whole budget; 1: one after the other (same result with iterations)", min=1, max=2))),
 )

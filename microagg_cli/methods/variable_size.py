@@ -135,22 +135,7 @@ def vmdav(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="vmdav",
-        func=vmdav,
-        summary="V-MDAV: MDAV groups of k extended up to 2k-1 records while a record "
-                "is much nearer to the group than to the other unassigned records",
-        reference=(
-            "Solanas & Martinez-Balleste (2006), V-MDAV: a multivariate "
-            "microaggregation with variable group size, COMPSTAT 2006"
-        ),
-        params=(
-            ParamSpec(
-                "gamma", "float", 0.2,
-                "extension gain: add the nearest unassigned record while its distance "
-                "to the group < gamma * its distance to the other unassigned records",
-                min=0.0,
-            ),
-        ),
-    ),
+    MethodSpec(name="vmdav", func=vmdav, summary="V-MDAV: MDAV groups of k extended up to 2k-1 records while a record is much nearer to the group than to the other unassigned records",
+               reference="Solanas & Martinez-Balleste (2006), V-MDAV: a multivariate microaggregation with variable group size, COMPSTAT 2006",
+               params=(ParamSpec("gamma", "float", 0.2, "extension gain: add the nearest unassigned record while its distance to the group < gamma * its distance to the other unassigned records", min=0.0),)),
 )
