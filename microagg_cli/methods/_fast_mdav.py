@@ -76,6 +76,7 @@ from ..partition import canonical_labels
 from . import _cones
 from ._cones import select
 from ._common import check_k
+from ._spec import contract_doc
 
 __all__ = ["mdav_fast"]
 
@@ -650,6 +651,7 @@ def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     return labels, stats
 
 
+@contract_doc
 def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MDAV-generic, exact and fast: the partition of ``mdav_reference``.
 
@@ -657,10 +659,7 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     of each iteration are answered from a tree over the remaining records (see the
     module docstring).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns

@@ -13,9 +13,37 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["ParamSpec", "MethodSpec"]
+__all__ = ["ParamSpec", "MethodSpec", "contract_doc"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+#: The method contract's two first parameters, documented once: a method's docstring
+#: has the line ``{method contract}`` where its Parameters section starts, and
+#: :func:`contract_doc` writes these lines there (numpydoc, at that line's indent).
+CONTRACT_DOC = (
+    "Parameters",
+    "----------",
+    "X : (n, p) float array, z-scored; not mutated.",
+    "k : minimum group size, 2 <= k <= n.",
+)
+_CONTRACT_MARK = "{method contract}"
+
+
+def contract_doc(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: expand the line ``{method contract}`` of ``func``'s docstring into
+    :data:`CONTRACT_DOC` (the same text in every method's ``help``)."""
+    lines = (func.__doc__ or "").split("\n")
+    out = []
+    for line in lines:
+        if line.strip() == _CONTRACT_MARK:
+            indent = line[: len(line) - len(line.lstrip())]
+            out.extend(indent + c for c in CONTRACT_DOC)
+        else:
+            out.append(line)
+    if len(out) == len(lines):
+        raise ValueError(f"{func.__qualname__}: no {_CONTRACT_MARK} line in the docstring")
+    func.__doc__ = "\n".join(out)
+    return func
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec
+from ._spec import MethodSpec, contract_doc
 from .mst import cut_forest, forest_components
 
 __all__ = ["mu_approx", "nearest_neighbour_forest", "SPECS"]
@@ -111,6 +111,7 @@ def nearest_neighbour_forest(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         w = np.concatenate((w, np.array(add_w)[keep]))
 
 
+@contract_doc
 def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """mu-Approx: nearest-neighbour forest, tree decomposition, split of large trees.
 
@@ -126,10 +127,7 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
        rest of the tree another (repeated while the rest is larger than 2k-1, which
        can happen only for trees step 2 could not cut, e.g. stars).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns

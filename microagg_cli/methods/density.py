@@ -13,7 +13,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k, nearest_centroid_join, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .fixed_size import mdav
 from .merge_split import merge_split
 
@@ -150,6 +150,7 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     return labels, g
 
 
+@contract_doc
 def dba(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -168,10 +169,7 @@ def dba(
        (:func:`.merge_split.merge_split`) visiting groups in the reverse of their
        creation order; groups grown beyond 2k-1 are re-partitioned with MDAV.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     refine : run the merge-and-split post-step (DBA-2; default False).
 

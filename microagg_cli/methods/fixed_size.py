@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .merge_split import merge_split
 
 __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
@@ -63,6 +63,7 @@ def _take_group_ltr(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> 
     return smallest_m(d, k)
 
 
+@contract_doc
 def mdav(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -80,10 +81,7 @@ def mdav(
     the nearest other centroid lowers SSE, and groups grown beyond 2k-1 records are
     re-partitioned with MDAV.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     refine : run the merge-and-split post-step (MDAV-2; default False).
 
@@ -235,6 +233,7 @@ def _group_sse(Xg: np.ndarray) -> float:
 # ---------------------------------------------------------------------------
 
 
+@contract_doc
 def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MDAV with the 2k rule (the original "classic" MDAV loop).
 
@@ -244,10 +243,7 @@ def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = Non
     rest. Afterwards, k..2k-1 remaining records form one last group; fewer than k
     remaining records each join the group whose centroid is nearest.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -443,6 +439,7 @@ def _grow_group(
     return rem[free]
 
 
+@contract_doc
 def md(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, grow: str = "seed"
 ) -> np.ndarray:
@@ -458,10 +455,7 @@ def md(
     nearest to the group's *current centroid* joins, one at a time, until the group
     has k records.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     grow : ``"seed"`` (default: the seed's k-1 nearest) or ``"group"`` (nearest to
         the growing group's centroid).
@@ -545,6 +539,7 @@ def md(
 # ---------------------------------------------------------------------------
 
 
+@contract_doc
 def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """CBFS: centroid-based fixed-size microaggregation.
 
@@ -553,10 +548,7 @@ def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     remaining records form a group. Each of the fewer than k records left joins the
     group whose centroid is nearest.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -649,6 +641,7 @@ def _tfrp_refine(X: np.ndarray, labels: np.ndarray, n_groups: int, k: int) -> np
     return out
 
 
+@contract_doc
 def tfrp(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -667,10 +660,7 @@ def tfrp(
     the nearest other group (by the centroids before the move) lowers SSE; then every
     group of 2k or more records is split with :func:`mdav`.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     refine : run the enhancement step (default False).
 
@@ -736,6 +726,7 @@ def _rank_sum_order(Xr: np.ndarray) -> np.ndarray:
     return np.argsort(score, kind="stable")
 
 
+@contract_doc
 def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Multi-DSort: multi-dimensional (rank-sum) sort + pairwise-systematic clustering.
 
@@ -747,10 +738,7 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
     the rest. With 2k..3k-1 left, re-order, and f = the first record with its k-1
     nearest form a group; the rest is the last group. Fewer than 2k left form one group.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .fixed_size import mdav
 
 __all__ = ["fcm", "fuzzy_c_means", "SPECS"]
@@ -105,6 +105,7 @@ def _fcm_split(X: np.ndarray, k: int, c: int, m: float, rng: np.random.Generator
     return None
 
 
+@contract_doc
 def fcm(
     X: np.ndarray,
     k: int,
@@ -128,10 +129,7 @@ def fcm(
        the same way from the cluster's size). A cluster whose schedule reaches c = 1 is split with
        :func:`.fixed_size.mdav` (groups of k, the last k..2k-1).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : the seeded generator; initial centres are drawn from it.
     m : initial fuzzifier, > 1 (default 1.1: nearly crisp).
     c_shrink : factor by which c decreases after a failed run (default 0.5).

@@ -17,7 +17,7 @@ from .._jit import njit
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels, sse
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .fixed_size import mdav
 
 __all__ = ["genetic", "macrogroups", "SPECS", "stream_state", "stream_uniform", "stream_randint"]
@@ -324,6 +324,7 @@ def _macro_size(k: int, macro_k: int) -> int:
     return K
 
 
+@contract_doc
 def genetic(
     X: np.ndarray,
     k: int,
@@ -366,10 +367,7 @@ def genetic(
     larger, so no macrogroup and no round ends worse than where it started: the
     two-step result is never worse than MDAV.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator; one seed per macrogroup is drawn from it, in macrogroup order,
         round after round.
     macro_k : macrogroup size K, a multiple of k and >= 2k; 0 (default) means 7k.

@@ -21,7 +21,7 @@ from .._jit import njit
 from ..partition import canonical_labels
 from ._axes import projection_axis, sort_order
 from ._common import check_k, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 
 __all__ = ["kward", "kward_1d", "KwardMerge", "SPECS"]
 
@@ -265,6 +265,7 @@ def _kward_run(
     return canonical_labels(labels)
 
 
+@contract_doc
 def kward(
     X: np.ndarray,
     k: int,
@@ -291,10 +292,7 @@ def kward(
 
     A block of k..2k-1 records is one group.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     order : ``"md"`` (default), ``"sz"``, ``"fpc"`` or ``"pv:J"`` (J a column
         position of the block).
@@ -357,6 +355,7 @@ def kward(
     return _kward_run(X, int(k), order, trace)
 
 
+@contract_doc
 def kward_1d(
     X: np.ndarray,
     k: int,
@@ -377,10 +376,7 @@ def kward_1d(
     their k lowest and k highest projected values). The partition of the values is
     the partition of the records.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     order : ``"fpc"`` (default), ``"sz"`` or ``"pv:J"``.
     trace : optional merge callback, as in :func:`kward`.

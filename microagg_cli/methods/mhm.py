@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .projection import optimal_contiguous_sizes_multi
 from .univariate import labels_from_sorted_sizes
 
@@ -227,6 +227,7 @@ def mhm_sequence(X: np.ndarray, k: int, order: str = "mdav") -> np.ndarray:
     return _link(X, _GROUPS[order](X, int(k)))
 
 
+@contract_doc
 def mhm(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "mdav"
 ) -> np.ndarray:
@@ -249,10 +250,7 @@ def mhm(
        multivariate SSE: the shortest path of ``optimal-1d`` with edge cost the SSE
        of the z-scored records i+1..j (as in ``pcp``).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     order : ordering heuristic, ``mdav`` (default), ``md``, ``cbfs`` or ``npn``.
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec
+from ._spec import MethodSpec, contract_doc
 from .fixed_size import mdav
 
 __all__ = ["mst", "euclidean_mst", "cut_forest", "forest_components", "SPECS"]
@@ -146,6 +146,7 @@ def _side(adj: list[set[int]], a: int, b: int) -> list[int]:
     return list(seen)
 
 
+@contract_doc
 def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MST partitioning: cut the Euclidean minimum spanning tree into parts of >= k.
 
@@ -155,10 +156,7 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     3. Split every component of more than 2k-1 records with :func:`.fixed_size.mdav`
        (groups of k, the last k..2k-1).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns

@@ -24,7 +24,7 @@ from .._jit import njit
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .univariate import check_kernel_input, sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
@@ -190,6 +190,7 @@ _NOTES = """
 """
 
 
+@contract_doc
 def pcp(
     X: np.ndarray,
     k: int,
@@ -205,10 +206,7 @@ def pcp(
     3. Optimal contiguous partition with edge cost the multivariate SSE of the
        records (or the SSE of the projected values with ``projection_only``).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
     projection_only : optimise the SSE of the projected values instead of the
         multivariate SSE.
@@ -221,6 +219,7 @@ def pcp(
     return _projected_optimal(X, k, projection_axis(X, "fpc"), projection_only)
 
 
+@contract_doc
 def zscores(
     X: np.ndarray,
     k: int,
@@ -235,10 +234,7 @@ def zscores(
     3. Optimal contiguous partition with edge cost the multivariate SSE of the
        records (or the SSE of the projected values with ``projection_only``).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
     projection_only : optimise the SSE of the projected values instead.
 

@@ -48,7 +48,7 @@ from .. import threads
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from .fixed_size import mdav
 from .genetic import stream_randint, stream_state, stream_uniform
 
@@ -853,6 +853,7 @@ def _prepared(X: np.ndarray, k: int, rng: np.random.Generator, start: str, calle
     return X, n, base
 
 
+@contract_doc
 def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav") -> np.ndarray:
     """A start partition (MDAV) improved by moves and swaps until none lowers SSE.
 
@@ -867,10 +868,7 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
     4. The split pass again (a no-op here, since no move fills a group beyond 2k-1),
        and the result is compared with the start: never worse.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : handed to the start method (the search itself is deterministic).
     start : name of a registered method returning a partition (not ``mdav-ls``).
 
@@ -908,6 +906,7 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
     return labels if _sse(X, labels) <= _sse(X, base) else base
 
 
+@contract_doc
 def ils(
     X: np.ndarray,
     k: int,
@@ -941,10 +940,7 @@ def ils(
     budget, when ``threads`` >= 2 and the process may use two CPUs; otherwise one
     after the other, the re-partitioning search taking 2/3 of the remaining budget.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : handed to the start method, then one seed for the searches is drawn from it.
     start : name of a registered method returning a partition (not ``ils``).
     time_budget : > 0: seconds for the whole run (start included) instead of a fixed

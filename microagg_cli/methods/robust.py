@@ -12,7 +12,7 @@ import numpy as np
 from ..mcd import det_mcd, robust_mahalanobis
 from ..partition import canonical_labels
 from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec
+from ._spec import MethodSpec, contract_doc
 
 __all__ = ["rmd", "det_mcd", "robust_mahalanobis", "SPECS"]
 
@@ -21,6 +21,7 @@ __all__ = ["rmd", "det_mcd", "robust_mahalanobis", "SPECS"]
 # ---------------------------------------------------------------------------
 
 
+@contract_doc
 def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """RMD: MDAV-type grouping seeded by robust Mahalanobis distance (sdcMicro's "rmd").
 
@@ -30,10 +31,7 @@ def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     distance; r and its k-1 nearest remaining records (Euclidean, z-scored space) form
     a group. The k..2k-1 records left form the last group.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns

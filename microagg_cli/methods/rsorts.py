@@ -19,7 +19,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 from ..mcd import det_mcd
 
 __all__ = [
@@ -238,6 +238,7 @@ def _in_cluster(pc):
 # ---------------------------------------------------------------------------------
 # methods
 
+@contract_doc
 def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Sort on the first robust principal component (MCD covariance), groups of k.
 
@@ -247,10 +248,7 @@ def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> 
     3. Records sorted by score (stable), groups of k consecutive records, the last
        k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
 
     Returns
@@ -281,6 +279,7 @@ def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> 
     return _sorted_groups(X, k, mcd_pc1)
 
 
+@contract_doc
 def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Sort on the first projection-pursuit principal component, groups of k.
 
@@ -290,10 +289,7 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
     2. Records sorted by their projection (stable), groups of k consecutive records,
        the last k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
 
     Returns
@@ -325,6 +321,7 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
     return _sorted_groups(X, k, pp_pc1)
 
 
+@contract_doc
 def clustpca(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -339,10 +336,7 @@ def clustpca(
        instead (sdcMicro's rule).
     3. Each cluster's sorted records form groups of k, its last group k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for (fewer when the data have fewer distinct rows).
 
@@ -373,6 +367,7 @@ def clustpca(
     return _cluster_groups(X, k, nc, rng, _in_cluster(_pc1))
 
 
+@contract_doc
 def clustmcdpca(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -383,10 +378,7 @@ def clustmcdpca(
     cluster's records (a cluster with fewer records than attributes is sorted on the
     first attribute).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for.
 
@@ -413,6 +405,7 @@ def clustmcdpca(
     return _cluster_groups(X, k, nc, rng, _in_cluster(mcd_pc1))
 
 
+@contract_doc
 def clustpppca(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -423,10 +416,7 @@ def clustpppca(
     cluster's records (a cluster with fewer records than attributes is sorted on the
     first attribute).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for.
 
@@ -457,6 +447,7 @@ def clustpppca(
     return _cluster_groups(X, k, nc, rng, _in_cluster(pp_pc1))
 
 
+@contract_doc
 def influence(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -470,10 +461,7 @@ def influence(
     3. The cluster's records sorted on that attribute (stable), groups of k, the last
        k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for.
 

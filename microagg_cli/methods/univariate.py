@@ -20,7 +20,7 @@ from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._monge import optimal_sizes_monge, optimal_sizes_smawk, sizes_from_back
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 
 __all__ = [
     "optimal_1d",
@@ -324,6 +324,7 @@ def individual_ranking(
     return out
 
 
+@contract_doc
 def ufs(
     X: np.ndarray,
     k: int,
@@ -339,10 +340,7 @@ def ufs(
     2. Sort the records by it (stable; ascending unless ``descending``).
     3. Consecutive groups of k records; the last group takes the remainder (k..2k-1).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
     order : ``"fpc"`` (default), ``"sz"`` or ``"pv:J"``.
     descending : sort from the largest projected value down.

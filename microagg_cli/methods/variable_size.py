@@ -13,11 +13,12 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, contract_doc
 
 __all__ = ["vmdav", "SPECS"]
 
 
+@contract_doc
 def vmdav(
     X: np.ndarray,
     k: int,
@@ -43,10 +44,7 @@ def vmdav(
     Finally each of the < k records left in R joins the group whose centroid is
     nearest (centroids of the groups formed, computed before any leftover joins).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     gamma : extension gain, >= 0 (default 0.2). ``gamma = 0`` never extends: every
         group has k records except those joined by the < k leftovers. Larger values
