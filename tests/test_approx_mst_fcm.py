@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods.approx import mu_approx, nearest_neighbour_forest
 from microagg_cli.methods.fuzzy import fcm, fuzzy_c_means
 from microagg_cli.methods.mst import cut_forest, euclidean_mst, forest_components, mst
@@ -45,14 +44,7 @@ def test_contract(name, n, k):
     assert np.array_equal(labels, RUN[name](X, k))
 
 
-@pytest.mark.parametrize("name", list(RUN))
-def test_n_equals_k_and_errors(name):
-    X = _data(4)
-    assert (RUN[name](X, 4) == 0).all()
-    with pytest.raises(InfeasibleError):
-        RUN[name](X, 5)
-    with pytest.raises(InvalidParameterError):
-        RUN[name](X, 1)
+# n == k, n < k and k < 2: tests/test_methods_common.py runs them for every registered method.
 
 
 # --- mu-approx ----------------------------------------------------------------
