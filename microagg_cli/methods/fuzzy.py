@@ -106,17 +106,8 @@ def _fcm_split(X: np.ndarray, k: int, c: int, m: float, rng: np.random.Generator
 
 
 @contract_doc
-def fcm(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    m: float = 1.1,
-    c_shrink: float = 0.5,
-    m_step: float = 0.1,
-    m_max: float = 3.0,
-    c_max: int = 64,
-) -> np.ndarray:
+def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_shrink: float = 0.5,
+        m_step: float = 0.1, m_max: float = 3.0, c_max: int = 64) -> np.ndarray:
     """Fuzzy c-means microaggregation (seeded).
 
     1. Run fuzzy c-means on the records with c = max(2, min(c_max, floor(n / 2k)))

@@ -325,19 +325,9 @@ def _macro_size(k: int, macro_k: int) -> int:
 
 
 @contract_doc
-def genetic(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    macro_k: int = 0,
-    one_step: bool = False,
-    chromosomes: int = 10,
-    mutation: float = 0.1,
-    crossover: float = 0.5,
-    iterations: int = 10_000,
-    rounds: int = 2,
-) -> np.ndarray:
+def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0,
+            one_step: bool = False, chromosomes: int = 10, mutation: float = 0.1,
+            crossover: float = 0.5, iterations: int = 10_000, rounds: int = 2) -> np.ndarray:
     """MDAV, a two-step partition into macrogroups, and a genetic algorithm in each.
 
     1. MDAV k-partition of the block (:func:`fixed_size.mdav`).

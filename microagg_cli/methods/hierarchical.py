@@ -266,14 +266,8 @@ def _kward_run(
 
 
 @contract_doc
-def kward(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    order: str = "md",
-    trace: Callable[[KwardMerge], None] | None = None,
-) -> np.ndarray:
+def kward(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "md",
+          trace: Callable[[KwardMerge], None] | None = None) -> np.ndarray:
     """Multivariate k-Ward: Ward's method with minimum group size k.
 
     1. Seed groups. ``order="md"``: a and b are the two records farthest apart (a
@@ -356,14 +350,8 @@ def kward(
 
 
 @contract_doc
-def kward_1d(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    order: str = "fpc",
-    trace: Callable[[KwardMerge], None] | None = None,
-) -> np.ndarray:
+def kward_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "fpc",
+             trace: Callable[[KwardMerge], None] | None = None) -> np.ndarray:
     """Univariate k-Ward on one projected axis of the block.
 
     Every record is projected on the axis named by ``order`` (``fpc``: first

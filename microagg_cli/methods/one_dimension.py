@@ -62,13 +62,7 @@ def _check_k_values(X: np.ndarray, k: int) -> None:
         )
 
 
-def mic1d(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    scale: str = "minmax",
-) -> np.ndarray:
+def mic1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, scale: str = "minmax") -> np.ndarray:
     """One-dimension microaggregation: all values of the block as one sorted vector.
 
     0. (``scale="minmax"``, the default) rescale every column to [0, 1] by its own

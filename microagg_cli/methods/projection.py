@@ -191,13 +191,8 @@ _NOTES = """
 
 
 @contract_doc
-def pcp(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    projection_only: bool = False,
-) -> np.ndarray:
+def pcp(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
+        projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the first principal component.
 
     1. Project the z-scored records on the first principal component (sign fixed so
@@ -220,13 +215,8 @@ def pcp(
 
 
 @contract_doc
-def zscores(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    projection_only: bool = False,
-) -> np.ndarray:
+def zscores(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
+            projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the sum of z-scores.
 
     1. Project every z-scored record on the sum of its attributes.
@@ -246,14 +236,8 @@ def zscores(
     return _projected_optimal(X, k, projection_axis(X, "sz"), projection_only)
 
 
-def sugeno(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    alpha: float = 1.0,
-    projection_only: bool = False,
-) -> np.ndarray:
+def sugeno(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, alpha: float = 1.0,
+           projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the Sugeno integral.
 
     1. Rescale every attribute to [0, 1] by its min and max in the block (a constant

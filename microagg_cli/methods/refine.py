@@ -907,17 +907,9 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
 
 
 @contract_doc
-def ils(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    start: str = "mdav",
-    time_budget: float = 0.0,
-    iterations: int = ILS_ITERATIONS,
-    threads: int = 2,
-    start_labels: np.ndarray | None = None,
-) -> np.ndarray:
+def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
+        time_budget: float = 0.0, iterations: int = ILS_ITERATIONS, threads: int = 2,
+        start_labels: np.ndarray | None = None) -> np.ndarray:
     """Iterated local search: two annealed searches from the mdav-ls partition; the better wins.
 
     1. Start as :func:`mdav_ls` (start method, split pass, local search).

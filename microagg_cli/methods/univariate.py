@@ -265,13 +265,8 @@ def optimal_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
     return labels_from_sorted_sizes(order, sizes)
 
 
-def individual_ranking(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    optimal: bool = False,
-) -> np.ndarray:
+def individual_ranking(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
+                       optimal: bool = False) -> np.ndarray:
     """Individual ranking: every attribute microaggregated on its own.
 
     For each column j: sort its values (stable), then either cut the sorted column
@@ -325,14 +320,8 @@ def individual_ranking(
 
 
 @contract_doc
-def ufs(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    order: str = "fpc",
-    descending: bool = False,
-) -> np.ndarray:
+def ufs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "fpc",
+        descending: bool = False) -> np.ndarray:
     """Univariate fixed size microaggregation on a sorted axis.
 
     1. Project every record on the axis named by ``order`` (``sz`` sum of z-scores,

@@ -19,13 +19,7 @@ __all__ = ["vmdav", "SPECS"]
 
 
 @contract_doc
-def vmdav(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    gamma: float = 0.2,
-) -> np.ndarray:
+def vmdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, gamma: float = 0.2) -> np.ndarray:
     """V-MDAV: MDAV with groups extended up to 2k-1 records.
 
     R is the set of unassigned records (initially all). While R has at least k
