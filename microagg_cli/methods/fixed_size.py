@@ -16,7 +16,7 @@ from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
 from ._spec import MethodSpec, ParamSpec, contract_doc
-from .merge_split import merge_split
+from .merge_split import merge_split, split_parts
 
 __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
 
@@ -626,19 +626,9 @@ def _tfrp_refine(X: np.ndarray, labels: np.ndarray, n_groups: int, k: int) -> np
                 counts[h] += moved.size
                 sse[h] = value
             alive[g] = False
-    out = np.full(labels.shape[0], -1, dtype=np.int64)
-    next_label = 0
-    for g in np.flatnonzero(alive):
-        m = np.sort(members[g])
-        if m.size >= 2 * k:
-            # Splitting never raises SSE (a group's SSE is at least the sum of its
-            # parts' SSEs); mdav gives parts of k..2k-1.
-            out[m] = mdav(X[m], k) + next_label
-            next_label = int(out[m].max()) + 1
-        else:
-            out[m] = next_label
-            next_label += 1
-    return out
+    # Splitting never raises SSE (a group's SSE is at least the sum of its parts'
+    # SSEs); mdav gives parts of k..2k-1.
+    return split_parts(X, (np.sort(members[g]) for g in np.flatnonzero(alive)), k, mdav)
 
 
 @contract_doc

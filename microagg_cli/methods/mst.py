@@ -15,6 +15,7 @@ from ..partition import canonical_labels
 from ._common import check_k
 from ._spec import MethodSpec, contract_doc
 from .fixed_size import mdav
+from .merge_split import split_parts
 
 __all__ = ["mst", "euclidean_mst", "cut_forest", "forest_components", "SPECS"]
 
@@ -187,18 +188,7 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     n = check_k(X, k)
     u, v, w = euclidean_mst(X)
     comp = cut_forest(n, u, v, w, k)
-    out = np.empty(n, dtype=np.int64)
-    next_label = 0
-    for c in range(int(comp.max()) + 1):
-        m = np.flatnonzero(comp == c)
-        if m.size > 2 * k - 1:
-            sub = mdav(X[m], k)
-            out[m] = sub + next_label
-            next_label += int(sub.max()) + 1
-        else:
-            out[m] = next_label
-            next_label += 1
-    return canonical_labels(out)
+    return split_parts(X, (np.flatnonzero(comp == c) for c in range(int(comp.max()) + 1)), k, mdav)
 
 
 SPECS: tuple[MethodSpec, ...] = (
