@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from method_checks import problem_sizes
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.methods import METHODS
 from microagg_cli.methods.fixed_size import mdav
@@ -171,14 +172,7 @@ def test_reaches_brute_force_optimum_on_a_small_macrogroup(seed):
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    n=st.integers(6, 80),
-    p=st.integers(1, 4),
-    k=st.integers(2, 5),
-    seed=st.integers(0, 10_000),
-    one_step=st.booleans(),
-    rounds=st.integers(1, 2),
-)
+@given(**problem_sizes((6, 80), seeds=10_000), one_step=st.booleans(), rounds=st.integers(1, 2))
 def test_never_worse_than_mdav_and_valid(n, p, k, seed, one_step, rounds):
     X = np.random.default_rng(seed).normal(size=(n, p)).round(1)  # rounding makes ties
     if n < k:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brute_force import brute_contiguous, py_sse
+from method_checks import brute_contiguous, py_sse
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import get_method
 from microagg_cli.methods._axes import projection_axis
