@@ -273,22 +273,27 @@ def test_exact_pricing_rejects_a_bad_order():
         exact_pricing(D, np.ones(6), 2, order=np.array([0, 1, 2, 3, 4, 4]))
 
 
-def test_smoothed_bounds_valid():
-    """The dual-smoothing fallback (duals between u and the LB_NN duals) stays below the optimum."""
+def _smoothed(rng: np.random.Generator, n: int, k: int, shift: float, node_limit: int) -> tuple[float, list]:
+    """_smoothed_bounds on random data and duals; asserts the bound is valid."""
     import time
 
     from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
 
+    Z = zscore(rng.normal(size=(n, 2)))[0]
+    D = squared_distances(Z)
+    u = rng.normal(scale=3.0, size=n) + shift
+    hist: list = []
+    lb = _smoothed_bounds(D, _nn_prefix(D, 2 * k - 1), u, k, time.perf_counter() + 30, node_limit, 1e-6,
+                          hist, 0.0, False)
+    assert lb <= _optimum(Z, k) + 1e-9
+    return lb, hist
+
+
+def test_smoothed_bounds_valid():
+    """The dual-smoothing fallback (duals between u and the LB_NN duals) stays below the optimum."""
     rng = np.random.default_rng(8)
     for _ in range(6):
-        n, k = int(rng.integers(7, 12)), int(rng.integers(2, 4))
-        Z = zscore(rng.normal(size=(n, 2)))[0]
-        D = squared_distances(Z)
-        nnp = _nn_prefix(D, 2 * k - 1)
-        u = rng.normal(scale=3.0, size=n) + 1.0
-        hist: list = []
-        lb = _smoothed_bounds(D, nnp, u, k, time.perf_counter() + 30, 2_000, 1e-6, hist, 0.0, False)
-        assert lb <= _optimum(Z, k) + 1e-9
+        lb, hist = _smoothed(rng, int(rng.integers(7, 12)), int(rng.integers(2, 4)), 1.0, 2_000)
         assert np.isfinite(lb) and hist
         assert all(h["bound"] <= lb for h in hist)
 
@@ -378,21 +383,10 @@ def test_exact_pricing_threads_and_redo():
 def test_smoothed_bounds_redo_rounds():
     """With a tiny node budget the smoothing re-prices the cut seeds in wider rounds:
     each round's bound is at least the previous one at the same lambda, all valid."""
-    import time
-
-    from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
-
     rng = np.random.default_rng(12)
     rounds = 0
     for _ in range(4):
-        n, k = int(rng.integers(9, 13)), 3
-        Z = zscore(rng.normal(size=(n, 2)))[0]
-        D = squared_distances(Z)
-        nnp = _nn_prefix(D, 2 * k - 1)
-        u = rng.normal(scale=3.0, size=n) + 2.0
-        hist: list = []
-        lb = _smoothed_bounds(D, nnp, u, k, time.perf_counter() + 30, 2, 1e-6, hist, 0.0, False)
-        assert lb <= _optimum(Z, k) + 1e-9
+        lb, hist = _smoothed(rng, int(rng.integers(9, 13)), 3, 2.0, 2)
         assert all(h["bound"] <= lb for h in hist)
         for j, b in enumerate(hist):
             if b["redo"]:  # against the last pass at the same lambda

@@ -76,7 +76,7 @@ from ..partition import canonical_labels
 from . import _cones
 from ._cones import select
 from ._common import check_k
-from ._spec import contract_doc
+from ._spec import method_contract
 
 __all__ = ["mdav_fast"]
 
@@ -651,7 +651,7 @@ def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     return labels, stats
 
 
-@contract_doc
+@method_contract
 def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MDAV-generic, exact and fast: the partition of ``mdav_reference``.
 
@@ -681,16 +681,12 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
 
     References
     ----------
-    Domingo-Ferrer, J. & Torra, V. (2005). Ordinal, continuous and heterogeneous
-    k-anonymity through microaggregation. Data Mining and Knowledge Discovery 11(2).
-    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
-    microaggregation for statistical disclosure control. IEEE TKDE 14(1).
+    MDAV: those of :func:`microagg_cli.methods.fixed_size.mdav` (Domingo-Ferrer &
+    Torra 2005; Domingo-Ferrer & Mateo-Sanz 2002). The queries:
     Ram, P. & Gray, A. G. (2012). Maximum inner-product search using cone trees. KDD.
     Shewchuk, J. R. (1997). Adaptive precision floating-point arithmetic and fast
     robust geometric predicates. Discrete & Computational Geometry 18(3).
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     if not in_range(X):
         raise InvalidParameterError("fast MDAV takes values of magnitude below 2**1000; use mdav_reference")
     return canonical_labels(_run(X, k)[0])

@@ -6,20 +6,22 @@ name=value``), ``--help``, ``--list-methods``, the man pages and the README.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ._common import check_k
 
-__all__ = ["ParamSpec", "MethodSpec", "contract_doc"]
+__all__ = ["ParamSpec", "MethodSpec", "method_contract"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 #: The method contract's two first parameters, documented once: a method's docstring
 #: has the line ``{method contract}`` where its Parameters section starts, and
-#: :func:`contract_doc` writes these lines there (numpydoc, at that line's indent).
+#: :func:`method_contract` writes these lines there (numpydoc, at that line's indent).
 CONTRACT_DOC = (
     "Parameters",
     "----------",
@@ -29,9 +31,16 @@ CONTRACT_DOC = (
 _CONTRACT_MARK = "{method contract}"
 
 
-def contract_doc(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: expand the line ``{method contract}`` of ``func``'s docstring into
-    :data:`CONTRACT_DOC` (the same text in every method's ``help``)."""
+def method_contract(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for a method ``func(X, k, *, rng, **params)``: the contract's input
+    checks and documentation, written once.
+
+    The method receives ``X`` as a float64 array, already checked by
+    :func:`._common.check_k` (2-D, 2 <= k <= n; :class:`InvalidParameterError` or
+    :class:`InfeasibleError` otherwise), and the line ``{method contract}`` of its
+    docstring is expanded into :data:`CONTRACT_DOC` (the same text in every
+    method's ``help``).
+    """
     lines = (func.__doc__ or "").split("\n")
     out = []
     for line in lines:
@@ -43,7 +52,14 @@ def contract_doc(func: Callable[..., Any]) -> Callable[..., Any]:
     if len(out) == len(lines):
         raise ValueError(f"{func.__qualname__}: no {_CONTRACT_MARK} line in the docstring")
     func.__doc__ = "\n".join(out)
-    return func
+
+    @functools.wraps(func)
+    def checked(X: np.ndarray, k: int, *args: Any, **kwargs: Any) -> Any:
+        X = np.asarray(X, dtype=np.float64)
+        check_k(X, k)
+        return func(X, k, *args, **kwargs)
+
+    return checked
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec, contract_doc
+from ._common import farthest, smallest_m, sq_dist_rows, sq_dist_to
+from ._spec import MethodSpec, method_contract
 from .mst import cut_forest, forest_components
 
 __all__ = ["mu_approx", "nearest_neighbour_forest", "SPECS"]
@@ -30,10 +30,7 @@ def _nearest(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndar
     Xc = X[cols]
     for s in range(0, rows.size, step):
         r = rows[s : s + step]
-        d = np.zeros((r.size, cols.size))
-        for c in range(X.shape[1]):
-            t = X[r, c, None] - Xc[None, :, c]
-            d += t * t
+        d = sq_dist_rows(X, r, Xc)
         d[r[:, None] == cols[None, :]] = np.inf
         a = np.argmin(d, axis=1)
         best[s : s + step] = d[np.arange(r.size), a]
@@ -111,7 +108,7 @@ def nearest_neighbour_forest(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         w = np.concatenate((w, np.array(add_w)[keep]))
 
 
-@contract_doc
+@method_contract
 def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """mu-Approx: nearest-neighbour forest, tree decomposition, split of large trees.
 
@@ -177,9 +174,8 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     >>> mu_approx(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     u, v, w = nearest_neighbour_forest(X, k)
+    n = X.shape[0]
     comp = cut_forest(n, u, v, w, k, cap=max(2 * k - 1, 3 * k - 5))
     labels = np.empty(n, dtype=np.int64)
     g = 0

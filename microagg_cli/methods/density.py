@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k, nearest_centroid_join, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._common import nearest_centroid_join, sq_dist_to
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import merge_split
 
@@ -150,7 +150,7 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     return labels, g
 
 
-@contract_doc
+@method_contract
 def dba(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -211,8 +211,6 @@ def dba(
     >>> dba(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     labels, _ = _dba1_creation_labels(X, k)
     if refine:
         return merge_split(X, labels, k, split=mdav)

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .merge_split import merge_split, split_parts
 
 __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
@@ -63,7 +63,7 @@ def _take_group_ltr(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> 
     return smallest_m(d, k)
 
 
-@contract_doc
+@method_contract
 def mdav(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -127,11 +127,9 @@ def mdav(
     >>> mdav(X, 2, refine=True).tolist()
     [0, 0, 1, 1, 2, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     if refine:
         return merge_split(X, _mdav_creation_labels(X, k), k, split=mdav)
-    if n >= FAST_MDAV_MIN_N:
+    if X.shape[0] >= FAST_MDAV_MIN_N:
         from ._fast_mdav import in_range, mdav_fast  # numba: loaded only when it pays
 
         if in_range(X):  # values of magnitude 2**1000 or more go to the reference
@@ -233,7 +231,7 @@ def _group_sse(Xg: np.ndarray) -> float:
 # ---------------------------------------------------------------------------
 
 
-@contract_doc
+@method_contract
 def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MDAV with the 2k rule (the original "classic" MDAV loop).
 
@@ -272,10 +270,8 @@ def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = Non
     >>> mdav_classic(X, 3).tolist()
     [0, 0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= 2 * k:
         Xr = X[rem]
@@ -439,7 +435,7 @@ def _grow_group(
     return rem[free]
 
 
-@contract_doc
+@method_contract
 def md(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, grow: str = "seed"
 ) -> np.ndarray:
@@ -508,11 +504,10 @@ def md(
     >>> md(X, 2).tolist()
     [0, 0, 1, 1, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     if grow not in ("seed", "group"):
         raise InvalidParameterError(f"md: grow must be seed or group, got {grow!r}")
     take = _remove_group if grow == "seed" else _grow_group
+    n = X.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
     rem = np.arange(n)
     g = 0
@@ -539,7 +534,7 @@ def md(
 # ---------------------------------------------------------------------------
 
 
-@contract_doc
+@method_contract
 def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """CBFS: centroid-based fixed-size microaggregation.
 
@@ -573,10 +568,8 @@ def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     >>> cbfs(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= k:
         Xr = X[rem]
@@ -631,7 +624,7 @@ def _tfrp_refine(X: np.ndarray, labels: np.ndarray, n_groups: int, k: int) -> np
     return split_parts(X, (np.sort(members[g]) for g in np.flatnonzero(alive)), k, mdav)
 
 
-@contract_doc
+@method_contract
 def tfrp(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -680,12 +673,10 @@ def tfrp(
     >>> tfrp(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     d1 = sq_dist_to(X, X.min(axis=0))  # distances to g1 and g2 never change
     d2 = sq_dist_to(X, X.max(axis=0))
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= k:
         rem = _remove_group(X, labels, rem, farthest(d1[rem]), k, g)
@@ -716,7 +707,7 @@ def _rank_sum_order(Xr: np.ndarray) -> np.ndarray:
     return np.argsort(score, kind="stable")
 
 
-@contract_doc
+@method_contract
 def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Multi-DSort: multi-dimensional (rank-sum) sort + pairwise-systematic clustering.
 
@@ -766,10 +757,8 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
     >>> multidsort(X, 2).tolist()
     [0, 0, 1, 1, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= 3 * k:
         ordered = rem[_rank_sum_order(X[rem])]

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
 __all__ = ["fcm", "fuzzy_c_means", "SPECS"]
@@ -105,7 +104,7 @@ def _fcm_split(X: np.ndarray, k: int, c: int, m: float, rng: np.random.Generator
     return None
 
 
-@contract_doc
+@method_contract
 def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_shrink: float = 0.5,
         m_step: float = 0.1, m_max: float = 3.0, c_max: int = 64) -> np.ndarray:
     """Fuzzy c-means microaggregation (seeded).
@@ -163,11 +162,9 @@ def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_sh
     >>> fcm(X, 3, rng=np.random.default_rng(0)).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.zeros(n, dtype=np.int64)
+    labels = np.zeros(X.shape[0], dtype=np.int64)
     next_label = 1
-    stack = [np.arange(n)]
+    stack = [np.arange(X.shape[0])]
     # Depth-first over clusters of >= 2k records.
     while stack:
         idx = stack.pop()

@@ -17,7 +17,7 @@ from .._jit import njit
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels, sse
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
 __all__ = ["genetic", "macrogroups", "SPECS", "stream_state", "stream_uniform", "stream_randint"]
@@ -324,7 +324,7 @@ def _macro_size(k: int, macro_k: int) -> int:
     return K
 
 
-@contract_doc
+@method_contract
 def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0,
             one_step: bool = False, chromosomes: int = 10, mutation: float = 0.1,
             crossover: float = 0.5, iterations: int = 10_000, rounds: int = 2) -> np.ndarray:

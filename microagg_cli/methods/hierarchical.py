@@ -21,7 +21,7 @@ from .._jit import njit
 from ..partition import canonical_labels
 from ._axes import projection_axis, sort_order
 from ._common import check_k, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 
 __all__ = ["kward", "kward_1d", "KwardMerge", "SPECS"]
 
@@ -265,7 +265,7 @@ def _kward_run(
     return canonical_labels(labels)
 
 
-@contract_doc
+@method_contract
 def kward(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "md",
           trace: Callable[[KwardMerge], None] | None = None) -> np.ndarray:
     """Multivariate k-Ward: Ward's method with minimum group size k.
@@ -342,14 +342,12 @@ def kward(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, orde
     >>> kward(X, 3, order="pv:0").tolist()
     [0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     if order != "md":
         projection_axis(X, order)  # validate the order string up front
     return _kward_run(X, int(k), order, trace)
 
 
-@contract_doc
+@method_contract
 def kward_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "fpc",
              trace: Callable[[KwardMerge], None] | None = None) -> np.ndarray:
     """Univariate k-Ward on one projected axis of the block.
@@ -388,8 +386,6 @@ def kward_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, o
     microaggregation for statistical disclosure control. IEEE Transactions on
     Knowledge and Data Engineering 14(1), 189-201.
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     y = projection_axis(X, order)
     return _kward_run(y[:, None], int(k), "pv:0", trace)
 

@@ -69,9 +69,7 @@ def merge_split(
 
     References
     ----------
-    Lin, J.-L., Wen, T.-H., Hsieh, J.-C. & Chang, P.-C. (2010). Density-based
-    microaggregation for statistical disclosure control. Expert Systems with
-    Applications 37(4), 3256-3263.
+    Lin et al. (2010), the DBA-2 step: see :func:`microagg_cli.methods.density.dba`.
 
     Examples
     --------

@@ -12,8 +12,7 @@ from collections import deque
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k
-from ._spec import MethodSpec, contract_doc
+from ._spec import MethodSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import split_parts
 
@@ -147,7 +146,7 @@ def _side(adj: list[set[int]], a: int, b: int) -> list[int]:
     return list(seen)
 
 
-@contract_doc
+@method_contract
 def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MST partitioning: cut the Euclidean minimum spanning tree into parts of >= k.
 
@@ -162,7 +161,7 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
 
     Returns
     -------
-    labels : (n,) int64, canonical; groups of k..2k-1.
+    labels : (n,) int64, canonical; groups of k..2k-1, each inside one part of the cut tree.
 
     Notes
     -----
@@ -184,10 +183,8 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     >>> mst(X, 3).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     u, v, w = euclidean_mst(X)
-    comp = cut_forest(n, u, v, w, k)
+    comp = cut_forest(X.shape[0], u, v, w, k)
     return split_parts(X, (np.flatnonzero(comp == c) for c in range(int(comp.max()) + 1)), k, mdav)
 
 

@@ -24,7 +24,7 @@ from .._jit import njit
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .univariate import check_kernel_input, sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
@@ -190,7 +190,7 @@ _NOTES = """
 """
 
 
-@contract_doc
+@method_contract
 def pcp(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
         projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the first principal component.
@@ -214,7 +214,7 @@ def pcp(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
     return _projected_optimal(X, k, projection_axis(X, "fpc"), projection_only)
 
 
-@contract_doc
+@method_contract
 def zscores(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
             projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the sum of z-scores.

@@ -48,7 +48,7 @@ from .. import threads
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .genetic import stream_randint, stream_state, stream_uniform
 
@@ -853,7 +853,7 @@ def _prepared(X: np.ndarray, k: int, rng: np.random.Generator, start: str, calle
     return X, n, base
 
 
-@contract_doc
+@method_contract
 def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav") -> np.ndarray:
     """A start partition (MDAV) improved by moves and swaps until none lowers SSE.
 
@@ -906,7 +906,7 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
     return labels if _sse(X, labels) <= _sse(X, base) else base
 
 
-@contract_doc
+@method_contract
 def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
         time_budget: float = 0.0, iterations: int = ILS_ITERATIONS, threads: int = 2,
         start_labels: np.ndarray | None = None) -> np.ndarray:

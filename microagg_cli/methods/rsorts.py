@@ -19,7 +19,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 from ..mcd import det_mcd
 
 __all__ = [
@@ -238,7 +238,7 @@ def _in_cluster(pc):
 # ---------------------------------------------------------------------------------
 # methods
 
-@contract_doc
+@method_contract
 def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Sort on the first robust principal component (MCD covariance), groups of k.
 
@@ -275,11 +275,10 @@ def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> 
     >>> mcdpca(X, 3).tolist()
     [0, 0, 1, 1, 1, 1, 0]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _sorted_groups(X, k, mcd_pc1)
 
 
-@contract_doc
+@method_contract
 def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Sort on the first projection-pursuit principal component, groups of k.
 
@@ -317,11 +316,10 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
     >>> pppca(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _sorted_groups(X, k, pp_pc1)
 
 
-@contract_doc
+@method_contract
 def clustpca(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -363,11 +361,10 @@ def clustpca(
     >>> clustpca(X, 3, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _cluster_groups(X, k, nc, rng, _in_cluster(_pc1))
 
 
-@contract_doc
+@method_contract
 def clustmcdpca(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -401,11 +398,10 @@ def clustmcdpca(
     >>> clustmcdpca(X, 3, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _cluster_groups(X, k, nc, rng, _in_cluster(mcd_pc1))
 
 
-@contract_doc
+@method_contract
 def clustpppca(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -443,11 +439,10 @@ def clustpppca(
     >>> clustpppca(X, 3, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _cluster_groups(X, k, nc, rng, _in_cluster(pp_pc1))
 
 
-@contract_doc
+@method_contract
 def influence(
     X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
 ) -> np.ndarray:
@@ -488,8 +483,6 @@ def influence(
     >>> influence(X, 2, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 1, 1, 2, 2, 3, 3]
     """
-    X = np.asarray(X, dtype=np.float64)
-
     def score(Xc: np.ndarray) -> np.ndarray:
         return Xc[:, int(np.argmax(Xc.mean(axis=0)))].copy()
 
@@ -506,15 +499,11 @@ SPECS: tuple[MethodSpec, ...] = (
     MethodSpec(name="pppca", func=pppca, summary="Sort on the first projection-pursuit principal component, groups of k",
                reference=_TEMPL + "; Croux & Ruiz-Gazen (2005), JMVA 95(1)"),
     MethodSpec(name="clustpca", func=clustpca, summary="k-means clusters, each sorted on its first principal component, groups of k",
-               reference=_TEMPL,
-               params=(_NC,)),
+               reference=_TEMPL, params=(_NC,)),
     MethodSpec(name="clustmcdpca", func=clustmcdpca, summary="k-means clusters, each sorted on its first MCD principal component, groups of k",
-               reference=_TEMPL,
-               params=(_NC,)),
+               reference=_TEMPL, params=(_NC,)),
     MethodSpec(name="clustpppca", func=clustpppca, summary="k-means clusters, each sorted on its first projection-pursuit component, groups of k",
-               reference=_TEMPL,
-               params=(_NC,)),
+               reference=_TEMPL, params=(_NC,)),
     MethodSpec(name="influence", func=influence, summary="k-means clusters, each sorted on its most influential variable, groups of k",
-               reference=_TEMPL,
-               params=(_NC,)),
+               reference=_TEMPL, params=(_NC,)),
 )

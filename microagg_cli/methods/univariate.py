@@ -20,7 +20,7 @@ from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._monge import optimal_sizes_monge, optimal_sizes_smawk, sizes_from_back
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._spec import MethodSpec, ParamSpec, method_contract
 
 __all__ = [
     "optimal_1d",
@@ -319,7 +319,7 @@ def individual_ranking(X: np.ndarray, k: int, *, rng: np.random.Generator | None
     return out
 
 
-@contract_doc
+@method_contract
 def ufs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "fpc",
         descending: bool = False) -> np.ndarray:
     """Univariate fixed size microaggregation on a sorted axis.

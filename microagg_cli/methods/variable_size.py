@@ -12,13 +12,13 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
-from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, contract_doc
+from ._common import farthest, nearest_centroid_join, smallest_m, sq_dist_to
+from ._spec import MethodSpec, ParamSpec, method_contract
 
 __all__ = ["vmdav", "SPECS"]
 
 
-@contract_doc
+@method_contract
 def vmdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, gamma: float = 0.2) -> np.ndarray:
     """V-MDAV: MDAV with groups extended up to 2k-1 records.
 
@@ -75,11 +75,10 @@ def vmdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, gamm
     >>> vmdav(X, 2, gamma=0.0).tolist()
     [0, 0, 1, 1, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     gamma = float(gamma)
     if not (gamma >= 0 and np.isfinite(gamma)):
         raise InvalidParameterError(f"gamma must be a finite number >= 0, got {gamma!r}")
+    n = X.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
     free = np.ones(n, dtype=bool)
     g = 0
