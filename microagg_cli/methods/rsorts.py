@@ -320,9 +320,7 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
 
 
 @method_contract
-def clustpca(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+def clustpca(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means, ``nc`` clusters), then sort each cluster on its first
     principal component, groups of k inside each cluster.
 
@@ -365,9 +363,7 @@ def clustpca(
 
 
 @method_contract
-def clustmcdpca(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+def clustmcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means), then sort each cluster on its first MCD principal
     component (:func:`mcd_pc1`), groups of k inside each cluster.
 
@@ -402,9 +398,7 @@ def clustmcdpca(
 
 
 @method_contract
-def clustpppca(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+def clustpppca(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means), then sort each cluster on its first projection-pursuit
     principal component (:func:`pp_pc1`), groups of k inside each cluster.
 
@@ -443,9 +437,7 @@ def clustpppca(
 
 
 @method_contract
-def influence(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+def influence(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means), then sort each cluster on its most influential
     variable, groups of k inside each cluster.
 
