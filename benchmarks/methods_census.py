@@ -217,9 +217,15 @@ def variants_table(ks: tuple[int, ...] = KS, *, log: bool = False) -> str:
     return "\n".join(lines)
 
 
+def row_label(cell: str) -> str:
+    """'`mdav` `refine=true`' -> 'mdav refine=true'; 'LB_NN (lower bound)' -> 'LB_NN'."""
+    return cell.replace(" (k = values)", "").replace(" (lower bound)", "").replace("`", "").strip()
+
+
 def parse_tables(text: str) -> dict[str, dict[int, str]]:
     """Rows of the method tables in ``text`` (label -> {k: IL as printed}); rows of
-    any other table (the published-figure table) are skipped."""
+    any other table (the published-figure table) are skipped. A label met twice is
+    an error (ValueError)."""
     rows: dict[str, dict[int, str]] = {}
     ks: list[int] | None = None
     for line in text.splitlines():
@@ -234,7 +240,9 @@ def parse_tables(text: str) -> dict[str, dict[int, str]]:
             continue
         if ks is None:
             continue
-        label = cells[0].replace(" (k = values)", "").replace(" (lower bound)", "").replace("`", "").strip()
+        label = row_label(cells[0])
+        if label in rows:
+            raise ValueError(f"row {label!r} twice")
         rows[label] = {k: v for k, v in zip(ks, cells[1:1 + len(ks)]) if v}
     return rows
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microagg_cli.errors import InfeasibleError, InvalidParameterError
+from method_checks import check_method, normal_data
 from microagg_cli.methods.approx import mu_approx, nearest_neighbour_forest
 from microagg_cli.methods.fuzzy import fcm, fuzzy_c_means
 from microagg_cli.methods.mst import cut_forest, euclidean_mst, forest_components, mst
-from microagg_cli.partition import canonical_labels, group_sizes, information_loss, zscore
+from microagg_cli.partition import information_loss
 
 KS = (3, 4, 5, 10)
 #: Published Census IL of mu-Approx (k = 3 / 4 / 5 / 10).
@@ -27,32 +27,13 @@ RUN = {
 }
 
 
-def _data(n, p=3, seed=0):
-    return zscore(np.random.default_rng(seed).normal(size=(n, p)).round(1))[0]
-
-
 @pytest.mark.parametrize("name", list(RUN))
 @pytest.mark.parametrize("n, k", [(23, 3), (10, 2), (40, 5), (17, 4), (150, 3)])
 def test_contract(name, n, k):
-    X = _data(n, seed=n)
-    before = X.copy()
-    labels = RUN[name](X, k)
-    assert (X == before).all()
-    assert labels.shape == (n,)
-    assert (canonical_labels(labels) == labels).all()
-    sizes = group_sizes(labels)
-    assert sizes.min() >= k and sizes.max() <= 2 * k - 1
-    assert np.array_equal(labels, RUN[name](X, k))
+    check_method(RUN[name], normal_data(n, seed=n), k, max_size=2 * k - 1)
 
 
-@pytest.mark.parametrize("name", list(RUN))
-def test_n_equals_k_and_errors(name):
-    X = _data(4)
-    assert (RUN[name](X, 4) == 0).all()
-    with pytest.raises(InfeasibleError):
-        RUN[name](X, 5)
-    with pytest.raises(InvalidParameterError):
-        RUN[name](X, 1)
+# n == k, n < k and k < 2: tests/test_methods_common.py runs them for every registered method.
 
 
 # --- mu-approx ----------------------------------------------------------------
@@ -69,7 +50,7 @@ def test_nearest_neighbour_forest_hand_worked():
 
 
 def test_nearest_neighbour_forest_trees_have_k():
-    X = _data(200, p=2, seed=5)
+    X = normal_data(200, p=2, seed=5)
     for k in (2, 3, 5, 8):
         u, v, _ = nearest_neighbour_forest(X, k)
         assert u.size == 200 - forest_components(200, u, v).max() - 1  # a forest
@@ -94,7 +75,7 @@ def test_mu_approx_census(census_z):
 
 
 def test_euclidean_mst_matches_a_brute_force_total():
-    X = _data(30, p=2, seed=2)
+    X = normal_data(30, p=2, seed=2)
     u, v, w = euclidean_mst(X)
     assert forest_components(30, u, v).max() == 0  # spanning
     # Kruskal over all pairs gives the same total length
@@ -153,7 +134,7 @@ def test_fcm_hand_worked():
 
 
 def test_fcm_is_seeded():
-    X = _data(120, p=2, seed=9)
+    X = normal_data(120, p=2, seed=9)
     a = fcm(X, 3, rng=np.random.default_rng(1))
     assert np.array_equal(a, fcm(X, 3, rng=np.random.default_rng(1)))
 

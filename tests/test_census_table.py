@@ -102,39 +102,8 @@ def _benchmark():
 
 
 BENCH = _benchmark()
-
-
-def _row_label(cell: str) -> str:
-    """'`mdav` `refine=true`' -> 'mdav refine=true'; 'LB_NN (lower bound)' -> 'LB_NN'."""
-    cell = cell.replace(" (k = values)", "").replace(" (lower bound)", "")
-    return cell.replace("`", "").strip()
-
-
-def _parse(text: str) -> dict[str, dict[int, str]]:
-    """Every row of the results file's method tables: label -> {k: IL as printed}
-    (the published-figure table is not one of them)."""
-    rows: dict[str, dict[int, str]] = {}
-    ks: list[int] | None = None
-    for line in text.splitlines():
-        if not line.startswith("|") or line.startswith("|---"):
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if cells[0] in ("Method", "Method, parameters"):
-            ks = [int(c.removeprefix("IL k=")) for c in cells[1:] if c.startswith("IL k=")]
-            continue
-        if cells[0].startswith("Paper's method"):
-            ks = None
-            continue
-        if ks is None:
-            continue
-        label = _row_label(cells[0])
-        assert label not in rows, f"row {label!r} twice in {RESULTS.name}"
-        rows[label] = {k: v for k, v in zip(ks, cells[1:1 + len(ks)]) if v}
-    return rows
-
-
 TEXT = RESULTS.read_text(encoding="utf-8")
-ROWS = _parse(TEXT)
+ROWS = BENCH.parse_tables(TEXT)  # raises on a row met twice
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +133,7 @@ def test_refresh_readme_copies_the_results_file(tmp_path, monkeypatch):
 
 def test_results_file_covers_every_method_k_and_variant():
     assert TEXT.startswith("Measured ") and "by `python benchmarks/methods_census.py --write`" in TEXT.splitlines()[0]
-    variants = [_row_label(BENCH._label(name, params)) for name, params, _ in BENCH.VARIANTS]
+    variants = [BENCH.row_label(BENCH._label(name, params)) for name, params, _ in BENCH.VARIANTS]
     assert list(ROWS) == list(METHODS) + ["LB_NN"] + variants
     for name in METHODS:
         assert list(ROWS[name]) == list(BENCH.KS)
@@ -177,7 +146,6 @@ def test_results_file_covers_every_method_k_and_variant():
 def test_published_table_is_current_and_explains_every_row_over_1_percent():
     # the third table of the results file: regenerated from the first two
     assert BENCH.published_table(ROWS) in TEXT
-    assert BENCH.parse_tables(TEXT) == ROWS
     for label, _, _, figures in BENCH.PUBLISHED:
         for k, pub in figures.items():
             diff = abs(float(ROWS[label][k]) - pub) / pub

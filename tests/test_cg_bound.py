@@ -16,6 +16,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from microagg_cli.metrics.cg_bound import (
+    PricingOptions,
     cg_bound_blocks,
     cg_lower_bound,
     exact_pricing,
@@ -133,7 +134,7 @@ def test_lagrangian_bound_any_duals_is_valid():
         assert info["cut_seeds"] == 0
         assert lagrangian_bound(u, low, n, k) <= _optimum(Z, k) + 1e-9
         # node budget of 1: root bounds only, weaker but still valid
-        low1, _, info1 = exact_pricing(D, u, k, node_limit=1)
+        low1, _, info1 = exact_pricing(D, u, k, PricingOptions(node_limit=1))
         assert (low1 <= low + 1e-12).all()
         assert lagrangian_bound(u, low1, n, k) <= _optimum(Z, k) + 1e-9
 
@@ -146,7 +147,7 @@ def test_check_catches_a_bound_above_the_optimum(monkeypatch):
     Z = rng.normal(size=(9, 2))
     opt = _optimum(Z, 2)
 
-    def blind(D, u, k, **kw):  # claims no seed has a negative reduced cost
+    def blind(D, u, k, *opts, **kw):  # claims no seed has a negative reduced cost
         return np.zeros(D.shape[0]), [], {"nodes": 0, "cut_seeds": 0}
 
     monkeypatch.setattr(cg, "exact_pricing", blind)
@@ -223,7 +224,7 @@ def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | 
     from microagg_cli.metrics.cg_bound import pricing_order
 
     D = squared_distances(Z)
-    low, cols, info = exact_pricing(D, u, k, tol=tol, order=order, **kw)
+    low, cols, info = exact_pricing(D, u, k, PricingOptions(tol=tol, **kw), order=order)
     if "node_limit" not in kw:
         assert info["cut_seeds"] == 0
     assert (low <= -tol).all()
@@ -272,22 +273,27 @@ def test_exact_pricing_rejects_a_bad_order():
         exact_pricing(D, np.ones(6), 2, order=np.array([0, 1, 2, 3, 4, 4]))
 
 
-def test_smoothed_bounds_valid():
-    """The dual-smoothing fallback (duals between u and the LB_NN duals) stays below the optimum."""
+def _smoothed(rng: np.random.Generator, n: int, k: int, shift: float, node_limit: int) -> tuple[float, list]:
+    """_smoothed_bounds on random data and duals; asserts the bound is valid."""
     import time
 
     from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
 
+    Z = zscore(rng.normal(size=(n, 2)))[0]
+    D = squared_distances(Z)
+    u = rng.normal(scale=3.0, size=n) + shift
+    hist: list = []
+    lb = _smoothed_bounds(D, _nn_prefix(D, 2 * k - 1), u, k, time.perf_counter() + 30, node_limit, 1e-6,
+                          hist, 0.0, False)
+    assert lb <= _optimum(Z, k) + 1e-9
+    return lb, hist
+
+
+def test_smoothed_bounds_valid():
+    """The dual-smoothing fallback (duals between u and the LB_NN duals) stays below the optimum."""
     rng = np.random.default_rng(8)
     for _ in range(6):
-        n, k = int(rng.integers(7, 12)), int(rng.integers(2, 4))
-        Z = zscore(rng.normal(size=(n, 2)))[0]
-        D = squared_distances(Z)
-        nnp = _nn_prefix(D, 2 * k - 1)
-        u = rng.normal(scale=3.0, size=n) + 1.0
-        hist: list = []
-        lb = _smoothed_bounds(D, nnp, u, k, time.perf_counter() + 30, 2_000, 1e-6, hist, 0.0, False)
-        assert lb <= _optimum(Z, k) + 1e-9
+        lb, hist = _smoothed(rng, int(rng.integers(7, 12)), int(rng.integers(2, 4)), 1.0, 2_000)
         assert np.isfinite(lb) and hist
         assert all(h["bound"] <= lb for h in hist)
 
@@ -360,13 +366,13 @@ def test_exact_pricing_threads_and_redo():
         Z = rng.normal(size=(n, 2))
         D = squared_distances(Z)
         u = rng.normal(scale=2.0, size=n) + 1.5
-        low, cols, info = exact_pricing(D, u, k, node_limit=3, jobs=1)
-        low_t, cols_t, info_t = exact_pricing(D, u, k, node_limit=3, jobs=2)
+        low, cols, info = exact_pricing(D, u, k, PricingOptions(node_limit=3, jobs=1))
+        low_t, cols_t, info_t = exact_pricing(D, u, k, PricingOptions(node_limit=3, jobs=2))
         np.testing.assert_array_equal(low, low_t)
         assert [c.tolist() for c in cols] == [c.tolist() for c in cols_t]
         assert info["nodes"] == info_t["nodes"] and (info["cut"] == info_t["cut"]).all()
         cut_seen += info["cut_seeds"]
-        low2, _, info2 = exact_pricing(D, u, k, prev=low, redo=info["cut"], jobs=2)
+        low2, _, info2 = exact_pricing(D, u, k, PricingOptions(jobs=2), prev=low, redo=info["cut"])
         assert info2["cut_seeds"] == 0 and (low2 >= low).all()
         full, _, _ = exact_pricing(D, u, k)
         np.testing.assert_allclose(low2, full, rtol=1e-12, atol=1e-12)  # rc summed along other paths
@@ -377,21 +383,10 @@ def test_exact_pricing_threads_and_redo():
 def test_smoothed_bounds_redo_rounds():
     """With a tiny node budget the smoothing re-prices the cut seeds in wider rounds:
     each round's bound is at least the previous one at the same lambda, all valid."""
-    import time
-
-    from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
-
     rng = np.random.default_rng(12)
     rounds = 0
     for _ in range(4):
-        n, k = int(rng.integers(9, 13)), 3
-        Z = zscore(rng.normal(size=(n, 2)))[0]
-        D = squared_distances(Z)
-        nnp = _nn_prefix(D, 2 * k - 1)
-        u = rng.normal(scale=3.0, size=n) + 2.0
-        hist: list = []
-        lb = _smoothed_bounds(D, nnp, u, k, time.perf_counter() + 30, 2, 1e-6, hist, 0.0, False)
-        assert lb <= _optimum(Z, k) + 1e-9
+        lb, hist = _smoothed(rng, int(rng.integers(9, 13)), 3, 2.0, 2)
         assert all(h["bound"] <= lb for h in hist)
         for j, b in enumerate(hist):
             if b["redo"]:  # against the last pass at the same lambda

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from method_checks import check_method, normal_data
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import get_method
 from microagg_cli.methods.density import dba, neighbourhood_density
 from microagg_cli.methods.fixed_size import md, mdav
 from microagg_cli.methods.merge_split import merge_split
-from microagg_cli.partition import canonical_labels, group_sizes, information_loss, sse, zscore
+from microagg_cli.partition import group_sizes, information_loss, sse
 
 KS = (3, 4, 5, 10)
 #: Published Census IL (Lin et al. 2010, k = 3 / 4 / 5 / 10).
@@ -34,29 +35,15 @@ RUN = {
 }
 
 
-def _data(n, p=3, seed=0):
-    return zscore(np.random.default_rng(seed).normal(size=(n, p)).round(1))[0]
-
-
 @pytest.mark.parametrize("name", list(RUN))
 @pytest.mark.parametrize("n, k", [(23, 3), (10, 2), (40, 5), (17, 4), (200, 3)])
 def test_contract_with_parameters(name, n, k):
-    X = _data(n)
-    before = X.copy()
-    labels = RUN[name](X, k)
-    assert (X == before).all()
-    assert labels.shape == (n,)
-    assert (canonical_labels(labels) == labels).all()
-    sizes = group_sizes(labels)
-    assert sizes.min() >= k
-    if name != "md-group":
-        assert sizes.max() <= 2 * k - 1
-    assert np.array_equal(labels, RUN[name](X, k))
+    check_method(RUN[name], normal_data(n), k, max_size=None if name == "md-group" else 2 * k - 1)
 
 
 @pytest.mark.parametrize("name", list(RUN))
 def test_n_equals_k_and_errors(name):
-    X = _data(4)
+    X = normal_data(4)
     assert (RUN[name](X, 4) == 0).all()
     with pytest.raises(InfeasibleError):
         RUN[name](X, 5)
@@ -133,7 +120,7 @@ def test_merge_split_splits_groups_above_2k_minus_1():
 
 @pytest.mark.parametrize("seed", range(8))
 def test_merge_split_never_worse(seed):
-    X = _data(60, p=2, seed=seed)
+    X = normal_data(60, p=2, seed=seed)
     for k in (2, 3, 4):
         start = mdav(X, k)
         out = merge_split(X, start, k, split=mdav)
@@ -162,7 +149,7 @@ def test_md_grow_group_hand_worked():
 
 def test_md_grow_is_validated():
     with pytest.raises(InvalidParameterError):
-        md(_data(10), 2, grow="centroid")
+        md(normal_data(10), 2, grow="centroid")
     with pytest.raises(InvalidParameterError):
         get_method("md").validate_params({"grow": "centroid"})
     assert get_method("mdav").validate_params({"refine": "true"}) == {"refine": True}

@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from conftest import CENSUS_MDAV_IL
+from method_checks import tie_heavy
 from microagg_cli._jit import njit
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import _cones, _fast_mdav as fm
@@ -77,11 +78,7 @@ def test_mdav_dispatches_to_the_fast_version_from_the_threshold_on():
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    arrays(np.float64, st.tuples(st.integers(2, 70), st.integers(1, 6)),
-           elements=st.integers(-3, 3).map(float)),
-    st.integers(2, 10),
-)
+@given(tie_heavy(70, 6, 3), st.integers(2, 10))
 def test_tie_heavy_property(X, k):
     assume(X.shape[0] >= k)
     assert (fm.mdav_fast(X, k) == mdav_reference(X, k)).all()

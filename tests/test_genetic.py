@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from method_checks import problem_sizes
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.methods import METHODS
 from microagg_cli.methods.fixed_size import mdav
@@ -21,10 +22,6 @@ from microagg_cli.methods.genetic import (
     stream_state,
 )
 from microagg_cli.partition import canonical_labels, information_loss, sse
-
-
-def _rng(seed=0):
-    return np.random.default_rng(seed)
 
 
 def _best_two_group_sse(X: np.ndarray, k: int) -> float:
@@ -41,7 +38,7 @@ def _best_two_group_sse(X: np.ndarray, k: int) -> float:
 
 def test_two_clusters_hand_case():
     X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [12.0]])
-    assert genetic(X, 3, rng=_rng(), iterations=20).tolist() == [0, 0, 0, 1, 1, 1]
+    assert genetic(X, 3, rng=np.random.default_rng(0), iterations=20).tolist() == [0, 0, 0, 1, 1, 1]
 
 
 def test_registered_with_declared_params():
@@ -60,14 +57,14 @@ def test_registered_with_declared_params():
 
 @pytest.mark.parametrize("macro_k", [4, 7, 3])
 def test_macro_k_must_be_a_multiple_of_k_at_least_2k(macro_k):
-    X = _rng().normal(size=(30, 2))
+    X = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(InvalidParameterError, match="macro_k"):
-        genetic(X, 3, rng=_rng(), macro_k=macro_k, iterations=1)
+        genetic(X, 3, rng=np.random.default_rng(0), macro_k=macro_k, iterations=1)
 
 
 def test_seed_keys_decode_to_at_most_the_seed_partition():
     """Chromosome 0 decodes to the macrogroup's MDAV partition or a better re-cut of it."""
-    X = _rng(3).normal(size=(23, 3))
+    X = np.random.default_rng(3).normal(size=(23, 3))
     labels = mdav(X, 4)  # 4,4,4,4,7 -> one larger group
     keys = _seed_keys(labels, 4)
     got, cost = _decode(X, keys, 4)
@@ -92,7 +89,7 @@ def test_decoder_cuts_optimally_into_variable_sizes():
 @pytest.mark.parametrize("seed", range(5))
 def test_decoder_matches_brute_force_over_cuts(seed):
     """Every cut of the encoded sequence into consecutive groups of k..2k-1."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
     X = rng.normal(size=(13, 2))
     keys = rng.random(13)
     order = np.argsort(keys, kind="stable")
@@ -118,33 +115,33 @@ def test_variable_sizes_beat_fixed_sizes_when_the_data_ask_for_it():
     3 + 5; only variable sizes give 4 + 4."""
     X = np.array([[0.0], [0.1], [0.2], [0.3], [9.0], [9.1], [9.2], [9.3]])
     assert sorted(np.bincount(mdav(X, 3)).tolist()) == [3, 5]
-    labels = genetic(X, 3, rng=_rng(), iterations=50)
+    labels = genetic(X, 3, rng=np.random.default_rng(0), iterations=50)
     assert labels.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert sse(X, labels) == pytest.approx(0.1)
     assert sse(X, mdav(X, 3)) > 10.0
 
 
 def test_macrogroups_count_and_logging(caplog):
-    X = _rng(5).normal(size=(120, 2))
+    X = np.random.default_rng(5).normal(size=(120, 2))
     m = macrogroups(X, 3, macro_k=12)
     assert m.tolist() == canonical_labels(m).tolist()
     assert int(m.max()) + 1 == 10  # 40 MDAV groups, 4 per macrogroup
     with caplog.at_level("INFO", logger="microagg_cli"):
-        genetic(X, 3, rng=_rng(), macro_k=12, iterations=5, rounds=2)
+        genetic(X, 3, rng=np.random.default_rng(0), macro_k=12, iterations=5, rounds=2)
     text = caplog.text
     assert "10 macrogroups (K = 12) in round 1" in text
     assert "in round 2" in text
 
 
 def test_rounds_never_worsen():
-    X = _rng(9).normal(size=(150, 3))
-    one = sse(X, genetic(X, 3, rng=_rng(2), macro_k=12, iterations=200, rounds=1))
-    three = sse(X, genetic(X, 3, rng=_rng(2), macro_k=12, iterations=200, rounds=3))
+    X = np.random.default_rng(9).normal(size=(150, 3))
+    one = sse(X, genetic(X, 3, rng=np.random.default_rng(2), macro_k=12, iterations=200, rounds=1))
+    three = sse(X, genetic(X, 3, rng=np.random.default_rng(2), macro_k=12, iterations=200, rounds=3))
     assert three <= one + 1e-9
 
 
 def test_macrogroups_two_step_are_unions_of_mdav_groups():
-    X = _rng(1).normal(size=(200, 3))
+    X = np.random.default_rng(1).normal(size=(200, 3))
     labels = mdav(X, 3)
     macro, seed = _macrogroups(X, labels, 3, 21, one_step=False)
     assert seed.tolist() == labels.tolist()
@@ -157,7 +154,7 @@ def test_macrogroups_two_step_are_unions_of_mdav_groups():
 
 
 def test_macrogroups_one_step_is_mdav_k_partition_of_records():
-    X = _rng(2).normal(size=(100, 2))
+    X = np.random.default_rng(2).normal(size=(100, 2))
     macro, seed = _macrogroups(X, mdav(X, 5), 5, 20, one_step=True)
     assert canonical_labels(macro).tolist() == mdav(X, 20).tolist()
     for m in np.unique(macro):
@@ -169,26 +166,19 @@ def test_macrogroups_one_step_is_mdav_k_partition_of_records():
 def test_reaches_brute_force_optimum_on_a_small_macrogroup(seed):
     """7 records, k=3: every k-partition is decodable; the default GA finds the best."""
     X = np.random.default_rng(seed).normal(size=(7, 2))
-    got = sse(X, genetic(X, 3, rng=_rng()))
+    got = sse(X, genetic(X, 3, rng=np.random.default_rng(0)))
     assert got == pytest.approx(_best_two_group_sse(X, 3), abs=1e-9)
     assert got <= sse(X, mdav(X, 3)) + 1e-12
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    n=st.integers(6, 80),
-    p=st.integers(1, 4),
-    k=st.integers(2, 5),
-    seed=st.integers(0, 10_000),
-    one_step=st.booleans(),
-    rounds=st.integers(1, 2),
-)
+@given(**problem_sizes((6, 80), seeds=10_000), one_step=st.booleans(), rounds=st.integers(1, 2))
 def test_never_worse_than_mdav_and_valid(n, p, k, seed, one_step, rounds):
     X = np.random.default_rng(seed).normal(size=(n, p)).round(1)  # rounding makes ties
     if n < k:
         return
     X0 = X.copy()
-    labels = genetic(X, k, rng=_rng(seed), one_step=one_step, iterations=30, rounds=rounds)
+    labels = genetic(X, k, rng=np.random.default_rng(seed), one_step=one_step, iterations=30, rounds=rounds)
     assert np.array_equal(X, X0)
     assert labels.tolist() == canonical_labels(labels).tolist()
     sizes = np.bincount(labels)
@@ -207,11 +197,11 @@ def test_never_worse_than_mdav_and_valid(n, p, k, seed, one_step, rounds):
 
 
 def test_deterministic_per_seed_and_seed_matters():
-    X = _rng(7).normal(size=(120, 3))
-    a = genetic(X, 3, rng=_rng(11), iterations=200)
-    b = genetic(X, 3, rng=_rng(11), iterations=200)
+    X = np.random.default_rng(7).normal(size=(120, 3))
+    a = genetic(X, 3, rng=np.random.default_rng(11), iterations=200)
+    b = genetic(X, 3, rng=np.random.default_rng(11), iterations=200)
     assert a.tolist() == b.tolist()
-    others = {tuple(genetic(X, 3, rng=_rng(s), iterations=200).tolist()) for s in range(4)}
+    others = {tuple(genetic(X, 3, rng=np.random.default_rng(s), iterations=200).tolist()) for s in range(4)}
     assert len(others) > 1
 
 
@@ -221,7 +211,7 @@ def test_stream_state_is_non_zero_and_seed_dependent():
 
 
 def test_census_improves_on_mdav(census_z):
-    labels = genetic(census_z, 3, rng=_rng(), iterations=300)
+    labels = genetic(census_z, 3, rng=np.random.default_rng(0), iterations=300)
     il = information_loss(census_z, labels)
     assert il < 5.6922 - 0.02
     assert np.bincount(labels).min() >= 3
@@ -232,5 +222,5 @@ def test_census_improves_on_mdav(census_z):
 def test_census_two_step_gains_reach_the_paper(census_z, K, paper):
     """Issue 18's acceptance: two-step, k = 3, default parameters (rounds = 2)."""
     base = information_loss(census_z, mdav(census_z, 3))
-    il = information_loss(census_z, genetic(census_z, 3, rng=_rng(0), macro_k=K))
+    il = information_loss(census_z, genetic(census_z, 3, rng=np.random.default_rng(0), macro_k=K))
     assert 100 * (base - il) / base >= paper

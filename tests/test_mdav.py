@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
-from hypothesis.extra.numpy import arrays
 
 from conftest import CENSUS_MDAV_IL
+from method_checks import tie_heavy
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods.fixed_size import mdav
 from microagg_cli.partition import group_sizes, information_loss
@@ -59,11 +59,7 @@ def test_errors():
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    arrays(np.float64, st.tuples(st.integers(2, 60), st.integers(1, 4)),
-           elements=st.integers(-5, 5).map(float)),
-    st.integers(2, 6),
-)
+@given(tie_heavy(60, 4, 5), st.integers(2, 6))
 def test_invariants(X, k):
     assume(X.shape[0] >= k)
     before = X.copy()

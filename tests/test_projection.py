@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from method_checks import brute_contiguous, py_sse_rows
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import get_method
 from microagg_cli.methods._axes import projection_axis
@@ -36,28 +35,6 @@ def axis_of(name: str, X: np.ndarray, alpha: float = 1.0) -> np.ndarray:
     if name == "zscores":
         return projection_axis(X, "sz")
     return sugeno_integral(X, alpha)
-
-
-def py_sse_rows(rows: list[list[float]]) -> float:
-    """Multivariate SSE of a list of rows, plain Python."""
-    m = len(rows)
-    p = len(rows[0])
-    means = [sum(r[c] for r in rows) / m for c in range(p)]
-    return sum((r[c] - means[c]) ** 2 for r in rows for c in range(p))
-
-
-def brute_contiguous_rows(rows: list[list[float]], k: int) -> float:
-    @lru_cache(maxsize=None)
-    def best(i: int) -> float:
-        if i == len(rows):
-            return 0.0
-        out = float("inf")
-        for m in range(k, 2 * k):
-            if i + m <= len(rows):
-                out = min(out, py_sse_rows(rows[i:i + m]) + best(i + m))
-        return out
-
-    return best(0)
 
 
 def partition_sse_py(X: np.ndarray, labels: np.ndarray) -> float:
@@ -148,7 +125,7 @@ def test_projected_equals_brute_force_on_projected_order(name):
         X = zscore(np.round(rng.normal(size=(n, 3)), 1))[0]
         labels = METHODS[name](X, k)
         order = np.argsort(axis_of(name, X), kind="stable")
-        want = brute_contiguous_rows(X[order].tolist(), k)
+        want = brute_contiguous(X[order].tolist(), k, py_sse_rows)
         assert close(partition_sse_py(X, labels), want, float((X * X).sum()))
 
 
@@ -177,7 +154,7 @@ def test_projected_invariants(name, n, p, k, seed, ties):
     # exact optimum over contiguous runs of that order
     scale = float((X * X).sum())
     got = partition_sse_py(X, labels)
-    assert close(got, brute_contiguous_rows(X[order].tolist(), k), scale)
+    assert close(got, brute_contiguous(X[order].tolist(), k, py_sse_rows), scale)
     # never worse than fixed-size groups (ufs) on the same order
     fixed = labels_from_sorted_sizes(order, fixed_contiguous_sizes(n, k))
     assert got <= partition_sse_py(X, fixed) + 1e-9 * got + 1e-12 * (1 + scale)

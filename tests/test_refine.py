@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from method_checks import problem_sizes
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.methods import METHODS
 from microagg_cli.methods.fixed_size import mdav
@@ -160,13 +161,7 @@ def test_mdav_ls_fixes_mdav_on_a_small_set():
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    n=st.integers(2, 90),
-    p=st.integers(1, 4),
-    k=st.integers(2, 5),
-    seed=st.integers(0, 100_000),
-    start=st.sampled_from(["mdav", "genetic"]),
-)
+@given(**problem_sizes((2, 90)), start=st.sampled_from(["mdav", "genetic"]))
 def test_mdav_ls_monotone_valid_deterministic(n, p, k, seed, start):
     if n < k:
         return
@@ -237,12 +232,7 @@ def test_mdav_ls_alone_is_not_optimal_on_those_sets(seed):
 
 
 @settings(max_examples=20, deadline=None)
-@given(
-    n=st.integers(2, 120),
-    p=st.integers(1, 4),
-    k=st.integers(2, 5),
-    seed=st.integers(0, 100_000),
-)
+@given(**problem_sizes((2, 120)))
 def test_ils_monotone_valid_deterministic(n, p, k, seed):
     if n < k:
         return
@@ -430,8 +420,7 @@ def test_cycle_delta_matches_recomputation(seed, m, p):
 
 
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(6, 90), p=st.integers(1, 4), k=st.integers(2, 5),
-       seed=st.integers(0, 100_000))
+@given(**problem_sizes((6, 90)))
 def test_kick_search_keeps_group_count_reports_true_sse_and_never_worsens(n, p, k, seed):
     if n < 2 * k:
         return

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from method_checks import brute_contiguous, py_sse
 from microagg_cli.errors import InfeasibleError, InvalidParameterError
 from microagg_cli.methods import get_method
 from microagg_cli.methods._axes import projection_axis
@@ -28,33 +27,11 @@ from microagg_cli.partition import canonical_labels, group_sizes
 # ---------------------------------------------------------------------------
 
 
-def py_sse(values: list[float]) -> float:
-    """SSE of a list of numbers, two-pass, plain Python."""
-    m = sum(values) / len(values)
-    return sum((v - m) ** 2 for v in values)
-
-
 def partition_sse_1d(x: np.ndarray, labels: np.ndarray) -> float:
     groups: dict[int, list[float]] = {}
     for v, g in zip(x.tolist(), labels.tolist()):
         groups.setdefault(g, []).append(v)
     return sum(py_sse(g) for g in groups.values())
-
-
-def brute_contiguous(v: list[float], k: int) -> float:
-    """Minimum SSE over all partitions of sorted ``v`` into runs of k..2k-1 values."""
-
-    @lru_cache(maxsize=None)
-    def best(i: int) -> float:  # best SSE of v[i:]
-        if i == len(v):
-            return 0.0
-        out = float("inf")
-        for m in range(k, 2 * k):
-            if i + m <= len(v):
-                out = min(out, py_sse(v[i:i + m]) + best(i + m))
-        return out
-
-    return best(0)
 
 
 def brute_all_partitions(v: list[float], k: int) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sq_dist_to", "smallest_m", "farthest", "nearest_centroid_join", "check_k"]
+__all__ = ["sq_dist_to", "sq_dist_rows", "smallest_m", "farthest", "nearest_centroid_join", "check_k"]
 
 
 def sq_dist_to(X: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -19,6 +19,18 @@ def sq_dist_to(X: np.ndarray, point: np.ndarray) -> np.ndarray:
     """
     diff = X - point
     return np.einsum("ij,ij->i", diff, diff)
+
+
+def sq_dist_rows(X: np.ndarray, rows: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances of the records ``X[rows]`` to the rows of ``Y``,
+    shape (len(rows), len(Y)); summed column by column, left to right, with
+    element-wise operations only (no BLAS: the result does not depend on the
+    library or the thread count). Callers keep ``len(rows) * len(Y)`` bounded."""
+    d = np.zeros((rows.size, Y.shape[0]))
+    for c in range(X.shape[1]):
+        t = X[rows, c, None] - Y[None, :, c]
+        d += t * t
+    return d
 
 
 def smallest_m(d: np.ndarray, m: int) -> np.ndarray:

@@ -192,6 +192,8 @@ def refit(b, g, ang, rho, alive, bf, bcnt, bang, gf, bucket, group, rel):
         F[c, _HI] = hi
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True, _nrt=False)
 def _build(X, idx, rel, F, rho0, perm, key, U, axis, nxt, mean, cov, stack,
            ang, rho, alive, inp, pos, Xb, Yb, ba, bf, bcnt, ga, gf, gcnt, bang, c0, geo, sigma):

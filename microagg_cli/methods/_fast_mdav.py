@@ -76,6 +76,7 @@ from ..partition import canonical_labels
 from . import _cones
 from ._cones import select
 from ._common import check_k
+from ._spec import method_contract
 
 __all__ = ["mdav_fast"]
 
@@ -187,6 +188,8 @@ def _fit_node(nd, Xt, alive, nodes, nf):
         first = False
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True, _nrt=False)
 def _build_tree(X, idx, leaf_size, perm, key, stack, Xt, XtT, tin, tleaf, talive, nodes, nf):
     """Tree over the records ``idx`` (sorted input indices): fills the arrays of
@@ -276,6 +279,8 @@ def _new_tree(X: np.ndarray, idx: np.ndarray, leaf_size: int = LEAF_SIZE) -> tup
 
 
 # --------------------------------------------------------------------------- MDAV
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True, _nrt=False)
 def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, labels, c, order, orho, oc0, pos_of,
                Xt, XtT, tin, tleaf, talive, nodes, nf,
@@ -646,6 +651,7 @@ def _run(X: np.ndarray, k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     return labels, stats
 
 
+@method_contract
 def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MDAV-generic, exact and fast: the partition of ``mdav_reference``.
 
@@ -653,10 +659,7 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     of each iteration are answered from a tree over the remaining records (see the
     module docstring).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -678,16 +681,12 @@ def mdav_fast(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
 
     References
     ----------
-    Domingo-Ferrer, J. & Torra, V. (2005). Ordinal, continuous and heterogeneous
-    k-anonymity through microaggregation. Data Mining and Knowledge Discovery 11(2).
-    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented
-    microaggregation for statistical disclosure control. IEEE TKDE 14(1).
+    MDAV: those of :func:`microagg_cli.methods.fixed_size.mdav` (Domingo-Ferrer &
+    Torra 2005; Domingo-Ferrer & Mateo-Sanz 2002). The queries:
     Ram, P. & Gray, A. G. (2012). Maximum inner-product search using cone trees. KDD.
     Shewchuk, J. R. (1997). Adaptive precision floating-point arithmetic and fast
     robust geometric predicates. Discrete & Computational Geometry 18(3).
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     if not in_range(X):
         raise InvalidParameterError("fast MDAV takes values of magnitude below 2**1000; use mdav_reference")
     return canonical_labels(_run(X, k)[0])

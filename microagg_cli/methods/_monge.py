@@ -75,6 +75,15 @@ def _edge(P1: np.ndarray, P2: np.ndarray, lo: int, A: float, v: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _start(n, k):  # pragma: no cover - numba
+    """The shortest path's arrays: cost (node 0 reached at 0, the others not yet),
+    back, and the two prefix-sum buffers of a block's window of 3k - 1 values."""
+    cost = np.full(n + 1, np.inf)
+    cost[0] = 0.0
+    return cost, np.zeros(n + 1, dtype=np.int64), np.zeros(3 * k + 1), np.zeros(3 * k + 1)
+
+
+@njit(cache=True, nogil=True)
 def optimal_sizes_monge(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
     """Group sizes of the optimal contiguous k-partition of sorted ``v`` (see module).
 
@@ -83,11 +92,7 @@ def optimal_sizes_monge(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cove
     the tie rule of the O(n k) kernel.
     """
     n = v.shape[0]
-    cost = np.full(n + 1, np.inf)
-    back = np.zeros(n + 1, dtype=np.int64)
-    cost[0] = 0.0
-    P1 = np.zeros(3 * k + 1)
-    P2 = np.zeros(3 * k + 1)
+    cost, back, P1, P2 = _start(n, k)
     stack = np.empty((130, 4), dtype=np.int64)
     a = k
     while a <= n:
@@ -181,11 +186,7 @@ def optimal_sizes_smawk(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cove
     into one buffer, the rows of level l+1 are the odd rows of level l.
     """
     n = v.shape[0]
-    cost = np.full(n + 1, np.inf)
-    back = np.zeros(n + 1, dtype=np.int64)
-    cost[0] = 0.0
-    P1 = np.zeros(3 * k + 1)
-    P2 = np.zeros(3 * k + 1)
+    cost, back, P1, P2 = _start(n, k)
     ans = np.empty(k, dtype=np.int64)
     buf = np.empty(4 * k + 8, dtype=np.int64)  # reduced columns, all levels (<= 2k)
     off = np.empty(70, dtype=np.int64)

@@ -6,16 +6,60 @@ name=value``), ``--help``, ``--list-methods``, the man pages and the README.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ._common import check_k
 
-__all__ = ["ParamSpec", "MethodSpec"]
+__all__ = ["ParamSpec", "MethodSpec", "method_contract"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+#: The method contract's two first parameters, documented once: a method's docstring
+#: has the line ``{method contract}`` where its Parameters section starts, and
+#: :func:`method_contract` writes these lines there (numpydoc, at that line's indent).
+CONTRACT_DOC = (
+    "Parameters",
+    "----------",
+    "X : (n, p) float array, z-scored; not mutated.",
+    "k : minimum group size, 2 <= k <= n.",
+)
+_CONTRACT_MARK = "{method contract}"
+
+
+def method_contract(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for a method ``func(X, k, *, rng, **params)``: the contract's input
+    checks and documentation, written once.
+
+    The method receives ``X`` as a float64 array, already checked by
+    :func:`._common.check_k` (2-D, 2 <= k <= n; :class:`InvalidParameterError` or
+    :class:`InfeasibleError` otherwise), and the line ``{method contract}`` of its
+    docstring is expanded into :data:`CONTRACT_DOC` (the same text in every
+    method's ``help``).
+    """
+    lines = (func.__doc__ or "").split("\n")
+    out = []
+    for line in lines:
+        if line.strip() == _CONTRACT_MARK:
+            indent = line[: len(line) - len(line.lstrip())]
+            out.extend(indent + c for c in CONTRACT_DOC)
+        else:
+            out.append(line)
+    if len(out) == len(lines):
+        raise ValueError(f"{func.__qualname__}: no {_CONTRACT_MARK} line in the docstring")
+    func.__doc__ = "\n".join(out)
+
+    @functools.wraps(func)
+    def checked(X: np.ndarray, k: int, *args: Any, **kwargs: Any) -> Any:
+        X = np.asarray(X, dtype=np.float64)
+        check_k(X, k)
+        return func(X, k, *args, **kwargs)
+
+    return checked
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec
+from ._common import farthest, smallest_m, sq_dist_rows, sq_dist_to
+from ._spec import MethodSpec, method_contract
 from .mst import cut_forest, forest_components
 
 __all__ = ["mu_approx", "nearest_neighbour_forest", "SPECS"]
@@ -30,10 +30,7 @@ def _nearest(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndar
     Xc = X[cols]
     for s in range(0, rows.size, step):
         r = rows[s : s + step]
-        d = np.zeros((r.size, cols.size))
-        for c in range(X.shape[1]):
-            t = X[r, c, None] - Xc[None, :, c]
-            d += t * t
+        d = sq_dist_rows(X, r, Xc)
         d[r[:, None] == cols[None, :]] = np.inf
         a = np.argmin(d, axis=1)
         best[s : s + step] = d[np.arange(r.size), a]
@@ -111,6 +108,7 @@ def nearest_neighbour_forest(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         w = np.concatenate((w, np.array(add_w)[keep]))
 
 
+@method_contract
 def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """mu-Approx: nearest-neighbour forest, tree decomposition, split of large trees.
 
@@ -126,10 +124,7 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
        rest of the tree another (repeated while the rest is larger than 2k-1, which
        can happen only for trees step 2 could not cut, e.g. stars).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -179,9 +174,8 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     >>> mu_approx(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     u, v, w = nearest_neighbour_forest(X, k)
+    n = X.shape[0]
     comp = cut_forest(n, u, v, w, k, cap=max(2 * k - 1, 3 * k - 5))
     labels = np.empty(n, dtype=np.int64)
     g = 0
@@ -202,14 +196,6 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mu-approx",
-        func=mu_approx,
-        summary="mu-Approx: nearest-neighbour forest cut into trees of k..max(2k-1, 3k-5), large trees split",
-        reference=(
-            "Domingo-Ferrer, Sebe & Solanas (2008), A polynomial-time approximation to "
-            "optimal multivariate microaggregation, Computers & Mathematics with "
-            "Applications 55(4)"
-        ),
-    ),
+    MethodSpec(name="mu-approx", func=mu_approx, summary="mu-Approx: nearest-neighbour forest cut into trees of k..max(2k-1, 3k-5), large trees split",
+               reference="Domingo-Ferrer, Sebe & Solanas (2008), A polynomial-time approximation to optimal multivariate microaggregation, Computers & Mathematics with Applications 55(4)"),
 )

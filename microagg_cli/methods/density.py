@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k, nearest_centroid_join, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._common import nearest_centroid_join, sq_dist_to
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import merge_split
 
@@ -150,6 +150,7 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     return labels, g
 
 
+@method_contract
 def dba(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -168,10 +169,7 @@ def dba(
        (:func:`.merge_split.merge_split`) visiting groups in the reverse of their
        creation order; groups grown beyond 2k-1 are re-partitioned with MDAV.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     refine : run the merge-and-split post-step (DBA-2; default False).
 
@@ -213,8 +211,6 @@ def dba(
     >>> dba(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     labels, _ = _dba1_creation_labels(X, k)
     if refine:
         return merge_split(X, labels, k, split=mdav)
@@ -222,21 +218,7 @@ def dba(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="dba",
-        func=dba,
-        summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
-        reference=(
-            "Lin, Wen, Hsieh & Chang (2010), Density-based microaggregation for "
-            "statistical disclosure control, Expert Systems with Applications 37(4)"
-        ),
-        params=(
-            ParamSpec(
-                name="refine",
-                type="bool",
-                default=False,
-                help="merge-and-split post-step (DBA-2): dissolve groups when it lowers SSE, split groups above 2k-1",
-            ),
-        ),
-    ),
+    MethodSpec(name="dba", func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
+               reference="Lin, Wen, Hsieh & Chang (2010), Density-based microaggregation for statistical disclosure control, Expert Systems with Applications 37(4)",
+               params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (DBA-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
 )

@@ -15,8 +15,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
-from .merge_split import merge_split
+from ._spec import MethodSpec, ParamSpec, method_contract
+from .merge_split import merge_split, split_parts
 
 __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
 
@@ -63,6 +63,7 @@ def _take_group_ltr(X: np.ndarray, rem: np.ndarray, centre_pos: int, k: int) -> 
     return smallest_m(d, k)
 
 
+@method_contract
 def mdav(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -80,10 +81,7 @@ def mdav(
     the nearest other centroid lowers SSE, and groups grown beyond 2k-1 records are
     re-partitioned with MDAV.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     refine : run the merge-and-split post-step (MDAV-2; default False).
 
@@ -129,11 +127,9 @@ def mdav(
     >>> mdav(X, 2, refine=True).tolist()
     [0, 0, 1, 1, 2, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     if refine:
         return merge_split(X, _mdav_creation_labels(X, k), k, split=mdav)
-    if n >= FAST_MDAV_MIN_N:
+    if X.shape[0] >= FAST_MDAV_MIN_N:
         from ._fast_mdav import in_range, mdav_fast  # numba: loaded only when it pays
 
         if in_range(X):  # values of magnitude 2**1000 or more go to the reference
@@ -235,6 +231,7 @@ def _group_sse(Xg: np.ndarray) -> float:
 # ---------------------------------------------------------------------------
 
 
+@method_contract
 def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MDAV with the 2k rule (the original "classic" MDAV loop).
 
@@ -244,10 +241,7 @@ def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = Non
     rest. Afterwards, k..2k-1 remaining records form one last group; fewer than k
     remaining records each join the group whose centroid is nearest.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -276,10 +270,8 @@ def mdav_classic(X: np.ndarray, k: int, *, rng: np.random.Generator | None = Non
     >>> mdav_classic(X, 3).tolist()
     [0, 0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= 2 * k:
         Xr = X[rem]
@@ -443,6 +435,7 @@ def _grow_group(
     return rem[free]
 
 
+@method_contract
 def md(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, grow: str = "seed"
 ) -> np.ndarray:
@@ -458,10 +451,7 @@ def md(
     nearest to the group's *current centroid* joins, one at a time, until the group
     has k records.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     grow : ``"seed"`` (default: the seed's k-1 nearest) or ``"group"`` (nearest to
         the growing group's centroid).
@@ -514,11 +504,10 @@ def md(
     >>> md(X, 2).tolist()
     [0, 0, 1, 1, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     if grow not in ("seed", "group"):
         raise InvalidParameterError(f"md: grow must be seed or group, got {grow!r}")
     take = _remove_group if grow == "seed" else _grow_group
+    n = X.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
     rem = np.arange(n)
     g = 0
@@ -545,6 +534,7 @@ def md(
 # ---------------------------------------------------------------------------
 
 
+@method_contract
 def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """CBFS: centroid-based fixed-size microaggregation.
 
@@ -553,10 +543,7 @@ def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     remaining records form a group. Each of the fewer than k records left joins the
     group whose centroid is nearest.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -581,10 +568,8 @@ def cbfs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np
     >>> cbfs(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= k:
         Xr = X[rem]
@@ -634,21 +619,12 @@ def _tfrp_refine(X: np.ndarray, labels: np.ndarray, n_groups: int, k: int) -> np
                 counts[h] += moved.size
                 sse[h] = value
             alive[g] = False
-    out = np.full(labels.shape[0], -1, dtype=np.int64)
-    next_label = 0
-    for g in np.flatnonzero(alive):
-        m = np.sort(members[g])
-        if m.size >= 2 * k:
-            # Splitting never raises SSE (a group's SSE is at least the sum of its
-            # parts' SSEs); mdav gives parts of k..2k-1.
-            out[m] = mdav(X[m], k) + next_label
-            next_label = int(out[m].max()) + 1
-        else:
-            out[m] = next_label
-            next_label += 1
-    return out
+    # Splitting never raises SSE (a group's SSE is at least the sum of its parts'
+    # SSEs); mdav gives parts of k..2k-1.
+    return split_parts(X, (np.sort(members[g]) for g in np.flatnonzero(alive)), k, mdav)
 
 
+@method_contract
 def tfrp(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, refine: bool = False
 ) -> np.ndarray:
@@ -667,10 +643,7 @@ def tfrp(
     the nearest other group (by the centroids before the move) lowers SSE; then every
     group of 2k or more records is split with :func:`mdav`.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     refine : run the enhancement step (default False).
 
@@ -700,12 +673,10 @@ def tfrp(
     >>> tfrp(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     d1 = sq_dist_to(X, X.min(axis=0))  # distances to g1 and g2 never change
     d2 = sq_dist_to(X, X.max(axis=0))
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= k:
         rem = _remove_group(X, labels, rem, farthest(d1[rem]), k, g)
@@ -736,6 +707,7 @@ def _rank_sum_order(Xr: np.ndarray) -> np.ndarray:
     return np.argsort(score, kind="stable")
 
 
+@method_contract
 def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Multi-DSort: multi-dimensional (rank-sum) sort + pairwise-systematic clustering.
 
@@ -747,10 +719,7 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
     the rest. With 2k..3k-1 left, re-order, and f = the first record with its k-1
     nearest form a group; the rest is the last group. Fewer than 2k left form one group.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -788,10 +757,8 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
     >>> multidsort(X, 2).tolist()
     [0, 0, 1, 1, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
     while rem.size >= 3 * k:
         ordered = rem[_rank_sum_order(X[rem])]
@@ -811,84 +778,19 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mdav",
-        func=mdav,
-        summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
-        reference=(
-            "Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous "
-            "k-anonymity through microaggregation, DMKD 11(2)"
-        ),
-        params=(
-            ParamSpec(
-                name="refine",
-                type="bool",
-                default=False,
-                help="merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1",
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="mdav-classic",
-        func=mdav_classic,
-        summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
-        reference=(
-            "Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation "
-            "for statistical disclosure control, IEEE TKDE 14(1)"
-        ),
-    ),
-    MethodSpec(
-        name="md",
-        func=md,
-        summary="Maximum distance: the two records farthest apart seed two groups of k",
-        reference=(
-            "Mateo-Sanz & Domingo-Ferrer (1999), A method for data-oriented multivariate "
-            "microaggregation, Statistical Data Protection '98, Eurostat"
-        ),
-        params=(
-            ParamSpec(
-                name="grow",
-                type="str",
-                default="seed",
-                help="seed: a seed and its k-1 nearest; group: add the record nearest to the growing group's centroid (MFS_MD)",
-                choices=("seed", "group"),
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="cbfs",
-        func=cbfs,
-        summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
-        reference=(
-            "Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for "
-            "microaggregation, IEEE TKDE 17(7)"
-        ),
-    ),
-    MethodSpec(
-        name="tfrp",
-        func=tfrp,
-        summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
-        reference=(
-            "Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for "
-            "statistical disclosure control, Journal of Systems and Software 80(11)"
-        ),
-        params=(
-            ParamSpec(
-                name="refine",
-                type="bool",
-                default=False,
-                help="enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+",
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="multidsort",
-        func=multidsort,
-        summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
-        reference=(
-            "Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based "
-            "k-anonymity microaggregation for statistical disclosure control, "
-            "SecureComm 2012, LNICST 106"
-        ),
-    ),
+    MethodSpec(name="mdav", func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
+               reference="Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous k-anonymity through microaggregation, DMKD 11(2)",
+               params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
+    MethodSpec(name="mdav-classic", func=mdav_classic, summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
+               reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)"),
+    MethodSpec(name="md", func=md, summary="Maximum distance: the two records farthest apart seed two groups of k",
+               reference="Mateo-Sanz & Domingo-Ferrer (1999), A method for data-oriented multivariate microaggregation, Statistical Data Protection '98, Eurostat",
+               params=(ParamSpec("grow", "str", "seed", "seed: a seed and its k-1 nearest; group: add the record nearest to the growing group's centroid (MFS_MD)", choices=("seed", "group")),)),
+    MethodSpec(name="cbfs", func=cbfs, summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
+               reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
+    MethodSpec(name="tfrp", func=tfrp, summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
+               reference="Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for statistical disclosure control, Journal of Systems and Software 80(11)",
+               params=(ParamSpec("refine", "bool", False, "enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+"),)),
+    MethodSpec(name="multidsort", func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
+               reference="Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based k-anonymity microaggregation for statistical disclosure control, SecureComm 2012, LNICST 106"),
 )

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
 __all__ = ["fcm", "fuzzy_c_means", "SPECS"]
@@ -105,17 +104,9 @@ def _fcm_split(X: np.ndarray, k: int, c: int, m: float, rng: np.random.Generator
     return None
 
 
-def fcm(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    m: float = 1.1,
-    c_shrink: float = 0.5,
-    m_step: float = 0.1,
-    m_max: float = 3.0,
-    c_max: int = 64,
-) -> np.ndarray:
+@method_contract
+def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_shrink: float = 0.5,
+        m_step: float = 0.1, m_max: float = 3.0, c_max: int = 64) -> np.ndarray:
     """Fuzzy c-means microaggregation (seeded).
 
     1. Run fuzzy c-means on the records with c = max(2, min(c_max, floor(n / 2k)))
@@ -128,10 +119,7 @@ def fcm(
        the same way from the cluster's size). A cluster whose schedule reaches c = 1 is split with
        :func:`.fixed_size.mdav` (groups of k, the last k..2k-1).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : the seeded generator; initial centres are drawn from it.
     m : initial fuzzifier, > 1 (default 1.1: nearly crisp).
     c_shrink : factor by which c decreases after a failed run (default 0.5).
@@ -174,11 +162,9 @@ def fcm(
     >>> fcm(X, 3, rng=np.random.default_rng(0)).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.zeros(n, dtype=np.int64)
+    labels = np.zeros(X.shape[0], dtype=np.int64)
     next_label = 1
-    stack = [np.arange(n)]
+    stack = [np.arange(X.shape[0])]
     # Depth-first over clusters of >= 2k records.
     while stack:
         idx = stack.pop()
@@ -199,27 +185,11 @@ def fcm(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="fcm",
-        func=fcm,
-        summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
-        reference=(
-            "Domingo-Ferrer & Torra (2003), Fuzzy microaggregation for microdata "
-            "protection, Journal of Advanced Computational Intelligence and "
-            "Intelligent Informatics 7(2)"
-        ),
-        params=(
-            ParamSpec("m", "float", 1.1, "initial fuzzifier (> 1; small = nearly crisp)",
-                      min=1.01, max=10.0),
-            ParamSpec("c_shrink", "float", 0.5,
-                      "factor applied to the number of clusters after a run with a cluster below k",
-                      min=0.1, max=0.99),
-            ParamSpec("m_step", "float", 0.1, "fuzzifier increase after such a run", min=0.0,
-                      max=5.0),
-            ParamSpec("m_max", "float", 3.0, "largest fuzzifier of the schedule", min=1.01,
-                      max=20.0),
-            ParamSpec("c_max", "int", 64, "most clusters per fuzzy c-means run (larger blocks recurse)",
-                      min=2),
-        ),
-    ),
+    MethodSpec(name="fcm", func=fcm, summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
+               reference="Domingo-Ferrer & Torra (2003), Fuzzy microaggregation for microdata protection, Journal of Advanced Computational Intelligence and Intelligent Informatics 7(2)",
+               params=(ParamSpec("m", "float", 1.1, "initial fuzzifier (> 1; small = nearly crisp)", min=1.01, max=10.0),
+                       ParamSpec("c_shrink", "float", 0.5, "factor applied to the number of clusters after a run with a cluster below k", min=0.1, max=0.99),
+                       ParamSpec("m_step", "float", 0.1, "fuzzifier increase after such a run", min=0.0, max=5.0),
+                       ParamSpec("m_max", "float", 3.0, "largest fuzzifier of the schedule", min=1.01, max=20.0),
+                       ParamSpec("c_max", "int", 64, "most clusters per fuzzy c-means run (larger blocks recurse)", min=2))),
 )

@@ -17,7 +17,7 @@ from .._jit import njit
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels, sse
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
 __all__ = ["genetic", "macrogroups", "SPECS", "stream_state", "stream_uniform", "stream_randint"]
@@ -324,19 +324,10 @@ def _macro_size(k: int, macro_k: int) -> int:
     return K
 
 
-def genetic(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    macro_k: int = 0,
-    one_step: bool = False,
-    chromosomes: int = 10,
-    mutation: float = 0.1,
-    crossover: float = 0.5,
-    iterations: int = 10_000,
-    rounds: int = 2,
-) -> np.ndarray:
+@method_contract
+def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0,
+            one_step: bool = False, chromosomes: int = 10, mutation: float = 0.1,
+            crossover: float = 0.5, iterations: int = 10_000, rounds: int = 2) -> np.ndarray:
     """MDAV, a two-step partition into macrogroups, and a genetic algorithm in each.
 
     1. MDAV k-partition of the block (:func:`fixed_size.mdav`).
@@ -366,10 +357,7 @@ def genetic(
     larger, so no macrogroup and no round ends worse than where it started: the
     two-step result is never worse than MDAV.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator; one seed per macrogroup is drawn from it, in macrogroup order,
         round after round.
     macro_k : macrogroup size K, a multiple of k and >= 2k; 0 (default) means 7k.
@@ -479,26 +467,13 @@ def _ga_round(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="genetic",
-        func=genetic,
-        summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of "
-                "k..2k-1 per macrogroup (never worse than MDAV)",
-        reference=(
-            "Martinez-Balleste, Solanas, Domingo-Ferrer & Mateo-Sanz (2007), A genetic "
-            "approach to multivariate microaggregation for database privacy, ICDE Workshops"
-        ),
-        params=(
-            ParamSpec("macro_k", "int", 0, "macrogroup size K, a multiple of k (0 = 7k)", min=0),
-            ParamSpec("one_step", "bool", False,
-                      "macrogroups from an MDAV K-partition of the records, not of the centroids"),
-            ParamSpec("chromosomes", "int", 10, "population size", min=2),
-            ParamSpec("mutation", "float", 0.1, "mutation probability per child", min=0.0, max=1.0),
-            ParamSpec("crossover", "float", 0.5, "one-point crossover probability per pair",
-                      min=0.0, max=1.0),
-            ParamSpec("iterations", "int", 10_000, "generations per macrogroup", min=0),
-            ParamSpec("rounds", "int", 2,
-                      "rounds of macrogroups; round r > 1 regroups the previous result's groups", min=1),
-        ),
-    ),
+    MethodSpec(name="genetic", func=genetic, summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of k..2k-1 per macrogroup (never worse than MDAV)",
+               reference="Martinez-Balleste, Solanas, Domingo-Ferrer & Mateo-Sanz (2007), A genetic approach to multivariate microaggregation for database privacy, ICDE Workshops",
+               params=(ParamSpec("macro_k", "int", 0, "macrogroup size K, a multiple of k (0 = 7k)", min=0),
+                       ParamSpec("one_step", "bool", False, "macrogroups from an MDAV K-partition of the records, not of the centroids"),
+                       ParamSpec("chromosomes", "int", 10, "population size", min=2),
+                       ParamSpec("mutation", "float", 0.1, "mutation probability per child", min=0.0, max=1.0),
+                       ParamSpec("crossover", "float", 0.5, "one-point crossover probability per pair", min=0.0, max=1.0),
+                       ParamSpec("iterations", "int", 10_000, "generations per macrogroup", min=0),
+                       ParamSpec("rounds", "int", 2, "rounds of macrogroups; round r > 1 regroups the previous result's groups", min=1))),
 )

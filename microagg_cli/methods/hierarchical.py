@@ -21,7 +21,7 @@ from .._jit import njit
 from ..partition import canonical_labels
 from ._axes import projection_axis, sort_order
 from ._common import check_k, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 
 __all__ = ["kward", "kward_1d", "KwardMerge", "SPECS"]
 
@@ -265,14 +265,9 @@ def _kward_run(
     return canonical_labels(labels)
 
 
-def kward(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    order: str = "md",
-    trace: Callable[[KwardMerge], None] | None = None,
-) -> np.ndarray:
+@method_contract
+def kward(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "md",
+          trace: Callable[[KwardMerge], None] | None = None) -> np.ndarray:
     """Multivariate k-Ward: Ward's method with minimum group size k.
 
     1. Seed groups. ``order="md"``: a and b are the two records farthest apart (a
@@ -291,10 +286,7 @@ def kward(
 
     A block of k..2k-1 records is one group.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     order : ``"md"`` (default), ``"sz"``, ``"fpc"`` or ``"pv:J"`` (J a column
         position of the block).
@@ -350,21 +342,14 @@ def kward(
     >>> kward(X, 3, order="pv:0").tolist()
     [0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     if order != "md":
         projection_axis(X, order)  # validate the order string up front
     return _kward_run(X, int(k), order, trace)
 
 
-def kward_1d(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    order: str = "fpc",
-    trace: Callable[[KwardMerge], None] | None = None,
-) -> np.ndarray:
+@method_contract
+def kward_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "fpc",
+             trace: Callable[[KwardMerge], None] | None = None) -> np.ndarray:
     """Univariate k-Ward on one projected axis of the block.
 
     Every record is projected on the axis named by ``order`` (``fpc``: first
@@ -377,10 +362,7 @@ def kward_1d(
     their k lowest and k highest projected values). The partition of the values is
     the partition of the records.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     order : ``"fpc"`` (default), ``"sz"`` or ``"pv:J"``.
     trace : optional merge callback, as in :func:`kward`.
@@ -404,45 +386,15 @@ def kward_1d(
     microaggregation for statistical disclosure control. IEEE Transactions on
     Knowledge and Data Engineering 14(1), 189-201.
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     y = projection_axis(X, order)
     return _kward_run(y[:, None], int(k), "pv:0", trace)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="kward",
-        func=kward,
-        summary="k-Ward: Ward merges with minimum group size k from two seed groups, "
-                "recursive on groups of 2k or more",
-        reference=(
-            "Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented "
-            "microaggregation for statistical disclosure control, IEEE TKDE 14(1)"
-        ),
-        params=(
-            ParamSpec(
-                "order", "str", "md",
-                "seed groups: md (two farthest records), sz, fpc or pv:COLUMN (sorted axis)",
-                choices=("md", "fpc", "sz", "pv:"),
-            ),
-        ),
-    ),
-    MethodSpec(
-        name="kward-1d",
-        func=kward_1d,
-        summary="univariate k-Ward on one projected axis (first principal component, "
-                "sum of z-scores or one variable)",
-        reference=(
-            "Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented "
-            "microaggregation for statistical disclosure control, IEEE TKDE 14(1)"
-        ),
-        params=(
-            ParamSpec(
-                "order", "str", "fpc",
-                "projection axis: fpc, sz or pv:COLUMN",
-                choices=("fpc", "sz", "pv:"),
-            ),
-        ),
-    ),
+    MethodSpec(name="kward", func=kward, summary="k-Ward: Ward merges with minimum group size k from two seed groups, recursive on groups of 2k or more",
+               reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
+               params=(ParamSpec("order", "str", "md", "seed groups: md (two farthest records), sz, fpc or pv:COLUMN (sorted axis)", choices=("md", "fpc", "sz", "pv:")),)),
+    MethodSpec(name="kward-1d", func=kward_1d, summary="univariate k-Ward on one projected axis (first principal component, sum of z-scores or one variable)",
+               reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
+               params=(ParamSpec("order", "str", "fpc", "projection axis: fpc, sz or pv:COLUMN", choices=("fpc", "sz", "pv:")),)),
 )

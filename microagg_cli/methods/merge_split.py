@@ -12,13 +12,13 @@ imports a method module (the splitter is handed in), so ``fixed_size`` and
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
 from ..partition import canonical_labels
 
-__all__ = ["merge_split"]
+__all__ = ["merge_split", "split_parts"]
 
 #: A dissolution is applied only when it lowers SSE by more than this share of the
 #: SSE involved (rounding noise is not an improvement).
@@ -69,9 +69,7 @@ def merge_split(
 
     References
     ----------
-    Lin, J.-L., Wen, T.-H., Hsieh, J.-C. & Chang, P.-C. (2010). Density-based
-    microaggregation for statistical disclosure control. Expert Systems with
-    Applications 37(4), 3256-3263.
+    Lin et al. (2010), the DBA-2 step: see :func:`microagg_cli.methods.density.dba`.
 
     Examples
     --------
@@ -118,12 +116,26 @@ def merge_split(
             sums[g] = 0.0
             counts[g] = 0.0
             alive[g] = False
-    out = np.full(labels.shape[0], -1, dtype=np.int64)
+    return split_parts(X, (np.flatnonzero(labels == g) for g in range(n_groups) if alive[g]), k, split)
+
+
+def split_parts(X: np.ndarray, parts: Iterable[np.ndarray], k: int,
+                split: Callable[[np.ndarray, int], np.ndarray]) -> np.ndarray:
+    """Canonical labels from disjoint ``parts`` (index arrays covering the records):
+    a part of at most 2k-1 records is one group, a larger one is partitioned by
+    ``split(X[part], k)`` (e.g. ``mdav``; groups of k..2k-1). Groups are numbered
+    part by part before the labels are made canonical.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [9.0], [10.0], [11.0]])
+    >>> halves = lambda Xs, k: (np.arange(len(Xs)) >= len(Xs) // 2).astype(np.int64)
+    >>> split_parts(X, [np.array([4, 5, 6]), np.arange(4)], 2, halves).tolist()
+    [0, 0, 1, 1, 2, 2, 2]
+    """
+    out = np.full(X.shape[0], -1, dtype=np.int64)
     next_label = 0
-    for g in range(n_groups):
-        if not alive[g]:
-            continue
-        m = np.flatnonzero(labels == g)
+    for m in parts:
         if m.size > 2 * k - 1:
             sub = np.asarray(split(X[m], k), dtype=np.int64)
             out[m] = sub + next_label

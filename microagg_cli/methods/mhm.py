@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._common import farthest, smallest_m, sq_dist_rows, sq_dist_to
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .projection import optimal_contiguous_sizes_multi
 from .univariate import labels_from_sorted_sizes
 
@@ -132,10 +132,7 @@ def _farthest_pair(X: np.ndarray, rem: np.ndarray, rowmax: np.ndarray, rowarg: n
     step = max(1, _BLOCK // max(rem.size, 1))
     for s in range(0, stale.size, step):
         rows = stale[s : s + step]
-        d = np.zeros((rows.size, rem.size))
-        for c in range(X.shape[1]):
-            t = X[rows, c, None] - Xr[None, :, c]
-            d += t * t
+        d = sq_dist_rows(X, rows, Xr)
         a = np.argmax(d, axis=1)
         rowmax[rows] = d[np.arange(rows.size), a]
         rowarg[rows] = rem[a]
@@ -227,6 +224,7 @@ def mhm_sequence(X: np.ndarray, k: int, order: str = "mdav") -> np.ndarray:
     return _link(X, _GROUPS[order](X, int(k)))
 
 
+@method_contract
 def mhm(
     X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "mdav"
 ) -> np.ndarray:
@@ -249,10 +247,7 @@ def mhm(
        multivariate SSE: the shortest path of ``optimal-1d`` with edge cost the SSE
        of the z-scored records i+1..j (as in ``pcp``).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     order : ordering heuristic, ``mdav`` (default), ``md``, ``cbfs`` or ``npn``.
 
@@ -317,30 +312,13 @@ def mhm(
     >>> mhm(X, 2, order="npn").tolist()
     [0, 0, 1, 0, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    check_k(X, k)
     seq = mhm_sequence(X, k, order)
     sizes = optimal_contiguous_sizes_multi(X[seq], int(k))
     return labels_from_sorted_sizes(seq, sizes)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mhm",
-        func=mhm,
-        summary="Multivariate Hansen-Mukherjee: heuristic ordering, then optimal contiguous groups",
-        reference=(
-            "Domingo-Ferrer, Martinez-Balleste, Mateo-Sanz & Sebe (2006), Efficient "
-            "multivariate data-oriented microaggregation, The VLDB Journal 15(4)"
-        ),
-        params=(
-            ParamSpec(
-                name="order",
-                type="str",
-                default="mdav",
-                help="ordering heuristic: mdav, md, cbfs (their group-building order) or npn (nearest point next)",
-                choices=ORDERS,
-            ),
-        ),
-    ),
+    MethodSpec(name="mhm", func=mhm, summary="Multivariate Hansen-Mukherjee: heuristic ordering, then optimal contiguous groups",
+               reference="Domingo-Ferrer, Martinez-Balleste, Mateo-Sanz & Sebe (2006), Efficient multivariate data-oriented microaggregation, The VLDB Journal 15(4)",
+               params=(ParamSpec("order", "str", "mdav", "ordering heuristic: mdav, md, cbfs (their group-building order) or npn (nearest point next)", choices=ORDERS),)),
 )

@@ -12,9 +12,9 @@ from collections import deque
 import numpy as np
 
 from ..partition import canonical_labels
-from ._common import check_k
-from ._spec import MethodSpec
+from ._spec import MethodSpec, method_contract
 from .fixed_size import mdav
+from .merge_split import split_parts
 
 __all__ = ["mst", "euclidean_mst", "cut_forest", "forest_components", "SPECS"]
 
@@ -146,6 +146,7 @@ def _side(adj: list[set[int]], a: int, b: int) -> list[int]:
     return list(seen)
 
 
+@method_contract
 def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """MST partitioning: cut the Euclidean minimum spanning tree into parts of >= k.
 
@@ -155,15 +156,12 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     3. Split every component of more than 2k-1 records with :func:`.fixed_size.mdav`
        (groups of k, the last k..2k-1).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
     -------
-    labels : (n,) int64, canonical; groups of k..2k-1.
+    labels : (n,) int64, canonical; groups of k..2k-1, each inside one part of the cut tree.
 
     Notes
     -----
@@ -185,32 +183,12 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     >>> mst(X, 3).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     u, v, w = euclidean_mst(X)
-    comp = cut_forest(n, u, v, w, k)
-    out = np.empty(n, dtype=np.int64)
-    next_label = 0
-    for c in range(int(comp.max()) + 1):
-        m = np.flatnonzero(comp == c)
-        if m.size > 2 * k - 1:
-            sub = mdav(X[m], k)
-            out[m] = sub + next_label
-            next_label += int(sub.max()) + 1
-        else:
-            out[m] = next_label
-            next_label += 1
-    return canonical_labels(out)
+    comp = cut_forest(X.shape[0], u, v, w, k)
+    return split_parts(X, (np.flatnonzero(comp == c) for c in range(int(comp.max()) + 1)), k, mdav)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mst",
-        func=mst,
-        summary="MST partitioning: cut the longest spanning-tree edges, MDAV inside parts above 2k-1",
-        reference=(
-            "Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for "
-            "microaggregation, IEEE TKDE 17(7)"
-        ),
-    ),
+    MethodSpec(name="mst", func=mst, summary="MST partitioning: cut the longest spanning-tree edges, MDAV inside parts above 2k-1",
+               reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
 )

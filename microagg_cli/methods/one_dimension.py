@@ -62,13 +62,7 @@ def _check_k_values(X: np.ndarray, k: int) -> None:
         )
 
 
-def mic1d(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    scale: str = "minmax",
-) -> np.ndarray:
+def mic1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, scale: str = "minmax") -> np.ndarray:
     """One-dimension microaggregation: all values of the block as one sorted vector.
 
     0. (``scale="minmax"``, the default) rescale every column to [0, 1] by its own
@@ -182,24 +176,7 @@ def mic1d(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mic1d",
-        func=mic1d,
-        summary=(
-            "one-dimension microaggregation: all values of the block sorted together, "
-            "k = values per partition (record k-anonymity not guaranteed)"
-        ),
-        reference=(
-            "Pont-Tuset, Nin, Medrano-Gracia, Larriba-Pey & Muntes-Mulero (2008), "
-            "Improving microaggregation for complex record anonymization, MDAI 2008, LNCS 5285"
-        ),
-        params=(
-            ParamSpec("scale", "str", "minmax",
-                      "rescale each column to [0,1] first (minmax, keeps every value within its "
-                      "column's range) or use the raw values (none)",
-                      choices=("minmax", "none")),
-        ),
-        output="values",
-        standardize=False,
-    ),
+    MethodSpec(name="mic1d", func=mic1d, summary="one-dimension microaggregation: all values of the block sorted together, k = values per partition (record k-anonymity not guaranteed)",
+               reference="Pont-Tuset, Nin, Medrano-Gracia, Larriba-Pey & Muntes-Mulero (2008), Improving microaggregation for complex record anonymization, MDAI 2008, LNCS 5285", output="values", standardize=False,
+               params=(ParamSpec("scale", "str", "minmax", "rescale each column to [0,1] first (minmax, keeps every value within its column's range) or use the raw values (none)", choices=("minmax", "none")),)),
 )

@@ -24,7 +24,7 @@ from .._jit import njit
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .univariate import check_kernel_input, sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
@@ -190,13 +190,9 @@ _NOTES = """
 """
 
 
-def pcp(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    projection_only: bool = False,
-) -> np.ndarray:
+@method_contract
+def pcp(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
+        projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the first principal component.
 
     1. Project the z-scored records on the first principal component (sign fixed so
@@ -205,10 +201,7 @@ def pcp(
     3. Optimal contiguous partition with edge cost the multivariate SSE of the
        records (or the SSE of the projected values with ``projection_only``).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
     projection_only : optimise the SSE of the projected values instead of the
         multivariate SSE.
@@ -221,13 +214,9 @@ def pcp(
     return _projected_optimal(X, k, projection_axis(X, "fpc"), projection_only)
 
 
-def zscores(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    projection_only: bool = False,
-) -> np.ndarray:
+@method_contract
+def zscores(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
+            projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the sum of z-scores.
 
     1. Project every z-scored record on the sum of its attributes.
@@ -235,10 +224,7 @@ def zscores(
     3. Optimal contiguous partition with edge cost the multivariate SSE of the
        records (or the SSE of the projected values with ``projection_only``).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
     projection_only : optimise the SSE of the projected values instead.
 
@@ -250,14 +236,8 @@ def zscores(
     return _projected_optimal(X, k, projection_axis(X, "sz"), projection_only)
 
 
-def sugeno(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    alpha: float = 1.0,
-    projection_only: bool = False,
-) -> np.ndarray:
+def sugeno(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, alpha: float = 1.0,
+           projection_only: bool = False) -> np.ndarray:
     """Projected optimal microaggregation on the Sugeno integral.
 
     1. Rescale every attribute to [0, 1] by its min and max in the block (a constant
@@ -305,29 +285,14 @@ _PROJECTION_ONLY = ParamSpec(
 )
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="pcp",
-        func=pcp,
-        summary="projected optimal: sort on the first principal component, optimal contiguous groups",
-        reference=_REFERENCE,
-        params=(_PROJECTION_ONLY,),
-    ),
-    MethodSpec(
-        name="zscores",
-        func=zscores,
-        summary="projected optimal: sort on the sum of z-scores, optimal contiguous groups",
-        reference=_REFERENCE,
-        params=(_PROJECTION_ONLY,),
-    ),
-    MethodSpec(
-        name="sugeno",
-        func=sugeno,
-        summary="projected optimal: sort on the Sugeno integral, optimal contiguous groups",
-        reference=_REFERENCE,
-        params=(
-            ParamSpec("alpha", "float", 1.0,
-                      "exponent of the fuzzy quantifier Q(x) = x^alpha (> 0)", min=1e-12),
-            _PROJECTION_ONLY,
-        ),
-    ),
+    MethodSpec(name="pcp", func=pcp, summary="projected optimal: sort on the first principal component, optimal contiguous groups",
+               reference=_REFERENCE,
+               params=(_PROJECTION_ONLY,)),
+    MethodSpec(name="zscores", func=zscores, summary="projected optimal: sort on the sum of z-scores, optimal contiguous groups",
+               reference=_REFERENCE,
+               params=(_PROJECTION_ONLY,)),
+    MethodSpec(name="sugeno", func=sugeno, summary="projected optimal: sort on the Sugeno integral, optimal contiguous groups",
+               reference=_REFERENCE,
+               params=(ParamSpec("alpha", "float", 1.0, "exponent of the fuzzy quantifier Q(x) = x^alpha (> 0)", min=1e-12),
+                       _PROJECTION_ONLY)),
 )

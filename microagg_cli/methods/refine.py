@@ -48,7 +48,7 @@ from .. import threads
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .genetic import stream_randint, stream_state, stream_uniform
 
@@ -156,6 +156,8 @@ def _move(Z, i, b, labels, members, pos, sizes, sums, log, nlog):  # pragma: no 
     return nlog
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
                cA, cB, vv, cand, log, nlog):  # pragma: no cover
@@ -232,6 +234,8 @@ def _best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
     return best, nlog, best_b
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _local_search(Z, nrm, start, knn, k, cap, labels, members, pos, sizes, sums,
                   log, nlog, queue, inq):  # pragma: no cover
@@ -471,6 +475,8 @@ def _greedy_partition(Zp, k, cap, state):  # pragma: no cover
     return lab, g
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark, pool_g,
                cand_g, cand_d, c0):  # pragma: no cover
@@ -563,6 +569,8 @@ def _pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r):  # pragma: 
     return N, old
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, members, pos,
             sizes, sums, log, nlog):  # pragma: no cover
@@ -581,6 +589,8 @@ def _settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, member
     return False, cur, best
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfree,
                state, iters, max_pool, best_labels, cur, best, temp0, frac0, dfrac):  # pragma: no cover
@@ -668,6 +678,8 @@ def _ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfr
     return cur, best, nfree, accepted
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, iters,
                 max_pool, max_swaps, best_labels, cur, best, temp0, frac0,
@@ -841,6 +853,7 @@ def _prepared(X: np.ndarray, k: int, rng: np.random.Generator, start: str, calle
     return X, n, base
 
 
+@method_contract
 def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav") -> np.ndarray:
     """A start partition (MDAV) improved by moves and swaps until none lowers SSE.
 
@@ -855,10 +868,7 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
     4. The split pass again (a no-op here, since no move fills a group beyond 2k-1),
        and the result is compared with the start: never worse.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : handed to the start method (the search itself is deterministic).
     start : name of a registered method returning a partition (not ``mdav-ls``).
 
@@ -896,17 +906,10 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
     return labels if _sse(X, labels) <= _sse(X, base) else base
 
 
-def ils(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    start: str = "mdav",
-    time_budget: float = 0.0,
-    iterations: int = ILS_ITERATIONS,
-    threads: int = 2,
-    start_labels: np.ndarray | None = None,
-) -> np.ndarray:
+@method_contract
+def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
+        time_budget: float = 0.0, iterations: int = ILS_ITERATIONS, threads: int = 2,
+        start_labels: np.ndarray | None = None) -> np.ndarray:
     """Iterated local search: two annealed searches from the mdav-ls partition; the better wins.
 
     1. Start as :func:`mdav_ls` (start method, split pass, local search).
@@ -929,10 +932,7 @@ def ils(
     budget, when ``threads`` >= 2 and the process may use two CPUs; otherwise one
     after the other, the re-partitioning search taking 2/3 of the remaining budget.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : handed to the start method, then one seed for the searches is drawn from it.
     start : name of a registered method returning a partition (not ``ils``).
     time_budget : > 0: seconds for the whole run (start included) instead of a fixed
@@ -1122,43 +1122,13 @@ def _anneal(part: _Partition, chunk, iterations: int, seconds: float,
     return _sse(part.X, best_labels), best_labels
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="mdav-ls",
-        func=mdav_ls,
-        summary="a start partition (MDAV) improved by record moves and swaps until no "
-                "move lowers SSE; groups of k..2k-1",
-        reference=(
-            "ours: local search with exact SSE deltas on top of Domingo-Ferrer & "
-            "Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)"
-        ),
-        params=(
-            ParamSpec("start", "str", "mdav",
-                      "method giving the start partition (run with its defaults)"),
-        ),
-    ),
-    MethodSpec(
-        name="ils",
-        func=ils,
-        summary="iterated local search: re-partition nearby groups or exchange records "
-                "between them, re-optimise, keep the best (never worse than the start)",
-        reference=(
-            "ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with "
-            "simulated-annealing acceptance over mdav-ls; two searches (re-partitions, "
-            "swap kicks), the better wins"
-        ),
-        params=(
-            ParamSpec("start", "str", "mdav",
-                      "method giving the start partition (run with its defaults)"),
-            ParamSpec("time_budget", "float", 0.0,
-                      "> 0: seconds for the run instead of iterations (not reproducible across machines)",
-                      min=0.0),
-            ParamSpec("iterations", "int", ILS_ITERATIONS,
-                      "perturbations per search (reproducible: same seed, same output on any machine)",
-                      min=1),
-            ParamSpec("threads", "int", 2,
-                      "2: the two searches run side by side, each for the whole budget; "
-                      "1: one after the other (same result with iterations)",
-                      min=1, max=2),
-        ),
-    ),
+    MethodSpec(name="mdav-ls", func=mdav_ls, summary="a start partition (MDAV) improved by record moves and swaps until no move lowers SSE; groups of k..2k-1",
+               reference="ours: local search with exact SSE deltas on top of Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)",
+               params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),)),
+    MethodSpec(name="ils", func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
+               reference="ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with simulated-annealing acceptance over mdav-ls; two searches (re-partitions, swap kicks), the better wins",
+               params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),
+                       ParamSpec("time_budget", "float", 0.0, "> 0: seconds for the run instead of iterations (not reproducible across machines)", min=0.0),
+                       ParamSpec("iterations", "int", ILS_ITERATIONS, "perturbations per search (reproducible: same seed, same output on any machine)", min=1),
+                       ParamSpec("threads", "int", 2, "2: the two searches run side by side, each for the whole budget; 1: one after the other (same result with iterations)", min=1, max=2))),
 )

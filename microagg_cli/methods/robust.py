@@ -11,8 +11,8 @@ import numpy as np
 
 from ..mcd import det_mcd, robust_mahalanobis
 from ..partition import canonical_labels
-from ._common import check_k, farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec
+from ._common import farthest, smallest_m, sq_dist_to
+from ._spec import MethodSpec, method_contract
 
 __all__ = ["rmd", "det_mcd", "robust_mahalanobis", "SPECS"]
 
@@ -21,6 +21,7 @@ __all__ = ["rmd", "det_mcd", "robust_mahalanobis", "SPECS"]
 # ---------------------------------------------------------------------------
 
 
+@method_contract
 def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """RMD: MDAV-type grouping seeded by robust Mahalanobis distance (sdcMicro's "rmd").
 
@@ -30,10 +31,7 @@ def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     distance; r and its k-1 nearest remaining records (Euclidean, z-scored space) form
     a group. The k..2k-1 records left form the last group.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
 
     Returns
@@ -64,12 +62,10 @@ def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     >>> rmd(X, 3).tolist()
     [0, 0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
-    labels = np.full(n, -1, dtype=np.int64)
-    rem = np.arange(n)
+    rem = np.arange(X.shape[0])
+    labels = np.full(rem.size, -1, dtype=np.int64)
     g = 0
-    if n >= 2 * k:
+    if rem.size >= 2 * k:
         d2 = robust_mahalanobis(X)
         while rem.size >= 2 * k:
             r = farthest(d2[rem])
@@ -84,13 +80,6 @@ def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="rmd",
-        func=rmd,
-        summary="Groups of k around the records of largest robust (MCD) Mahalanobis distance",
-        reference=(
-            "Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data "
-            "using the R package sdcMicro, Journal of Statistical Software 67(4)"
-        ),
-    ),
+    MethodSpec(name="rmd", func=rmd, summary="Groups of k around the records of largest robust (MCD) Mahalanobis distance",
+               reference="Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data using the R package sdcMicro, Journal of Statistical Software 67(4)"),
 )

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 from ..mcd import det_mcd
 
 __all__ = [
@@ -238,6 +238,7 @@ def _in_cluster(pc):
 # ---------------------------------------------------------------------------------
 # methods
 
+@method_contract
 def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Sort on the first robust principal component (MCD covariance), groups of k.
 
@@ -247,10 +248,7 @@ def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> 
     3. Records sorted by score (stable), groups of k consecutive records, the last
        k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
 
     Returns
@@ -277,10 +275,10 @@ def mcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> 
     >>> mcdpca(X, 3).tolist()
     [0, 0, 1, 1, 1, 1, 0]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _sorted_groups(X, k, mcd_pc1)
 
 
+@method_contract
 def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Sort on the first projection-pursuit principal component, groups of k.
 
@@ -290,10 +288,7 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
     2. Records sorted by their projection (stable), groups of k consecutive records,
        the last k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
 
     Returns
@@ -321,13 +316,11 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
     >>> pppca(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _sorted_groups(X, k, pp_pc1)
 
 
-def clustpca(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+@method_contract
+def clustpca(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means, ``nc`` clusters), then sort each cluster on its first
     principal component, groups of k inside each cluster.
 
@@ -339,10 +332,7 @@ def clustpca(
        instead (sdcMicro's rule).
     3. Each cluster's sorted records form groups of k, its last group k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for (fewer when the data have fewer distinct rows).
 
@@ -369,13 +359,11 @@ def clustpca(
     >>> clustpca(X, 3, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _cluster_groups(X, k, nc, rng, _in_cluster(_pc1))
 
 
-def clustmcdpca(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+@method_contract
+def clustmcdpca(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means), then sort each cluster on its first MCD principal
     component (:func:`mcd_pc1`), groups of k inside each cluster.
 
@@ -383,10 +371,7 @@ def clustmcdpca(
     cluster's records (a cluster with fewer records than attributes is sorted on the
     first attribute).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for.
 
@@ -409,13 +394,11 @@ def clustmcdpca(
     >>> clustmcdpca(X, 3, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _cluster_groups(X, k, nc, rng, _in_cluster(mcd_pc1))
 
 
-def clustpppca(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+@method_contract
+def clustpppca(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means), then sort each cluster on its first projection-pursuit
     principal component (:func:`pp_pc1`), groups of k inside each cluster.
 
@@ -423,10 +406,7 @@ def clustpppca(
     cluster's records (a cluster with fewer records than attributes is sorted on the
     first attribute).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for.
 
@@ -453,13 +433,11 @@ def clustpppca(
     >>> clustpppca(X, 3, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 0, 1, 1, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
     return _cluster_groups(X, k, nc, rng, _in_cluster(pp_pc1))
 
 
-def influence(
-    X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8
-) -> np.ndarray:
+@method_contract
+def influence(X: np.ndarray, k: int, *, rng: np.random.Generator, nc: int = 8) -> np.ndarray:
     """Cluster first (k-means), then sort each cluster on its most influential
     variable, groups of k inside each cluster.
 
@@ -470,10 +448,7 @@ def influence(
     3. The cluster's records sorted on that attribute (stable), groups of k, the last
        k..2k-1.
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : generator of the k-means++ start.
     nc : number of clusters asked for.
 
@@ -500,8 +475,6 @@ def influence(
     >>> influence(X, 2, rng=np.random.default_rng(0), nc=2).tolist()
     [0, 0, 1, 1, 2, 2, 3, 3]
     """
-    X = np.asarray(X, dtype=np.float64)
-
     def score(Xc: np.ndarray) -> np.ndarray:
         return Xc[:, int(np.argmax(Xc.mean(axis=0)))].copy()
 
@@ -513,23 +486,16 @@ _TEMPL = ("Templ, Kowarik & Meindl (2015), Statistical disclosure control for mi
           "the R package sdcMicro, Journal of Statistical Software 67(4)")
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mcdpca", func=mcdpca,
-               summary="Sort on the first robust (MCD) principal component, groups of k",
+    MethodSpec(name="mcdpca", func=mcdpca, summary="Sort on the first robust (MCD) principal component, groups of k",
                reference=_TEMPL),
-    MethodSpec(name="pppca", func=pppca,
-               summary="Sort on the first projection-pursuit principal component, groups of k",
+    MethodSpec(name="pppca", func=pppca, summary="Sort on the first projection-pursuit principal component, groups of k",
                reference=_TEMPL + "; Croux & Ruiz-Gazen (2005), JMVA 95(1)"),
-    MethodSpec(name="clustpca", func=clustpca,
-               summary="k-means clusters, each sorted on its first principal component, groups of k",
+    MethodSpec(name="clustpca", func=clustpca, summary="k-means clusters, each sorted on its first principal component, groups of k",
                reference=_TEMPL, params=(_NC,)),
-    MethodSpec(name="clustmcdpca", func=clustmcdpca,
-               summary="k-means clusters, each sorted on its first MCD principal component, groups of k",
+    MethodSpec(name="clustmcdpca", func=clustmcdpca, summary="k-means clusters, each sorted on its first MCD principal component, groups of k",
                reference=_TEMPL, params=(_NC,)),
-    MethodSpec(name="clustpppca", func=clustpppca,
-               summary="k-means clusters, each sorted on its first projection-pursuit component, "
-                       "groups of k",
+    MethodSpec(name="clustpppca", func=clustpppca, summary="k-means clusters, each sorted on its first projection-pursuit component, groups of k",
                reference=_TEMPL, params=(_NC,)),
-    MethodSpec(name="influence", func=influence,
-               summary="k-means clusters, each sorted on its most influential variable, groups of k",
+    MethodSpec(name="influence", func=influence, summary="k-means clusters, each sorted on its most influential variable, groups of k",
                reference=_TEMPL, params=(_NC,)),
 )

@@ -20,7 +20,7 @@ from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._monge import optimal_sizes_monge, optimal_sizes_smawk, sizes_from_back
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec
+from ._spec import MethodSpec, ParamSpec, method_contract
 
 __all__ = [
     "optimal_1d",
@@ -265,13 +265,8 @@ def optimal_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
     return labels_from_sorted_sizes(order, sizes)
 
 
-def individual_ranking(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    optimal: bool = False,
-) -> np.ndarray:
+def individual_ranking(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None,
+                       optimal: bool = False) -> np.ndarray:
     """Individual ranking: every attribute microaggregated on its own.
 
     For each column j: sort its values (stable), then either cut the sorted column
@@ -324,14 +319,9 @@ def individual_ranking(
     return out
 
 
-def ufs(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    order: str = "fpc",
-    descending: bool = False,
-) -> np.ndarray:
+@method_contract
+def ufs(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, order: str = "fpc",
+        descending: bool = False) -> np.ndarray:
     """Univariate fixed size microaggregation on a sorted axis.
 
     1. Project every record on the axis named by ``order`` (``sz`` sum of z-scores,
@@ -339,10 +329,7 @@ def ufs(
     2. Sort the records by it (stable; ascending unless ``descending``).
     3. Consecutive groups of k records; the last group takes the remainder (k..2k-1).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method).
     order : ``"fpc"`` (default), ``"sz"`` or ``"pv:J"``.
     descending : sort from the largest projected value down.
@@ -419,50 +406,15 @@ _ORDER = ParamSpec(
 )
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="optimal-1d",
-        func=optimal_1d,
-        summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
-        reference=(
-            "Hansen & Mukherjee (2003), A polynomial algorithm for optimal univariate "
-            "microaggregation, IEEE TKDE 15(4)"
-        ),
-        max_columns=1,
-    ),
-    MethodSpec(
-        name="individual-ranking",
-        func=individual_ranking,
-        summary="each attribute grouped on its own (k-anonymous per attribute only)",
-        reference=(
-            "Defays & Nanopoulos (1993), Panels of enterprises and confidentiality: the "
-            "small aggregates method, Proc. Symposium on Longitudinal Surveys, Statistics Canada"
-        ),
-        params=(
-            ParamSpec("optimal", "bool", False,
-                      "use the exact optimal univariate partition on each attribute"),
-        ),
-        output="column_labels",
-    ),
-    MethodSpec(
-        name="ufs",
-        func=ufs,
-        summary="univariate fixed size: sort records on one axis, consecutive groups of k",
-        reference=(
-            "Defays & Anwar (1998), Masking microdata using micro-aggregation, "
-            "Journal of Official Statistics 14(4)"
-        ),
-        params=(
-            _ORDER,
-            ParamSpec("descending", "bool", False, "sort from the largest axis value down"),
-        ),
-    ),
-    MethodSpec(
-        name="simple",
-        func=simple,
-        summary="baseline: consecutive groups of k records in file order",
-        reference=(
-            "Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data "
-            "using the R package sdcMicro, Journal of Statistical Software 67(4)"
-        ),
-    ),
+    MethodSpec(name="optimal-1d", func=optimal_1d, summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
+               reference="Hansen & Mukherjee (2003), A polynomial algorithm for optimal univariate microaggregation, IEEE TKDE 15(4)", max_columns=1),
+    MethodSpec(name="individual-ranking", func=individual_ranking, summary="each attribute grouped on its own (k-anonymous per attribute only)",
+               reference="Defays & Nanopoulos (1993), Panels of enterprises and confidentiality: the small aggregates method, Proc. Symposium on Longitudinal Surveys, Statistics Canada", output="column_labels",
+               params=(ParamSpec("optimal", "bool", False, "use the exact optimal univariate partition on each attribute"),)),
+    MethodSpec(name="ufs", func=ufs, summary="univariate fixed size: sort records on one axis, consecutive groups of k",
+               reference="Defays & Anwar (1998), Masking microdata using micro-aggregation, Journal of Official Statistics 14(4)",
+               params=(_ORDER,
+                       ParamSpec("descending", "bool", False, "sort from the largest axis value down"))),
+    MethodSpec(name="simple", func=simple, summary="baseline: consecutive groups of k records in file order",
+               reference="Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data using the R package sdcMicro, Journal of Statistical Software 67(4)"),
 )

@@ -12,19 +12,14 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
-from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec
+from ._common import farthest, nearest_centroid_join, smallest_m, sq_dist_to
+from ._spec import MethodSpec, ParamSpec, method_contract
 
 __all__ = ["vmdav", "SPECS"]
 
 
-def vmdav(
-    X: np.ndarray,
-    k: int,
-    *,
-    rng: np.random.Generator | None = None,
-    gamma: float = 0.2,
-) -> np.ndarray:
+@method_contract
+def vmdav(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, gamma: float = 0.2) -> np.ndarray:
     """V-MDAV: MDAV with groups extended up to 2k-1 records.
 
     R is the set of unassigned records (initially all). While R has at least k
@@ -43,10 +38,7 @@ def vmdav(
     Finally each of the < k records left in R joins the group whose centroid is
     nearest (centroids of the groups formed, computed before any leftover joins).
 
-    Parameters
-    ----------
-    X : (n, p) float array, z-scored; not mutated.
-    k : minimum group size, 2 <= k <= n.
+    {method contract}
     rng : unused (deterministic method); accepted for the common contract.
     gamma : extension gain, >= 0 (default 0.2). ``gamma = 0`` never extends: every
         group has k records except those joined by the < k leftovers. Larger values
@@ -83,11 +75,10 @@ def vmdav(
     >>> vmdav(X, 2, gamma=0.0).tolist()
     [0, 0, 1, 1, 2, 2]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = check_k(X, k)
     gamma = float(gamma)
     if not (gamma >= 0 and np.isfinite(gamma)):
         raise InvalidParameterError(f"gamma must be a finite number >= 0, got {gamma!r}")
+    n = X.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
     free = np.ones(n, dtype=bool)
     g = 0
@@ -135,22 +126,7 @@ def vmdav(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(
-        name="vmdav",
-        func=vmdav,
-        summary="V-MDAV: MDAV groups of k extended up to 2k-1 records while a record "
-                "is much nearer to the group than to the other unassigned records",
-        reference=(
-            "Solanas & Martinez-Balleste (2006), V-MDAV: a multivariate "
-            "microaggregation with variable group size, COMPSTAT 2006"
-        ),
-        params=(
-            ParamSpec(
-                "gamma", "float", 0.2,
-                "extension gain: add the nearest unassigned record while its distance "
-                "to the group < gamma * its distance to the other unassigned records",
-                min=0.0,
-            ),
-        ),
-    ),
+    MethodSpec(name="vmdav", func=vmdav, summary="V-MDAV: MDAV groups of k extended up to 2k-1 records while a record is much nearer to the group than to the other unassigned records",
+               reference="Solanas & Martinez-Balleste (2006), V-MDAV: a multivariate microaggregation with variable group size, COMPSTAT 2006",
+               params=(ParamSpec("gamma", "float", 0.2, "extension gain: add the nearest unassigned record while its distance to the group < gamma * its distance to the other unassigned records", min=0.0),)),
 )

@@ -85,7 +85,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -103,6 +103,7 @@ __all__ = [
     "cg_report",
     "lagrangian_bound",
     "exact_pricing",
+    "PricingOptions",
     "pricing_order",
     "squared_distances",
     "MAX_ROWS",
@@ -201,6 +202,8 @@ def _local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
                 lnn[c, q] = np.inf
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel):  # pragma: no cover
     """Lower bound on rc over every completion of a node; filters the node's pool in place.
@@ -267,6 +270,8 @@ def _bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel):
     return bound, keep
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, hm, wbuf, sel, pbuf):  # pragma: no cover
     """A second bound, with part of the linear terms moved onto the pairs; filters the pool.
@@ -345,6 +350,8 @@ def _alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, h
     return bound, keep
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _tighten(D, t, ps, ut, pool, acc, lnn, plen, lsize, u, k, kmax, best, wbuf, sel, nbuf,
              hm, pbuf, alpha, alpha_pool, alpha_depth=1):  # pragma: no cover
@@ -372,6 +379,8 @@ def _tighten(D, t, ps, ut, pool, acc, lnn, plen, lsize, u, k, kmax, best, wbuf, 
     return b, pl, lsize
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
 @njit(cache=True, nogil=True)
 def _exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_rc,
                 alpha=1.25, alpha_pool=150, alpha_depth=1):  # pragma: no cover
@@ -693,12 +702,26 @@ def _collect(out_sets: np.ndarray, out_rc: np.ndarray, found: int, keep: int,
     return float(out_rc[(found - 1) % keep]) if found else default
 
 
+@dataclass(frozen=True)
+class PricingOptions:
+    """How :func:`exact_pricing` searches; the fields are described there."""
+
+    tol: float = 1e-7
+    node_limit: int = 10**9
+    deadline: float | None = None
+    keep: int = 3
+    refine: int = 3
+    deep: int = 3
+    jobs: int | None = None
+
+
 def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, cand: np.ndarray,
-                tol: float, lim: int, keep: int, refine: int, deep: int,
-                ) -> tuple[float, int, bool, list[np.ndarray]]:
-    """One seed of :func:`exact_pricing`: ``(lower, nodes, cut, columns)``. Own
-    buffers: seeds are priced side by side in threads (the kernels release the GIL).
+                opts: PricingOptions, lim: int) -> tuple[float, int, bool, list[np.ndarray]]:
+    """One seed of :func:`exact_pricing`: ``(lower, nodes, cut, columns)``; ``lim``
+    is this seed's node limit. Own buffers: seeds are priced side by side in threads
+    (the kernels release the GIL).
     """
+    tol, keep, refine, deep = opts.tol, opts.keep, opts.refine, opts.deep
     kmax = 2 * k - 1
     out_sets = np.empty((keep, kmax), dtype=np.int64)
     out_rc = np.empty(keep)
@@ -735,14 +758,15 @@ def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, c
     return float(low), int(nodes), bool(limited), cols
 
 
-def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
-                  node_limit: int = 10**9, deadline: float | None = None,
-                  nnp: np.ndarray | None = None, keep: int = 3,
-                  order: np.ndarray | None = None, refine: int = 3, deep: int = 3,
-                  jobs: int | None = None, prev: np.ndarray | None = None,
-                  redo: np.ndarray | None = None,
+def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, opts: PricingOptions = PricingOptions(), *,
+                  nnp: np.ndarray | None = None, order: np.ndarray | None = None,
+                  prev: np.ndarray | None = None, redo: np.ndarray | None = None,
                   ) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any]]:
     """Per-seed lower bounds on the reduced costs, and the negative columns met.
+
+    ``opts`` (:class:`PricingOptions`) holds ``tol``, ``node_limit``, ``deadline``,
+    ``keep`` (columns kept a seed), ``refine``, ``deep`` and ``jobs``; ``nnp`` is
+    the neighbour-prefix table (computed when None).
 
     Returns ``(seed_lower, columns, info)``: ``seed_lower[i]`` <= min(-tol, rc(S)) over
     every group S of k..2k-1 records whose *seed* is i, its first member in ``order``
@@ -774,6 +798,7 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
     """
     n = D.shape[0]
     kmax = 2 * k - 1
+    tol, node_limit, deadline, jobs = opts.tol, opts.node_limit, opts.deadline, opts.jobs
     if nnp is None:
         nnp = _nn_prefix(D, kmax)
     u = np.ascontiguousarray(u, dtype=np.float64)
@@ -796,7 +821,7 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, *, tol: float = 1e-7,
         rest = order[pos + 1:]
         cand = rest[np.argsort(D[i, rest], kind="stable")]
         lim = 1 if deadline is not None and time.perf_counter() > deadline else node_limit
-        return _price_seed(D, u, nnp, k, i, cand, tol, lim, keep, refine, deep)
+        return _price_seed(D, u, nnp, k, i, cand, opts, lim)
 
     if jobs > 1 and len(positions) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -967,6 +992,7 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
 
     jobs = limit()  # exact_pricing's default
     tries = 4  # searches of a cut seed: plain, deep (deep=3), 2 bisections (refine=2)
+    smoothing = PricingOptions(tol=theta, deadline=final, refine=2, deep=3)
     passes: dict[float, tuple[float, np.ndarray, np.ndarray, dict[str, Any], float]] = {}
 
     def bound(ul: np.ndarray, low: np.ndarray) -> float:
@@ -986,8 +1012,7 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
         if lam not in passes:
             ul = lam * u + (1.0 - lam) * u0
             began = time.perf_counter()
-            low, _, info = exact_pricing(D, ul, k, tol=theta, deadline=final, nnp=nnp, node_limit=node_limit,
-                                         refine=2, deep=3)
+            low, _, info = exact_pricing(D, ul, k, replace(smoothing, node_limit=node_limit), nnp=nnp)
             lb = bound(ul, low)
             log(lam, lb, node_limit, info, False)
             passes[lam] = (lb, ul, low, info, time.perf_counter() - began)
@@ -1023,8 +1048,8 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
         if new_budget < 2 * budget:
             break
         budget = new_budget
-        low, _, info = exact_pricing(D, ul, k, tol=theta, deadline=final, nnp=nnp, node_limit=budget,
-                                     refine=2, deep=3, prev=low, redo=info["cut"])
+        low, _, info = exact_pricing(D, ul, k, replace(smoothing, node_limit=budget), nnp=nnp,
+                                     prev=low, redo=info["cut"])
         seconds = time.perf_counter() - began
         lb2 = bound(ul, low)
         log(best_lam, lb2, budget, info, True)
@@ -1190,8 +1215,8 @@ def cg_lower_bound(
         # exact pricing: a certified bound at these duals
         if theta is None:
             theta = max(tol, theta_share * lp / max(1, n // k))
-        seed_lower, new, info = exact_pricing(D, u, k, tol=theta, deadline=final, nnp=nnp,
-                                              node_limit=node_limit, refine=0, deep=1)
+        seed_lower, new, info = exact_pricing(
+            D, u, k, PricingOptions(tol=theta, node_limit=node_limit, deadline=final, refine=0, deep=1), nnp=nnp)
         lb = lagrangian_bound(u, seed_lower, n, k, _margin(u, D, kmax))
         best_lb = max(best_lb, lb)
         exact_added = sum(cols.add(s) for s in new)

@@ -11,7 +11,7 @@ skipped).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -117,6 +117,18 @@ def _correlations(cov: np.ndarray, const: np.ndarray) -> np.ndarray:
     r[const, :] = np.nan
     r[:, const] = np.nan
     return np.clip(r, -1.0, 1.0)
+
+
+def _correlation_change(cov: np.ndarray, const: np.ndarray, cov_p: np.ndarray,
+                        const_p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both files' correlation matrices r and r' (:func:`_correlations`), the changes
+    |r_jl - r'_jl| over the pairs j < l, and the mask of the pairs where both are
+    defined (no constant column)."""
+    r = _correlations(cov, const)
+    rp = _correlations(cov_p, const_p)
+    ju = np.triu_indices(r.shape[0], 1)
+    d = np.abs(r[ju] - rp[ju])
+    return r, rp, d, ~np.isnan(d)
 
 
 def _mean_ratio(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
@@ -232,11 +244,7 @@ def il_score(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     il2 = _mean_ratio(mean - mean_p, mean)
     il3 = _mean_ratio((cov - cov_p)[iu], cov[iu])
     il4 = _mean_ratio(np.diag(cov) - np.diag(cov_p), np.diag(cov))
-    r = _correlations(cov, const)
-    rp = _correlations(cov_p, const_p)
-    ju = np.triu_indices(p, 1)
-    d = np.abs(r[ju] - rp[ju])
-    ok = ~np.isnan(d)
+    _, _, d, ok = _correlation_change(cov, const, cov_p, const_p)
     il5 = {
         "value": float(d[ok].mean()) if ok.any() else None,
         "cells": int(ok.sum()),
@@ -307,6 +315,20 @@ def _usable_columns(X: np.ndarray, Xp: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~_constant(X) & ~_constant(Xp))
 
 
+def _spectrum_change(X: np.ndarray, Xp: np.ndarray,
+                     scatter: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+    """:func:`_eigen_change` of the eigenvalues of ``scatter`` of each file
+    standardized on the usable columns (the figure of :func:`eigen` and
+    :func:`robeigen`); value None when no column is usable or n < 2."""
+    X, Xp = _as_pair(X, Xp)
+    cols = _usable_columns(X, Xp)
+    if cols.size == 0 or X.shape[0] < 2:
+        return {"value": None, "attributes": 0, "skipped": int(X.shape[1]), "eigenvalues_skipped": 0}
+    e1 = np.linalg.eigvalsh(scatter(_standardized(X, cols)))
+    e2 = np.linalg.eigvalsh(scatter(_standardized(Xp, cols)))
+    return _eigen_change(e1, e2, cols.size, X.shape[1] - cols.size)
+
+
 def eigen(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     """sdcMicro's ``dUtility(method = "eigen")``: relative change of the eigenvalues.
 
@@ -342,15 +364,7 @@ def eigen(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     >>> eigen(X, X[:, [0, 0]] + [0.0, 0.5])["value"]
     1.25
     """
-    X, Xp = _as_pair(X, Xp)
-    cols = _usable_columns(X, Xp)
-    if cols.size == 0 or X.shape[0] < 2:
-        return {"value": None, "attributes": 0, "skipped": int(X.shape[1]), "eigenvalues_skipped": 0}
-    A, B = _standardized(X, cols), _standardized(Xp, cols)
-    n = X.shape[0]
-    e1 = np.linalg.eigvalsh(np.einsum("ni,nj->ij", A, A) / (n - 1))
-    e2 = np.linalg.eigvalsh(np.einsum("ni,nj->ij", B, B) / (n - 1))
-    return _eigen_change(e1, e2, cols.size, X.shape[1] - cols.size)
+    return _spectrum_change(X, Xp, lambda A: np.einsum("ni,nj->ij", A, A) / (A.shape[0] - 1))
 
 
 def robeigen(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
@@ -370,9 +384,7 @@ def robeigen(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
 
     References
     ----------
-    Templ, M. & Meindl, B. (2008). Robust statistics meets SDC: new disclosure risk
-    measures for continuous microdata masking. Privacy in Statistical Databases,
-    LNCS 5262, 177-189.
+    Templ & Meindl (2008), as for :func:`eigen`.
 
     Examples
     --------
@@ -380,15 +392,9 @@ def robeigen(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     >>> robeigen(X, X)["value"]
     0.0
     """
-    X, Xp = _as_pair(X, Xp)
-    cols = _usable_columns(X, Xp)
-    if cols.size == 0 or X.shape[0] < 2:
-        return {"value": None, "attributes": 0, "skipped": int(X.shape[1]), "eigenvalues_skipped": 0}
     from ..mcd import det_mcd  # scipy.stats (0.7 s to import): loaded only for robeigen
 
-    e1 = np.linalg.eigvalsh(det_mcd(_standardized(X, cols))[1])
-    e2 = np.linalg.eigvalsh(det_mcd(_standardized(Xp, cols))[1])
-    return _eigen_change(e1, e2, cols.size, X.shape[1] - cols.size)
+    return _spectrum_change(X, Xp, lambda A: det_mcd(A)[1])
 
 
 # ---------------------------------------------------------------------------------
@@ -444,11 +450,7 @@ def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     }
     _, cov, _ = _moments(X)
     _, cov_p, _ = _moments(Xp)
-    r = _correlations(cov, const)
-    rp = _correlations(cov_p, const_p)
-    ju = np.triu_indices(p, 1)
-    d = np.abs(r[ju] - rp[ju])
-    good = ~np.isnan(d)
+    r, rp, d, good = _correlation_change(cov, const, cov_p, const_p)
     corr = {
         "mean": float(d[good].mean()) if good.any() else None,
         "sd": float(d[good].std()) if good.any() else None,
