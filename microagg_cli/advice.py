@@ -28,6 +28,7 @@ from .evaluation import scenario_risk
 from .io import Table, numeric_matrix, resolve_columns
 from .metrics import il_sse
 from .protection import protect_table
+from .request import RunOptions
 
 __all__ = ["evaluate_plan", "recommend_plan", "kprime_warnings", "advise"]
 
@@ -48,7 +49,7 @@ def evaluate_plan(
     written.
     """
     plan.check(table.columns)
-    result = protect_table(table, plan, seed=seed, stat=stat)
+    result = protect_table(table, plan, RunOptions(seed=seed, stat=stat))
     cols = plan.columns
     X = numeric_matrix(table, cols, allow_missing=True)
     Xp = np.column_stack([r.values for r in result.blocks])

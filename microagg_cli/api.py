@@ -47,9 +47,10 @@ from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
+from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
-__all__ = ["protect", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
+__all__ = ["protect", "protect_request", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
 
 
 def protect(
@@ -131,82 +132,82 @@ def protect(
     -------
     The report (dict), also written to ``report`` when given.
     """
-    if plan is not None and passthrough:
-        plan = plan.with_passthrough(passthrough)
-    if (engine is not None or scheduler is not None) and str(input) != "-" and not Path(input).is_dir() \
-            and detect_format(input, input_format) in STAT_FORMATS:  # #28
+    request = ProtectRequest.build(
+        k=k, method=method, params=params, columns=columns, drop=drop, passthrough=passthrough, plan=plan,
+        report=report, seed=seed, stat=stat, force=force, input_format=input_format, output_format=output_format,
+        delimiter=delimiter, decimal=decimal, thousands=thousands, na_values=na_values, keys=keys, strata=strata,
+        small_strata=small_strata, strata_missing=strata_missing, weights=weights, missing=missing,
+        shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk,
+        partition_size=partition_size, engine=engine, scheduler=scheduler, bound=bound,
+    )
+    return protect_request(input, output, request)
+
+
+def protect_request(input: str | Path, output: str | Path, request: ProtectRequest) -> dict[str, Any]:
+    """:func:`protect` with its options as one :class:`~microagg_cli.request.ProtectRequest`
+    (what ``sdc protect`` builds from its options)."""
+    req, read, run = request, request.read, request.run
+    plan = req.plan
+    if plan is not None and req.passthrough:
+        plan = plan.with_passthrough(req.passthrough)
+        req = req.replace(plan=plan)
+    streamed = req.engine is not None or req.scheduler is not None
+    if streamed and str(input) != "-" and not Path(input).is_dir() \
+            and detect_format(input, read.input_format) in STAT_FORMATS:  # #28
         raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
                                     "file is read whole: leave them out (or convert the file to Parquet)")
-    if engine is not None or scheduler is not None or (str(input) != "-" and Path(input).is_dir()):
+    if streamed or (str(input) != "-" and Path(input).is_dir()):
         from .engines import protect_streaming  # pyarrow streaming: loaded only when asked for
 
-        return protect_streaming(
-            input, output, k=k, method=method, params=params, columns=columns, drop=drop, plan=plan,
-            passthrough=passthrough,
-            report=report, seed=seed, stat=stat, force=force, input_format=input_format,
-            output_format=output_format, strata=strata, small_strata=small_strata,
-            strata_missing=strata_missing, weights=weights,
-            missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
-            evaluate_risk=evaluate_risk, partition_size=partition_size, engine=engine or "local",
-            scheduler=scheduler, bound=bound, delimiter=delimiter, decimal=decimal, thousands=thousands,
-            na_values=na_values, keys=keys,
-        )
+        return protect_streaming(input, output, req)
     t0 = time.perf_counter()
-    in_fmt = detect_format(input, input_format)
-    out_fmt = detect_format(output, output_format)
+    in_fmt = detect_format(input, read.input_format)
+    out_fmt = detect_format(output, req.output_format)
     check_writable(out_fmt)  # #28: .sas7bdat cannot be written
-    stat = check_stat(stat)
+    check_stat(run.stat)
     src = None if str(input) == "-" else Path(input)
-    out_path = check_output_path(output, force=force, inputs=(src,))
+    out_path = check_output_path(output, force=req.force, inputs=(src,))
     rep_path = None
-    if report is not None:
-        rep_path = check_output_path(report, force=force, inputs=(src,), what="report")
+    if req.report is not None:
+        rep_path = check_output_path(req.report, force=req.force, inputs=(src,), what="report")
         if out_path is not None and rep_path is not None and rep_path.resolve() == out_path.resolve():
             raise InvalidParameterError("the report and the output are the same file")
         if out_path is None and rep_path is None:
             raise InvalidParameterError("the output and the report cannot both go to stdout")
-    if decimal not in (".", ","):
-        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
-    if regenerate_ids and not id_column:
-        raise InvalidParameterError("--regenerate-ids needs --id-column COL")
     with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
-        table = read_table(input, fmt=in_fmt, delimiter=delimiter, decimal=decimal, thousands=thousands,
-                           na_values=na_values or ())
-    if decimal == "," and table.delimiter == ",":
+        table = read_table(input, fmt=in_fmt, delimiter=read.delimiter, decimal=read.decimal,
+                           thousands=read.thousands, na_values=read.na_values or ())
+    if read.decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
-    roles = list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c]
-    default_selection = plan is None and columns is None
+    default_selection = plan is None and req.columns is None
     if plan is None:
-        plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
-                           passthrough=passthrough, roles=roles)
-    check_id_column(table.columns, plan, id_column)
-    check_keys(table.columns, plan, keys, strata)
+        plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
+                           drop=req.drop, passthrough=req.passthrough, roles=req.roles)
+    check_id_column(table.columns, plan, req.id_column)
+    check_keys(table.columns, plan, run.keys, run.strata)
 
     result, rep = protect_run(
-        table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        shuffle_rows=shuffle_rows, id_column=id_column if regenerate_ids else None,
-        output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
-        keys=keys, named=[id_column] if id_column else [], default_selection=default_selection,
+        table, plan, req, output=None if out_path is None else out_path.name, started=t0,
+        named=[req.id_column] if req.id_column else [], default_selection=default_selection,
     )
-    if evaluate_risk:
+    if req.evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
-        rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
+        rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
     statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
-            OutputSet(force=force) as files:
+            OutputSet(force=req.force) as files:
         write_table(
-            result.data, out_path, fmt=out_fmt, force=force,
+            result.data, out_path, fmt=out_fmt, force=req.force,
             delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
-            decimal=decimal, into=files,
+            decimal=read.decimal, into=files,
         )
         rep["audit"] = audit.trail(t0, files=[audit.file_entry(None if out_path is None else output, "output", since=t0)],
-                                   reproduce=audit.reproduce_entry(seed, [b.params for b in plan.blocks]))
-        if report is not None:
+                                   reproduce=audit.reproduce_entry(req, plan))
+        if req.report is not None:
             rep["timing"]["seconds"] = time.perf_counter() - t0
-            write_json(rep, rep_path, force=force, into=files)
+            write_json(rep, rep_path, force=req.force, into=files)
         files.commit()
     result.report = rep
     return rep

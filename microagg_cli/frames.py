@@ -39,6 +39,7 @@ from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.table import check_keys, protect_run, single_plan
+from .request import ProtectRequest
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
 
@@ -125,6 +126,12 @@ def protect_frame(
     """
     t0 = time.perf_counter()
     table = as_table(df)
+    request = ProtectRequest.build(
+        k=k, columns=columns, plan=plan, method=method, params=params, drop=drop, passthrough=passthrough,
+        strata=strata, small_strata=small_strata, strata_missing=strata_missing, weights=weights, stat=stat,
+        missing=missing, seed=seed, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=id_column is not None,
+        partition_size=partition_size, evaluate_risk=evaluate_risk, bound=bound, keys=keys,
+    )
     plan_given = plan
     if plan is not None:
         if columns is not None:
@@ -133,15 +140,10 @@ def protect_frame(
             plan = plan.with_passthrough(passthrough)
     else:
         plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
-                           passthrough=passthrough,
-                           roles=list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c])
+                           passthrough=passthrough, roles=request.roles)
     check_keys(table.columns, plan, keys, strata)
-    result, rep = protect_run(  # checks id_column too, and that nothing unnamed is a number in disguise
-        table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        shuffle_rows=shuffle_rows, id_column=id_column, started=t0, bound=bound, keys=keys,
-        default_selection=plan_given is None and columns is None,
-    )
+    # checks id_column too, and that nothing unnamed is a number in disguise
+    result, rep = protect_run(table, plan, request, started=t0, default_selection=plan_given is None and columns is None)
     if evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
     return _same_kind(result, df), rep

@@ -78,6 +78,7 @@ from .report.compare import (  # rendering lives in report/; re-exported for cal
 )
 from .metrics import METRICS, disclosure_risk
 from .protection import protect_table
+from .request import RunOptions
 
 __all__ = [
     "COMPARE_SCHEMA_VERSION",
@@ -523,7 +524,7 @@ def run_cell(
     spec = get_method(cell.method.name)
     with _captured_log(warnings):
         t0 = time.perf_counter()
-        result = protect_table(table, plan, seed=options.seed)
+        result = protect_table(table, plan, RunOptions(seed=options.seed))
         t1 = time.perf_counter()
         X = numeric_matrix(table, names)
         Xp = np.column_stack([r.values for r in result.blocks])

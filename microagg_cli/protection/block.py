@@ -345,5 +345,4 @@ def block_seed(seed: int, index: int, stratum: int | None = None) -> np.random.S
     return np.random.SeedSequence(int(seed), spawn_key=key)
 
 
-MISSING_POLICIES = ("error", "complete", "available")
-SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
+from ..request import MISSING_POLICIES, SMALL_STRATA_POLICIES  # noqa: E402  (re-exported; defined once there)
