@@ -50,7 +50,7 @@ from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
-__all__ = ["protect", "protect_request", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
+__all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
 
 
 def protect(
@@ -293,18 +293,29 @@ def evaluate(
     ThresholdExceeded : a gate failed (after the reports were written); the report is
         in the exception's ``report`` attribute.
     """
+    request = EvaluateRequest.build(
+        columns=columns, key=key, blocks=blocks, plan=plan, k=k, known=known, max_scenarios=max_scenarios,
+        seed=seed, dr_weights=dr_weights, score_weights=score_weights, gates=gates, gate_on=gate_on,
+        missing=missing, report=report, html=html, internal=internal, force=force, input_format=input_format,
+        delimiter=delimiter, decimal=decimal, scale=scale, bound=bound, time_limit=time_limit,
+    )
+    return evaluate_request(original, protected, request, progress=progress)
+
+
+def evaluate_request(original: str | Path, protected: str | Path, request: EvaluateRequest, *,
+                     progress: Any = None) -> dict[str, Any]:
+    """:func:`evaluate` with its options as one :class:`~microagg_cli.request.EvaluateRequest`
+    (what ``sdc evaluate`` builds from its options)."""
     from .report import attach_html, render_html
 
     t0 = time.perf_counter()
     from .evaluation import check_gates, evaluate_tables, raise_for_gates
 
-    check_gates(gates, gate_on)
-    if missing not in ("error", "complete"):
-        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use error or complete)")
-    if decimal not in (".", ","):
-        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
-    fmt_o = detect_format(original, input_format)
-    fmt_p = detect_format(protected, input_format)
+    req, read = request, request.read
+    report, html, force, internal = req.report, req.html, req.force, req.internal
+    check_gates(req.gates, req.gate_on)
+    fmt_o = detect_format(original, read.input_format)
+    fmt_p = detect_format(protected, read.input_format)
     if str(original) == "-" and str(protected) == "-":
         raise InvalidParameterError("the original and the protected file cannot both come from stdin")
     srcs = tuple(None if str(s) == "-" else Path(s) for s in (original, protected))
@@ -317,14 +328,9 @@ def evaluate(
         html_path = check_output_path(html, force=force, inputs=srcs, what="HTML report")
         if rep_path is not None and rep_path.resolve() == html_path.resolve():
             raise InvalidParameterError("the JSON and the HTML report are the same file")
-    orig = read_table(original, fmt=fmt_o, delimiter=delimiter, decimal=decimal)
-    prot = read_table(protected, fmt=fmt_p, delimiter=delimiter, decimal=decimal)
-    rep = evaluate_tables(
-        orig, prot, columns=columns, key=key, blocks=blocks, plan=plan, k=k, known=known,
-        max_scenarios=max_scenarios, seed=seed, dr_weights=dr_weights, score_weights=score_weights,
-        gates=gates, gate_on=gate_on, missing=missing, internal=internal, progress=progress, scale=scale,
-        bound=bound, time_limit=time_limit, decimal=decimal,
-    )
+    orig = read_table(original, fmt=fmt_o, delimiter=read.delimiter, decimal=read.decimal)
+    prot = read_table(protected, fmt=fmt_p, delimiter=read.delimiter, decimal=read.decimal)
+    rep = evaluate_tables(orig, prot, req, progress=progress)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     rep["audit"] = audit.trail(t0, files=[audit.read_entry(protected, "protected (read)", rep["protected"])])
     # the page first: its size and SHA-256 go into the JSON's audit files (#20)

@@ -39,7 +39,7 @@ from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.table import check_keys, protect_run, single_plan
-from .request import ProtectRequest
+from .request import EvaluateRequest, ProtectRequest
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
 
@@ -178,12 +178,12 @@ def evaluate_frame(
     ``report`` attribute.
     """
     t0 = time.perf_counter()
-    rep = evaluate_tables(
-        as_table(original, "original"), as_table(protected, "protected"), columns=columns, key=key,
-        blocks=blocks, plan=plan, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
-        dr_weights=dr_weights, score_weights=score_weights, gates=gates, gate_on=gate_on, missing=missing,
-        scale=scale, bound=bound, time_limit=time_limit,
+    request = EvaluateRequest.build(
+        columns=columns, key=key, blocks=blocks, plan=plan, k=k, known=known, max_scenarios=max_scenarios,
+        seed=seed, dr_weights=dr_weights, score_weights=score_weights, gates=gates, gate_on=gate_on,
+        missing=missing, scale=scale, bound=bound, time_limit=time_limit,
     )
+    rep = evaluate_tables(as_table(original, "original"), as_table(protected, "protected"), request)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     raise_for_gates(rep)
     return rep

@@ -341,6 +341,12 @@ class EvaluateRequest(_Request):
     def __post_init__(self) -> None:
         if self.missing not in ("error", "complete"):
             raise InvalidParameterError(f"unknown missing-value policy {self.missing!r} (use error or complete)")
+        if self.scale not in ("z", "raw"):
+            raise InvalidParameterError(f"--scale must be z or raw, got {self.scale!r}")
+        if self.bound not in ("nn", "cg"):
+            raise InvalidParameterError(f"--bound must be nn or cg, got {self.bound!r}")
+        if self.time_limit is not None and not self.time_limit >= 0:
+            raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {self.time_limit!r}")
 
     def parameters(self) -> dict[str, Any]:
         """The request's part of the evaluate report's ``parameters`` (after the measures' own)."""
