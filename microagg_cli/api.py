@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import audit
 from .blocking import (
     DEFAULT_BLOCK_SIZE,
     STRATEGIES,
-    BlockPlan,
     block_notes,
     check_k_option,
     load_plan,
@@ -53,42 +52,7 @@ from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
 
 
-def protect(
-    input: str | Path,
-    output: str | Path,
-    *,
-    k: int | None = None,
-    method: str = "mdav",
-    params: Mapping[str, Any] | None = None,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    passthrough: list[str] | None = None,
-    plan: BlockPlan | None = None,
-    report: str | Path | None = None,
-    seed: int = 0,
-    stat: str = "mean",
-    force: bool = False,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    thousands: str | None = None,
-    na_values: list[str] | None = None,
-    keys: list[str] | None = None,
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    strata_missing: str = "error",
-    weights: str | None = None,
-    missing: str = "error",
-    shuffle_rows: bool = False,
-    id_column: str | None = None,
-    regenerate_ids: bool = False,
-    evaluate_risk: bool = False,
-    partition_size: int | None = None,
-    engine: str | None = None,
-    scheduler: Any = None,
-    bound: str = "auto",
-) -> dict[str, Any]:
+def protect(input: str | Path, output: str | Path, **options: Any) -> dict[str, Any]:
     """Protect a file: read, microaggregate each block, check, write atomically.
 
     Parameters
@@ -132,14 +96,7 @@ def protect(
     -------
     The report (dict), also written to ``report`` when given.
     """
-    request = ProtectRequest.build(
-        k=k, method=method, params=params, columns=columns, drop=drop, passthrough=passthrough, plan=plan,
-        report=report, seed=seed, stat=stat, force=force, input_format=input_format, output_format=output_format,
-        delimiter=delimiter, decimal=decimal, thousands=thousands, na_values=na_values, keys=keys, strata=strata,
-        small_strata=small_strata, strata_missing=strata_missing, weights=weights, missing=missing,
-        shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk,
-        partition_size=partition_size, engine=engine, scheduler=scheduler, bound=bound,
-    )
+    request = ProtectRequest.build(**options)
     return protect_request(input, output, request)
 
 
@@ -218,35 +175,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
 # done in :mod:`microagg_cli.evaluation`).
 
 
-def evaluate(
-    original: str | Path,
-    protected: str | Path,
-    *,
-    columns: list[str] | None = None,
-    key: str | None = None,
-    blocks: list[list[str]] | None = None,
-    plan: BlockPlan | None = None,
-    k: int | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    gates: Mapping[str, float] | None = None,
-    gate_on: str = "worst",
-    missing: str = "error",
-    report: str | Path | None = None,
-    html: str | Path | None = None,
-    internal: bool = False,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    progress: Any = None,
-    scale: str = "z",
-    bound: str = "nn",
-    time_limit: float | None = 600.0,
-) -> dict[str, Any]:
+def evaluate(original: str | Path, protected: str | Path, *, progress: Any = None, **options: Any) -> dict[str, Any]:
     """Risk and utility of a protected file against its original (``sdc evaluate``).
 
     Reads both files, matches their rows (by order, or by the identifier column
@@ -293,12 +222,7 @@ def evaluate(
     ThresholdExceeded : a gate failed (after the reports were written); the report is
         in the exception's ``report`` attribute.
     """
-    request = EvaluateRequest.build(
-        columns=columns, key=key, blocks=blocks, plan=plan, k=k, known=known, max_scenarios=max_scenarios,
-        seed=seed, dr_weights=dr_weights, score_weights=score_weights, gates=gates, gate_on=gate_on,
-        missing=missing, report=report, html=html, internal=internal, force=force, input_format=input_format,
-        delimiter=delimiter, decimal=decimal, scale=scale, bound=bound, time_limit=time_limit,
-    )
+    request = EvaluateRequest.build(**options)
     return evaluate_request(original, protected, request, progress=progress)
 
 
@@ -346,33 +270,7 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     return rep
 
 
-def compare(
-    input: str | Path,
-    *,
-    methods: list[str] | None = None,
-    k: list[int] | None = None,
-    mic1d_k: list[int] | None = None,
-    plans: list[str | Path | BlockPlan] | None = None,
-    strategies: list[str] | None = None,
-    block_size: int | None = None,
-    columns: list[str] | None = None,
-    preset: str | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = 64,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    output: str | Path | None = None,
-    fmt: str | None = None,
-    html: str | Path | None = None,
-    save_protected: str | Path | None = None,
-    jobs: int = 1,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    progress: Any = None,
-) -> dict[str, Any]:
+def compare(input: str | Path, *, progress: Any = None, **options: Any) -> dict[str, Any]:
     """Protect ``input`` with every method x k x plan combination and evaluate each one.
 
     Each cell is protected in memory (:func:`microagg_cli.protection.protect_table`, seeded with ``seed``) and
@@ -416,39 +314,18 @@ def compare(
     microagg_cli.grid.GridInterrupted : Ctrl-C; the finished rows were written to
         ``output`` and ``html`` (its ``written`` and ``document`` say what).
     """
+    return compare_request(input, CompareRequest.build(**options), progress=progress)
+
+
+def compare_request(input: str | Path, request: CompareRequest, *, progress: Any = None) -> dict[str, Any]:
+    """:func:`compare` with its options as one :class:`~microagg_cli.request.CompareRequest`
+    (what ``sdc compare`` builds from its options)."""
     from . import grid
 
-    return grid.compare_file(
-        input, methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies,
-        block_size=block_size, columns=columns, preset=preset, known=known, max_scenarios=max_scenarios,
-        seed=seed, dr_weights=dr_weights, score_weights=score_weights, output=output, fmt=fmt, html=html,
-        save_protected=save_protected, jobs=jobs, force=force, input_format=input_format,
-        delimiter=delimiter, decimal=decimal, progress=progress,
-    )
+    return grid.compare_file(input, request, progress=progress)
 
 
-def propose_plans(
-    input: str | Path,
-    *,
-    strategy: str | None = None,
-    size: int | None = None,
-    seed: int = 0,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    method: str = "mdav",
-    k: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    check: str | Path | None = None,
-    evaluate: bool = False,
-    recommend: bool = False,
-    max_il: float | None = None,
-    max_known: int | None = None,
-    stat: str = "mean",
-    output: str | Path | None = None,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-) -> dict[str, Any]:
+def propose_plans(input: str | Path, **options: Any) -> dict[str, Any]:
     """Propose (or check) blocking plans for a file; optionally evaluate and pick one.
 
     The library side of ``sdc blocks``: reads ``input``, builds the candidate plans
@@ -468,11 +345,18 @@ def propose_plans(
     "written": path|None}``. When a recommendation was asked for and no candidate
     meets ``max_il``, ``recommended`` is None and nothing is written.
     """
+    return propose_request(input, BlocksRequest.build(**options))
+
+
+def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]:
+    """:func:`propose_plans` with its options as one :class:`~microagg_cli.request.BlocksRequest`
+    (what ``sdc blocks`` builds from its options)."""
     t0 = time.perf_counter()
-    recommend = recommend or max_il is not None
-    evaluate = evaluate or recommend
+    r = request
+    strategy, size, check, columns, output, force = r.strategy, r.size, r.check, r.columns, r.output, r.force
+    k, max_known, recommend, evaluate = r.k, r.max_known, r.recommending, r.evaluating
     check_k_option(k)
-    get_method(method)
+    get_method(r.method)
     if check is not None and strategy is not None:
         raise InvalidParameterError("--check PLAN and --strategy exclude each other")
     if check is not None and columns is not None:
@@ -507,15 +391,15 @@ def propose_plans(
         if check is not None and Path(check).resolve() == out_path.resolve():
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
 
-    table = read_table(input, fmt=input_format, delimiter=delimiter)
+    table = read_table(input, fmt=r.read.input_format, delimiter=r.read.delimiter)
     check_plan = None
     if check is not None:
-        check_plan = load_plan(check, default_k=k, default_method=method, default_params=params).with_drop(drop)
+        check_plan = load_plan(check, default_k=k, default_method=r.method,
+                               default_params=r.params).with_drop(r.drop)
     from .advice import advise  # protects and measures the candidates: loaded only here
 
-    res = advise(table, names=names, check_plan=check_plan, check_name=None if check is None else Path(check).name,
-                 size=size, seed=seed, columns=columns, drop=drop, method=method, k=k, params=params,
-                 evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known, stat=stat)
+    res = advise(table, r.replace(strategy=strategy, size=size), names=names, check_plan=check_plan,
+                 check_name=None if check is None else Path(check).name)
     candidates, chosen = res["candidates"], res["chosen"]
     written = None
     if out_path is not None and chosen is not None:
@@ -524,7 +408,7 @@ def propose_plans(
             text = plan_to_json(plan)
         else:
             source = table.path.name if table.path is not None else "-"
-            text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, source),
+            text = plan_to_toml(plan, comment=plan_comment(chosen, size, r.seed, source),
                                 block_comments=block_notes(candidates[chosen]))
         data = text.encode("utf-8")
         atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force, what="plan file")

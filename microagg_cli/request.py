@@ -370,18 +370,32 @@ DEFAULT_COMPARE_SCENARIOS = 64
 class CompareRequest(_Request):
     """Everything ``sdc compare`` / :func:`microagg_cli.api.compare` is asked to do."""
 
-    methods: list[str] | None = opt(None, "Methods to compare (default: mdav, or the preset's).")
+    methods: list[str] | None = opt(
+        None, "Methods to compare, comma-separated (default: mdav). Parameters follow the name after "
+              "colons: vmdav:gamma=0.3, individual-ranking:optimal=true, ufs:order=pv:AGI.")
     k: list[int] | None = opt(None, "Minimum group sizes to try, comma-separated (default: 3,5,10).")
-    mic1d_k: list[int] | None = opt(None, "k values of methods whose k counts values (mic1d); default: k.")
-    plans: list[Any] | None = opt(None, "Plan files (or BlockPlan objects); exclusive with strategies and columns.")
-    strategies: list[str] | None = opt(None, "Plans proposed from the data by these strategies.")
-    block_size: int | None = opt(None, "Block size of the proposed plans.")
+    mic1d_k: list[int] | None = opt(
+        None, "k values of mic1d, whose k counts values per partition, not records "
+              "(default: the --k values, which barely perturb the data).")
+    plans: list[Any] | None = opt(
+        None, "Blocking plans (see sdc blocks), comma-separated: every cell protects each block on its "
+              "own; the plans' method and k are replaced by the cell's.")
+    strategies: list[str] | None = opt(
+        None, "Blocking plans proposed from the data, one per strategy: correlated, cross, individual, "
+              "single, random (see sdc blocks).")
+    block_size: int | None = opt(None, "Block size for --strategies correlated, cross and random.")
     columns: list[str] | None = opt(None, "Columns to protect (default: every numeric column); not with --plans.")
-    preset: str | None = opt(None, "A literature experiment; the other options, when given, replace its parts.")
+    preset: str | None = opt(
+        None, "Reproduce a literature experiment on the sample data (see --list-presets); --methods, "
+              "-k, --mic1d-k, --plans and --strategies override its parts.")
     known: list[list[str]] | None = opt(
         None, "An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
-              "scenarios (every subset of the columns).")
-    max_scenarios: int | None = opt(DEFAULT_COMPARE_SCENARIOS, "Intruder scenarios per cell (cap).")
+              "scenarios.")
+    max_scenarios: int | None = opt(
+        DEFAULT_COMPARE_SCENARIOS,
+        "Per cell, evaluate every subset of the columns when there are at most N, else a seeded "
+        "sample of N stratified by size; 0 = every subset, as in sdc evaluate (2^p - 1: "
+        "8191 on Census's 13 columns, slow).")
     seed: int = opt(0, "Seed of randomised methods and of the intruder-scenario sample.")
     dr_weights: Mapping[str, float] | None = opt(
         None, "Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5).")
@@ -404,21 +418,43 @@ class CompareRequest(_Request):
 class BlocksRequest(_Request):
     """Everything ``sdc blocks`` / :func:`microagg_cli.api.propose_plans` is asked to do."""
 
-    strategy: str | None = opt(None, "Strategy proposing the plan (default: correlated), or all.")
-    size: int | None = opt(None, "Block size of the strategies that need one.")
-    seed: int = opt(0, "Seed of the random strategy and of the evaluation.")
-    columns: list[str] | None = opt(None, "Columns to split into blocks (default: every numeric column).")
-    drop: list[str] | None = opt(None, "Identifier columns left out.")
-    method: str = opt("mdav", "Method the candidates are protected with (--evaluate).")
-    k: int | None = opt(None, "k the candidates are protected with (--evaluate).")
-    params: Mapping[str, Any] | None = opt(None, "Method parameters.")
-    check: Any = opt(None, "A plan to check instead of proposing one.")
-    evaluate: bool = opt(False, "Protect with each candidate and measure IL_SSE and k'.")
-    recommend: bool = opt(False, "Pick the candidate of best worst-case k' within --max-il.")
-    max_il: float | None = opt(None, "Largest IL_SSE a recommended plan may have.")
-    max_known: int | None = opt(None, "Largest intruder scenario (columns known) evaluated.")
+    strategy: str | None = opt(
+        None, "How to form blocks (default: correlated): correlated = blocks of strongly correlated "
+              "columns; cross = the j-th columns of all blocks strongly correlated; individual = one "
+              "column per block; single = one block; random = seeded; all = every strategy "
+              "(with --evaluate).")
+    size: int | None = opt(
+        None, "Columns per block (correlated, cross, random; default 3). When S does not divide the number of "
+              "columns, some blocks are smaller: one block holds the remainder (correlated, random) or "
+              "sizes differ by at most one (cross); blocks are listed in the order of their first column, "
+              "so the smaller one need not be the last.")
+    seed: int = opt(0, "Seed of the random strategy, of randomised methods and of scenario sampling.")
+    columns: list[str] | None = opt(
+        None, "Columns to split into blocks (default: every numeric column not dropped).")
+    drop: list[str] | None = opt(None, "Identifier columns: written to the plan's drop list.")
+    method: str = opt(
+        "mdav", "Method written into the plan and used by --evaluate (see sdc protect --list-methods).")
+    k: int | None = opt(
+        None, "k written into the plan (default: none, sdc protect -k decides); needed by --evaluate.")
+    params: Mapping[str, Any] | None = opt(None, "Method parameter written into the plan (repeatable).")
+    check: Any = opt(
+        None, "Validate the plan file PLAN (.toml/.json) against INPUT and print its blocks "
+              "instead of proposing one.")
+    evaluate: bool = opt(
+        False, "Protect in memory with each candidate plan and print IL_SSE and k' per intruder "
+               "scenario, labelled by blocks touched (1G, 2G, ...).")
+    recommend: bool = opt(
+        False, "Pick the candidate with the best worst-case k' (ties: higher mean k', then lower "
+               "IL_SSE; implies --evaluate); -o writes it. Bound the intruder with --max-known: "
+               "knowing every attribute, any plan of several blocks has k' near 1.")
+    max_il: float | None = opt(
+        None, "With --recommend: only plans with IL_SSE <= IL qualify (implies --recommend); "
+              "exit code 5 when none does.")
+    max_known: int | None = opt(
+        None, "Intruder scenarios of at most N known attributes (default: every subset, or a "
+              "seeded sample of 512 when there are more).")
     stat: str = opt("mean", "Statistic replacing each group's values.")
-    output: Any = opt(None, "Plan file to write (.toml/.json).")
+    output: Any = opt(None, "Write the plan here (.toml or .json) instead of printing it.")
     force: bool = opt(False, "Replace the plan file if it exists.")
     read: ReadOptions = _nested(ReadOptions)
 
@@ -429,4 +465,5 @@ class BlocksRequest(_Request):
 
     @property
     def recommending(self) -> bool:
+        """``max_il`` implies ``recommend``."""
         return self.recommend or self.max_il is not None

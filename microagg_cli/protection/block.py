@@ -345,4 +345,3 @@ def block_seed(seed: int, index: int, stratum: int | None = None) -> np.random.S
     return np.random.SeedSequence(int(seed), spawn_key=key)
 
 
-from ..request import MISSING_POLICIES, SMALL_STRATA_POLICIES  # noqa: E402  (re-exported; defined once there)
