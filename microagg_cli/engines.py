@@ -606,13 +606,17 @@ def dask_client(
 
 
 def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target: _Target, plan: BlockPlan,
-                  schema: Any, *, files: OutputSet, seed: int, stat: str, partition_size: int, bound: str,
-                  id_column: str | None, progress: Callable[[int], None], t0: float
-                  ) -> tuple[list[Any], list[tuple[float, float]], dict[str, Any]]:
+                  schema: Any, request: ProtectRequest, *, files: OutputSet, progress: Callable[[int], None],
+                  t0: float) -> tuple[list[Any], list[tuple[float, float]], dict[str, Any]]:
     """The thin Dask client (:mod:`microagg_cli.engines_dask`): workers read their rows,
     the cuts come from their statistics, parts and output files are made on the workers;
-    the output is staged in ``files`` (committed by the caller)."""
+    the output is staged in ``files`` (committed by the caller). ``request``: the run's
+    options (seed, statistic, part size, bound, the identifier column to regenerate)."""
     from .protection.block import BlockResult
+
+    opts = request.run
+    seed, stat, partition_size, bound = opts.seed, opts.stat, int(opts.partition_size or 0), opts.bound
+    id_column = request.regenerated_id
 
     spec = ReadSpec(tuple(str(f.resolve()) for f in src.files), tuple(src.rows))
     run = ThinRun(client, spec, plan, seed=seed, stat=stat, partition_size=partition_size, bound=bound,
@@ -717,7 +721,7 @@ def protect_stream(
     run, read = request.run, request.read
     engine, scheduler, force, report = _check_engine(request), request.scheduler, request.force, request.report
     seed, strata, weights, missing = run.seed, run.strata, run.weights, run.missing
-    partition_size, bound, keys = run.partition_size, run.bound, run.keys
+    partition_size, keys = run.partition_size, run.keys
     id_column = request.regenerated_id
     src = open_source(input, input_format=read.input_format, delimiter=read.delimiter, decimal=read.decimal)
     stamp = input_stamp(src.files)  # the report certifies these very files: they must stay put
@@ -728,7 +732,7 @@ def protect_stream(
                                      what="report")
         if rep_path is not None and rep_path.resolve() == target.path.resolve():
             raise InvalidParameterError("the report and the output are the same file")
-    stat = check_run(src.columns, plan, run.replace(keys=None))  # keys: checked by the caller (check_keys)
+    check_run(src.columns, plan, run.replace(keys=None))  # keys: checked by the caller (check_keys)
     protected = set(plan.columns)
     if id_column is not None:
         if id_column not in src.columns:
@@ -772,9 +776,8 @@ def protect_stream(
         else:
             runner = LocalRunner()
         if engine == "dask" and thin is None:
-            results, il_parts, engine_info = _protect_thin(
-                client, runner, src, target, plan, schema, files=files, seed=seed, stat=stat,
-                partition_size=int(partition_size or 0), bound=bound, id_column=id_column, progress=tick, t0=t0)
+            results, il_parts, engine_info = _protect_thin(client, runner, src, target, plan, schema, request,
+                                                           files=files, progress=tick, t0=t0)
         else:
             results, il_parts = protect_blocks(StreamColumns(src), plan, run, runner=runner, progress=tick)
             engine_info = runner.describe()

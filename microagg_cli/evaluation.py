@@ -24,7 +24,7 @@ from ._version import __version__
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, ThresholdExceeded, check_k_value
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
-from .metrics import GATE_ORDER, METRICS, evaluate_arrays
+from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
 from .protection import ProtectResult
@@ -328,12 +328,12 @@ def measure(
     """Every measure of the metrics spec on two matrices: the scenario rules of ``sdc``
     (:func:`scenario_sampling`, the run seed) around :func:`microagg_cli.metrics.evaluate_arrays`."""
     max_all, sample = scenario_sampling(X.shape[1], max_scenarios)
-    return evaluate_arrays(
-        X, Xp, blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights,
-        score_weights=score_weights, rng=np.random.default_rng(np.random.SeedSequence(int(seed))),
-        max_all_subsets=max_all, sample_size=sample, partition_based=partition_based, progress=progress,
-        per_scenario=per_scenario,
+    options = MeasureOptions(
+        blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights, score_weights=score_weights,
+        rng=np.random.default_rng(np.random.SeedSequence(int(seed))), max_all_subsets=max_all, sample_size=sample,
+        partition_based=partition_based, per_scenario=per_scenario,
     )
+    return evaluate_arrays(X, Xp, options, progress=progress)
 
 
 def scenario_risk(
