@@ -614,13 +614,10 @@ def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target
     options (seed, statistic, part size, bound, the identifier column to regenerate)."""
     from .protection.block import BlockResult
 
-    opts = request.run
-    seed, stat, partition_size, bound = opts.seed, opts.stat, int(opts.partition_size or 0), opts.bound
-    id_column = request.regenerated_id
+    seed, id_column = request.run.seed, request.regenerated_id
 
     spec = ReadSpec(tuple(str(f.resolve()) for f in src.files), tuple(src.rows))
-    run = ThinRun(client, spec, plan, seed=seed, stat=stat, partition_size=partition_size, bound=bound,
-                  progress=progress)
+    run = ThinRun(client, spec, plan, request.run, progress=progress)
     from distributed import KilledWorker
 
     try:

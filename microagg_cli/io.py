@@ -24,7 +24,7 @@ import numpy as np
 
 from .audit import digesting
 from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_tokens, open_csv_source, parse_numbers
-from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
+from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
 from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
@@ -251,12 +251,7 @@ def read_table(
     fmt = detect_format(path, fmt)
     src = None if str(path) == "-" else Path(path)
     if src is not None:
-        if not src.exists():
-            raise DataError(f"input file {str(src)!r} does not exist")
-        if src.is_dir():
-            raise DataError(f"input {str(src)!r} is a directory, not a file")
-        if not os.access(src, os.R_OK):
-            raise DataError(f"input file {str(src)!r} is not readable")
+        check_input_file(src)
     if thousands is not None and (len(thousands) != 1 or thousands.isalnum() or thousands in "+-eE"
                                   or thousands == decimal):
         raise InvalidParameterError(

@@ -135,7 +135,7 @@ def test_thin_split_matches_split_indices(small_chunks, threads_cluster):
     starts = list(range(0, Z.shape[0], step))
     Z_u = [client.scatter(Z[a:a + step]) for a in starts]
     run = engines_dask.ThinRun(client, engines_dask.ReadSpec(("x",), (Z.shape[0],)), BlockPlan(PLAN.blocks[:1]),
-                               seed=0, stat="mean", partition_size=70, bound="off")
+                               RunOptions(seed=0, stat="mean", partition_size=70, bound="off"))
     lab_u, leaves, sizes = run._cut(Z_u, starts, 70)
     labels = np.concatenate(client.gather(lab_u))
     got = [np.flatnonzero(labels == leaf) for leaf in leaves]

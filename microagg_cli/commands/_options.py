@@ -16,7 +16,7 @@ from ..request import ProtectRequest, help_text
 from ..request import default as field_default
 from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # #28
 
-__all__ = ["field_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names",
+__all__ = ["field_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list",
            "stderr_console", "complete_method", "complete_method_list"]
 
 
@@ -161,12 +161,18 @@ def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
 
 def split_names(value: str | None) -> list[str] | None:
     """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None."""
+    return split_list(value, "empty column name in")
+
+
+def split_list(value: str | None, what: str) -> list[str] | None:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None; an empty item is an error
+    (``what``, then the value, e.g. ``"--k: empty item in"``)."""
     if value is None:
         return None
-    names = [v.strip() for v in value.split(",")]
-    if any(not v for v in names):
-        raise InvalidParameterError(f"empty column name in {value!r}")
-    return names
+    items = [v.strip() for v in value.split(",")]
+    if any(not v for v in items):
+        raise InvalidParameterError(f"{what} {value!r}")
+    return items
 
 
 def complete_method(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:

@@ -15,19 +15,14 @@ from ..request import CompareRequest as C
 from ._common_eval import parse_known, parse_weights
 from ._options import (
     check_delimiter,
-    complete_method_list, field_option, listing_option, setup_logging, split_names, stderr_console, stdout_console,
+    complete_method_list, field_option, listing_option, setup_logging, split_list, split_names, stderr_console, stdout_console,
                        verbosity_options)
 
 __all__ = ["compare_command"]
 
 
 def _list(value: str | None, option: str) -> list[str] | None:
-    if value is None:
-        return None
-    items = [v.strip() for v in value.split(",")]
-    if any(not v for v in items):
-        raise InvalidParameterError(f"{option}: empty item in {value!r}")
-    return items
+    return split_list(value, f"{option}: empty item in")
 
 
 def _methods(value: str | None) -> list[str] | None:
