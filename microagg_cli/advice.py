@@ -28,7 +28,7 @@ from .evaluation import scenario_risk
 from .io import Table, numeric_matrix, resolve_columns
 from .metrics import il_sse
 from .protection import protect_table
-from .request import BlocksRequest, RunOptions
+from .request import BlocksRequest, RunOptions, default
 
 __all__ = ["evaluate_plan", "recommend_plan", "kprime_warnings", "advise"]
 
@@ -39,8 +39,8 @@ def evaluate_plan(
     table: "Table",
     plan: BlockPlan,
     *,
-    seed: int = 0,
-    stat: str = "mean",
+    seed: int = default(BlocksRequest, "seed"),
+    stat: str = default(BlocksRequest, "stat"),
     max_known: int | None = None,
 ) -> dict[str, Any]:
     """Protect ``table`` with ``plan`` in memory and measure IL_SSE and k' per scenario.

@@ -132,8 +132,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         if out_path is None and rep_path is None:
             raise InvalidParameterError("the output and the report cannot both go to stdout")
     with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
-        table = read_table(input, fmt=in_fmt, delimiter=read.delimiter, decimal=read.decimal,
-                           thousands=read.thousands, na_values=read.na_values or ())
+        table = read_table(input, read, fmt=in_fmt)
     if read.decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
     default_selection = plan is None and req.columns is None
@@ -252,8 +251,8 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
         html_path = check_output_path(html, force=force, inputs=srcs, what="HTML report")
         if rep_path is not None and rep_path.resolve() == html_path.resolve():
             raise InvalidParameterError("the JSON and the HTML report are the same file")
-    orig = read_table(original, fmt=fmt_o, delimiter=read.delimiter, decimal=read.decimal)
-    prot = read_table(protected, fmt=fmt_p, delimiter=read.delimiter, decimal=read.decimal)
+    orig = read_table(original, read, fmt=fmt_o)
+    prot = read_table(protected, read, fmt=fmt_p)
     rep = evaluate_tables(orig, prot, req, progress=progress)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     rep["audit"] = audit.trail(t0, files=[audit.read_entry(protected, "protected (read)", rep["protected"])])
@@ -391,7 +390,7 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
         if check is not None and Path(check).resolve() == out_path.resolve():
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
 
-    table = read_table(input, fmt=r.read.input_format, delimiter=r.read.delimiter)
+    table = read_table(input, r.read)
     check_plan = None
     if check is not None:
         check_plan = load_plan(check, default_k=k, default_method=r.method,

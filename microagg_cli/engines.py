@@ -117,7 +117,7 @@ __all__ = [
 log = logging.getLogger("microagg_cli")
 
 #: Engines that run the parts of a block.
-from .request import ENGINES, ProtectRequest  # noqa: E402  (defined once there)
+from .request import ENGINES, ProtectRequest, ReadOptions  # noqa: E402  (defined once there)
 
 DASK_INSTALL_HINT = "pip install 'microagg-cli[dask]'"
 
@@ -294,10 +294,11 @@ def open_parquet(path: str | Path) -> ParquetSource:
     return ParquetSource(src, tuple(files), tuple(rows), schema, metadata, is_dataset)
 
 
-def open_source(path: str | Path, *, input_format: str | None = None, delimiter: str | None = None,
-                decimal: str = ".") -> Any:
+def open_source(path: str | Path, read: ReadOptions) -> Any:
     """A streaming source: :class:`ParquetSource` for a Parquet file or dataset directory,
-    :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole)."""
+    :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole);
+    ``read``: format, delimiter and decimal mark (:class:`microagg_cli.request.ReadOptions`)."""
+    input_format, delimiter, decimal = read.input_format, read.delimiter, read.decimal
     if str(path) != "-" and not Path(path).is_dir() and detect_format(path, input_format) == "csv":
         return open_csv_source(path, delimiter=delimiter, decimal=decimal)
     return open_parquet(path)
@@ -720,7 +721,7 @@ def protect_stream(
     seed, strata, weights, missing = run.seed, run.strata, run.weights, run.missing
     partition_size, keys = run.partition_size, run.keys
     id_column = request.regenerated_id
-    src = open_source(input, input_format=read.input_format, delimiter=read.delimiter, decimal=read.decimal)
+    src = open_source(input, read)
     stamp = input_stamp(src.files)  # the report certifies these very files: they must stay put
     target = _output_target(output, request.output_format, src, force=force)
     rep_path = None
@@ -869,7 +870,7 @@ def protect_streaming(
             raise InvalidParameterError(f"{option} is not supported by {where}: {hint}")
     if str(input) == "-":
         raise InvalidParameterError(f"{where} reads a file or a dataset directory, not stdin")
-    src = open_source(input, input_format=read.input_format, delimiter=read.delimiter, decimal=read.decimal)
+    src = open_source(input, read)
     is_csv = isinstance(src, CsvSource)
     stand_in = Table(src.schema.empty_table(), "csv" if is_csv else "parquet", src.path)
     roles = request.roles

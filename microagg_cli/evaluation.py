@@ -28,7 +28,7 @@ from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
 from .protection import ProtectResult
-from .request import EvaluateRequest
+from .request import BlocksRequest, EvaluateRequest, default
 from .report import scenario_text
 
 __all__ = [
@@ -317,8 +317,8 @@ def measure(
     *,
     k: int | None,
     scenarios: list[list[int]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
+    max_scenarios: int | None,
+    seed: int,
     dr_weights: Mapping[str, float] | None = None,
     score_weights: Mapping[str, float] | None = None,
     partition_based: bool = True,
@@ -342,7 +342,7 @@ def scenario_risk(
     k: int,
     *,
     max_known: int | None = None,
-    seed: int = 0,
+    seed: int = default(BlocksRequest, "seed"),
 ) -> dict[str, Any]:
     """k' per intruder scenario of a protected plan, summarised by blocks touched (1G, 2G, ...).
 

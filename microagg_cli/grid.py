@@ -944,8 +944,7 @@ def compare_file(
         html_path = check_output_path(html, force=force, inputs=(src,), what="HTML page")
         if out_path is not None and out_path.resolve() == html_path.resolve():
             raise InvalidParameterError("-o and --html name the same file")
-    table = read_table(input, fmt=detect_format(input, read.input_format), delimiter=read.delimiter,
-                       decimal=read.decimal)
+    table = read_table(input, read, fmt=detect_format(input, read.input_format))
     cells = _cells(table, pre, choices, ks, vks, request)
     save_dir = None
     if save_protected is not None:

@@ -158,6 +158,11 @@ class ReadOptions(_Request):
 
     def __post_init__(self) -> None:
         _check_decimal(self.decimal)
+        sep = self.thousands
+        if sep is not None and (len(sep) != 1 or sep.isalnum() or sep in "+-eE" or sep == self.decimal):
+            raise InvalidParameterError(
+                f"--thousands must be one character other than a digit, a letter, a sign or the decimal mark, "
+                f"got {sep!r}")
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
 from .parts import protect_rows
-from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions
+from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions, default
 
 __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
@@ -532,7 +532,7 @@ def _seconds(x: float) -> str:
 
 
 def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float = 0.0,
-               bound: str = "auto") -> dict[str, Any]:
+               bound: str = default(RunOptions, "bound")) -> dict[str, Any]:
     """LB_NN of a block's records (metrics spec) and the gap IL_SSE - LB_NN.
 
     LB_NN bounds the IL_SSE of *every* k-partition of the block's records (strata only
@@ -597,7 +597,7 @@ def block_stats(
     parts: list[BlockResult],
     block: Block,
     w: np.ndarray | None,
-    bound: str = "auto",
+    bound: str = default(RunOptions, "bound"),
 ) -> dict[str, Any]:
     """Block statistics over all strata, in the block's own z-scale (``bound``: see :func:`optimality`)."""
     first = parts[0].stats
@@ -734,7 +734,7 @@ def single_plan(
     table: Table,
     *,
     k: int | None,
-    method: str = "mdav",
+    method: str = default(ProtectRequest, "method"),
     params: Mapping[str, Any] | None = None,
     columns: list[str] | None = None,
     drop: list[str] | None = None,
