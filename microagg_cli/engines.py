@@ -42,9 +42,10 @@ two passes above with the parts' rows shipped to the workers; the report's
 Examples
 --------
 >>> from microagg_cli.blocking import BlockPlan                     # doctest: +SKIP
+>>> from microagg_cli.request import ProtectRequest                  # doctest: +SKIP
 >>> plan = BlockPlan.single(["income", "expend"], k=3)              # doctest: +SKIP
->>> rep = protect_stream("big/", "out/", plan, partition_size=50_000,
-...                       engine="dask")                            # doctest: +SKIP
+>>> request = ProtectRequest.build(partition_size=50_000, engine="dask")  # doctest: +SKIP
+>>> rep = protect_stream("big/", "out/", plan, request)             # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from conftest import write_parquet
 from microagg_cli import api, engines
 from microagg_cli.protection import parts
 from microagg_cli.protection import protect_table
@@ -42,15 +43,7 @@ def _frame(n: int, seed: int = 0, *, missing: bool = False) -> pd.DataFrame:
 
 def _write(df: pd.DataFrame, path, *, files: int = 1, row_group_size: int = 250) -> None:
     """A Parquet file, or a dataset directory of ``files`` files."""
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    if files == 1:
-        pq.write_table(table, path, row_group_size=row_group_size)
-        return
-    path.mkdir()
-    bounds = np.linspace(0, len(df), files + 1).astype(int)
-    for f in range(files):
-        pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
-                       row_group_size=row_group_size)
+    write_parquet(df, path, files=files, row_group_size=row_group_size)
 
 
 def _in_memory(df: pd.DataFrame, plan: BlockPlan, **kwargs):

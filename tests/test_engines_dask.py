@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from conftest import write_parquet
 from microagg_cli import engines, engines_dask, partitioning
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
@@ -41,15 +42,8 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
 
 
 def _write(df: pd.DataFrame, path, *, files: int, row_group_size: int = 70) -> None:
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    if files == 1:
-        pq.write_table(table, path, row_group_size=row_group_size)
-        return
-    path.mkdir()
-    bounds = np.linspace(0, len(df), files + 1).astype(int)
-    for f in range(files):
-        pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
-                       row_group_size=row_group_size)
+    """A Parquet file, or a dataset directory of ``files`` files."""
+    write_parquet(df, path, files=files, row_group_size=row_group_size)
 
 
 def _bytes(path) -> dict[str, bytes]:
