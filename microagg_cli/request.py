@@ -120,6 +120,11 @@ def _check_decimal(decimal: str) -> None:
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
 
 
+#: help of the DR and score weights (``sdc evaluate`` and ``sdc compare``)
+_DR_WEIGHTS = "Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5)."
+_SCORE_WEIGHTS = "Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5)."
+
+
 class _Request:
     """Shared behaviour: :meth:`build` from flat keywords, :meth:`replace`."""
 
@@ -313,10 +318,8 @@ class EvaluateRequest(_Request):
         None, "Evaluate every subset of the columns when there are at most N, else a seeded sample of N "
               "stratified by size; 0 = every subset (default: every subset up to 10 columns, else 512).")
     seed: int = opt(0, "Seed of the scenario sample (used when there are more scenarios than --max-scenarios).")
-    dr_weights: Mapping[str, float] | None = opt(
-        None, "Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5).")
-    score_weights: Mapping[str, float] | None = opt(
-        None, "Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5).")
+    dr_weights: Mapping[str, float] | None = opt(None, _DR_WEIGHTS)
+    score_weights: Mapping[str, float] | None = opt(None, _SCORE_WEIGHTS)
     gates: Mapping[str, float] | None = opt(None, "Gates: {\"max_dld\": 5.0, \"min_kprime\": 3, ...}.")
     gate_on: str = opt(
         "worst", "Which figure the DLD, ID and k' gates check: the worst intruder scenario, or the mean "
@@ -402,10 +405,8 @@ class CompareRequest(_Request):
         "sample of N stratified by size; 0 = every subset, as in sdc evaluate (2^p - 1: "
         "8191 on Census's 13 columns, slow).")
     seed: int = opt(0, "Seed of randomised methods and of the intruder-scenario sample.")
-    dr_weights: Mapping[str, float] | None = opt(
-        None, "Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5).")
-    score_weights: Mapping[str, float] | None = opt(
-        None, "Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5).")
+    dr_weights: Mapping[str, float] | None = opt(None, _DR_WEIGHTS)
+    score_weights: Mapping[str, float] | None = opt(None, _SCORE_WEIGHTS)
     output: Any = opt(
         None, "Write the result here instead of stdout; rewritten atomically as cells finish, so "
               "Ctrl-C keeps the finished rows.")
