@@ -292,7 +292,8 @@ def scenario_sampling(p: int, max_scenarios: int | None) -> tuple[int, int]:
     return (p if (int(max_scenarios) == 0 or 2**p - 1 <= sample) else 0), sample
 
 
-def scenario_subsets(p: int, *, max_known: int | None = None, seed: int = 0) -> list[tuple[int, ...]]:
+def scenario_subsets(p: int, *, max_known: int | None = None,
+                     seed: int = default(BlocksRequest, "seed")) -> list[tuple[int, ...]]:
     """Intruder scenarios (sets of attribute positions) of at most ``max_known`` attributes.
 
     The defaults of :mod:`microagg_cli.metrics.scenarios`: every non-empty subset when
@@ -630,7 +631,7 @@ def raise_for_gates(rep: dict[str, Any]) -> None:
         raise exc
 
 
-def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, seed: int = 0) -> dict[str, Any]:
+def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, seed: int) -> dict[str, Any]:
     """The risk section of ``sdc protect --evaluate``: :func:`evaluate_matrices` on the
     protected blocks of ``result`` (rows in input order; records with a missing or
     suppressed protected value are left out and counted)."""

@@ -330,7 +330,7 @@ def single_plan(columns: Sequence[str], name: str = "one-block") -> PlanChoice:
 
 
 def strategy_plans(table: Table, columns: Sequence[str], strategies: Sequence[str], size: int | None,
-                   *, seed: int = 0) -> list[PlanChoice]:
+                   *, seed: int) -> list[PlanChoice]:
     """One plan per strategy of :data:`microagg_cli.blocking.STRATEGIES`."""
     X = numeric_matrix(table, list(columns))
     out = []
@@ -673,7 +673,7 @@ def run_grid(
     cells: Sequence[Cell],
     options: EvalOptions,
     *,
-    jobs: int = 1,
+    jobs: int,
     save_dir: Path | None = None,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
