@@ -115,7 +115,8 @@ def case_exact(n: int) -> dict:
 def case_partitioned(n: int, sizes: list[int]) -> dict:
     import pandas as pd
 
-    from microagg_cli.api import protect_table
+    from microagg_cli.protection import protect_table
+    from microagg_cli.request import RunOptions
     from microagg_cli.blocking import BlockPlan
     from microagg_cli.io import Table
 
@@ -126,7 +127,7 @@ def case_partitioned(n: int, sizes: list[int]) -> dict:
     out = {"n": n, "il_exact": exact, "exact_s": time.perf_counter() - t0, "runs": []}
     for size in sizes:
         t0 = time.perf_counter()
-        stats = protect_table(table, plan, partition_size=size).blocks[0].stats
+        stats = protect_table(table, plan, RunOptions(partition_size=size)).blocks[0].stats
         il = stats["il_sse"]
         out["runs"].append({"partition_size": size, "parts": stats["partitions"]["count"], "il": il,
                             "relative": il / exact - 1.0, "seconds": time.perf_counter() - t0,
@@ -168,8 +169,11 @@ def case_stream(n: int, engine: str, partition_size: int, workdir: Path, kill_af
     else:  # the engines' entry point (the one api.protect calls), which takes a progress callback
         from microagg_cli.engines import protect_streaming
 
-        rep = protect_streaming(src, out, k=K, columns=COLUMNS, partition_size=partition_size, engine=engine,
-                                force=True, seed=1, progress=progress)
+        from microagg_cli.request import ProtectRequest
+
+        request = ProtectRequest.build(k=K, columns=COLUMNS, partition_size=partition_size, engine=engine,
+                                       force=True, seed=1)
+        rep = protect_streaming(src, out, request, progress=progress)
     wall = time.perf_counter() - t0
     block = rep["blocks"][0]
     eng = rep["engine"]

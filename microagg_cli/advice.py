@@ -28,6 +28,7 @@ from .evaluation import scenario_risk
 from .io import Table, numeric_matrix, resolve_columns
 from .metrics import il_sse
 from .protection import protect_table
+from .request import BlocksRequest, RunOptions, default
 
 __all__ = ["evaluate_plan", "recommend_plan", "kprime_warnings", "advise"]
 
@@ -38,8 +39,8 @@ def evaluate_plan(
     table: "Table",
     plan: BlockPlan,
     *,
-    seed: int = 0,
-    stat: str = "mean",
+    seed: int = default(BlocksRequest, "seed"),
+    stat: str = default(BlocksRequest, "stat"),
     max_known: int | None = None,
 ) -> dict[str, Any]:
     """Protect ``table`` with ``plan`` in memory and measure IL_SSE and k' per scenario.
@@ -48,7 +49,7 @@ def evaluate_plan(
     written.
     """
     plan.check(table.columns)
-    result = protect_table(table, plan, seed=seed, stat=stat)
+    result = protect_table(table, plan, RunOptions(seed=seed, stat=stat))
     cols = plan.columns
     X = numeric_matrix(table, cols, allow_missing=True)
     Xp = np.column_stack([r.values for r in result.blocks])
@@ -91,32 +92,24 @@ def recommend_plan(evaluations: Mapping[str, Mapping[str, Any]], *, max_il: floa
 
 def advise(
     table: Table,
+    request: BlocksRequest,
     *,
     names: Sequence[str],
     check_plan: BlockPlan | None = None,
     check_name: str | None = None,
-    size: int | None = None,
-    seed: int = 0,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    method: str = "mdav",
-    k: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    evaluate: bool = False,
-    recommend: bool = False,
-    max_il: float | None = None,
-    max_known: int | None = None,
-    stat: str = "mean",
 ) -> dict[str, Any]:
     """The in-memory side of ``sdc blocks``: candidate plans for ``table``, measured and ranked.
 
     ``names`` are the strategies to propose (:data:`microagg_cli.blocking.STRATEGIES`);
-    ``check_plan`` (named ``check_name``) is checked instead. With ``evaluate`` each
+    ``check_plan`` (named ``check_name``) is checked instead. ``request`` holds the
+    options (:class:`microagg_cli.request.BlocksRequest`): with ``evaluate`` each
     candidate is protected in memory and measured (:func:`evaluate_plan`), with
     ``recommend`` the candidate of best worst-case k' whose IL_SSE is at most
     ``max_il`` is picked (:func:`recommend_plan`). Returns ``{"columns", "candidates",
     "recommended", "chosen", "warned", "warnings"}``; warnings are logged too.
     """
+    r = request
+    evaluate, recommend, seed, stat, max_known = r.evaluating, r.recommending, r.seed, r.stat, r.max_known
     candidates: dict[str, dict[str, Any]] = {}
     if check_plan is not None:
         plan = check_plan
@@ -125,11 +118,11 @@ def advise(
         X = numeric_matrix(table, cols, allow_missing=True)
         candidates[check_name or "plan"] = {"plan": plan}
     else:
-        cols, dropped = resolve_columns(table, columns, drop)
+        cols, dropped = resolve_columns(table, r.columns, r.drop)
         X = numeric_matrix(table, cols, allow_missing=True)
         for name in names:
-            plan = make_plan(X, cols, strategy=name, size=size, seed=seed, method=method, k=k,
-                             params=params, drop=tuple(dropped))
+            plan = make_plan(X, cols, strategy=name, size=r.size, seed=seed, method=r.method, k=r.k,
+                             params=r.params, drop=tuple(dropped))
             candidates[name] = {"plan": plan}
     A = abs_correlation(X)
     pos = {c: j for j, c in enumerate(cols)}
@@ -145,7 +138,7 @@ def advise(
             entry["evaluation"] = evaluate_plan(table, entry["plan"], seed=seed, stat=stat, max_known=max_known)
     recommended = None
     if recommend:
-        recommended = recommend_plan({n: e["evaluation"] for n, e in candidates.items()}, max_il=max_il)
+        recommended = recommend_plan({n: e["evaluation"] for n, e in candidates.items()}, max_il=r.max_il)
     chosen = recommended if recommend else (next(iter(candidates)) if len(candidates) == 1 else None)
     # the plan a user would apply: the recommended one, the checked one, the one proposed
     warned = recommended if recommend else (next(iter(candidates)) if check_plan is not None else chosen)

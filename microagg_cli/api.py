@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import audit
 from .blocking import (
     DEFAULT_BLOCK_SIZE,
     STRATEGIES,
-    BlockPlan,
     block_notes,
     check_k_option,
     load_plan,
@@ -47,47 +46,13 @@ from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
+from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
-__all__ = ["protect", "evaluate", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
+__all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
 
 
-def protect(
-    input: str | Path,
-    output: str | Path,
-    *,
-    k: int | None = None,
-    method: str = "mdav",
-    params: Mapping[str, Any] | None = None,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    passthrough: list[str] | None = None,
-    plan: BlockPlan | None = None,
-    report: str | Path | None = None,
-    seed: int = 0,
-    stat: str = "mean",
-    force: bool = False,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    thousands: str | None = None,
-    na_values: list[str] | None = None,
-    keys: list[str] | None = None,
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    strata_missing: str = "error",
-    weights: str | None = None,
-    missing: str = "error",
-    shuffle_rows: bool = False,
-    id_column: str | None = None,
-    regenerate_ids: bool = False,
-    evaluate_risk: bool = False,
-    partition_size: int | None = None,
-    engine: str | None = None,
-    scheduler: Any = None,
-    bound: str = "auto",
-) -> dict[str, Any]:
+def protect(input: str | Path, output: str | Path, **options: Any) -> dict[str, Any]:
     """Protect a file: read, microaggregate each block, check, write atomically.
 
     Parameters
@@ -131,82 +96,74 @@ def protect(
     -------
     The report (dict), also written to ``report`` when given.
     """
-    if plan is not None and passthrough:
-        plan = plan.with_passthrough(passthrough)
-    if (engine is not None or scheduler is not None) and str(input) != "-" and not Path(input).is_dir() \
-            and detect_format(input, input_format) in STAT_FORMATS:  # #28
+    request = ProtectRequest.build(**options)
+    return protect_request(input, output, request)
+
+
+def protect_request(input: str | Path, output: str | Path, request: ProtectRequest) -> dict[str, Any]:
+    """:func:`protect` with its options as one :class:`~microagg_cli.request.ProtectRequest`
+    (what ``sdc protect`` builds from its options)."""
+    req, read, run = request, request.read, request.run
+    plan = req.plan
+    if plan is not None and req.passthrough:
+        plan = plan.with_passthrough(req.passthrough)
+        req = req.replace(plan=plan)
+    streamed = req.engine is not None or req.scheduler is not None
+    if streamed and str(input) != "-" and not Path(input).is_dir() \
+            and detect_format(input, read.input_format) in STAT_FORMATS:  # #28
         raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
                                     "file is read whole: leave them out (or convert the file to Parquet)")
-    if engine is not None or scheduler is not None or (str(input) != "-" and Path(input).is_dir()):
+    if streamed or (str(input) != "-" and Path(input).is_dir()):
         from .engines import protect_streaming  # pyarrow streaming: loaded only when asked for
 
-        return protect_streaming(
-            input, output, k=k, method=method, params=params, columns=columns, drop=drop, plan=plan,
-            passthrough=passthrough,
-            report=report, seed=seed, stat=stat, force=force, input_format=input_format,
-            output_format=output_format, strata=strata, small_strata=small_strata,
-            strata_missing=strata_missing, weights=weights,
-            missing=missing, shuffle_rows=shuffle_rows, id_column=id_column, regenerate_ids=regenerate_ids,
-            evaluate_risk=evaluate_risk, partition_size=partition_size, engine=engine or "local",
-            scheduler=scheduler, bound=bound, delimiter=delimiter, decimal=decimal, thousands=thousands,
-            na_values=na_values, keys=keys,
-        )
+        return protect_streaming(input, output, req)
     t0 = time.perf_counter()
-    in_fmt = detect_format(input, input_format)
-    out_fmt = detect_format(output, output_format)
+    in_fmt = detect_format(input, read.input_format)
+    out_fmt = detect_format(output, req.output_format)
     check_writable(out_fmt)  # #28: .sas7bdat cannot be written
-    stat = check_stat(stat)
+    check_stat(run.stat)
     src = None if str(input) == "-" else Path(input)
-    out_path = check_output_path(output, force=force, inputs=(src,))
+    out_path = check_output_path(output, force=req.force, inputs=(src,))
     rep_path = None
-    if report is not None:
-        rep_path = check_output_path(report, force=force, inputs=(src,), what="report")
+    if req.report is not None:
+        rep_path = check_output_path(req.report, force=req.force, inputs=(src,), what="report")
         if out_path is not None and rep_path is not None and rep_path.resolve() == out_path.resolve():
             raise InvalidParameterError("the report and the output are the same file")
         if out_path is None and rep_path is None:
             raise InvalidParameterError("the output and the report cannot both go to stdout")
-    if decimal not in (".", ","):
-        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
-    if regenerate_ids and not id_column:
-        raise InvalidParameterError("--regenerate-ids needs --id-column COL")
     with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
-        table = read_table(input, fmt=in_fmt, delimiter=delimiter, decimal=decimal, thousands=thousands,
-                           na_values=na_values or ())
-    if decimal == "," and table.delimiter == ",":
+        table = read_table(input, read, fmt=in_fmt)
+    if read.decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
-    roles = list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c]
-    default_selection = plan is None and columns is None
+    default_selection = plan is None and req.columns is None
     if plan is None:
-        plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
-                           passthrough=passthrough, roles=roles)
-    check_id_column(table.columns, plan, id_column)
-    check_keys(table.columns, plan, keys, strata)
+        plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
+                           drop=req.drop, passthrough=req.passthrough, roles=req.roles)
+    check_id_column(table.columns, plan, req.id_column)
+    check_keys(table.columns, plan, run.keys, run.strata)
 
     result, rep = protect_run(
-        table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        shuffle_rows=shuffle_rows, id_column=id_column if regenerate_ids else None,
-        output=None if out_path is None else out_path.name, decimal=decimal, started=t0, bound=bound,
-        keys=keys, named=[id_column] if id_column else [], default_selection=default_selection,
+        table, plan, req, output=None if out_path is None else out_path.name, started=t0,
+        named=[req.id_column] if req.id_column else [], default_selection=default_selection,
     )
-    if evaluate_risk:
+    if req.evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
-        rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
+        rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
     statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
-            OutputSet(force=force) as files:
+            OutputSet(force=req.force) as files:
         write_table(
-            result.data, out_path, fmt=out_fmt, force=force,
+            result.data, out_path, fmt=out_fmt, force=req.force,
             delimiter=table.delimiter if out_fmt == "csv" and table.fmt == "csv" else ",",
-            decimal=decimal, into=files,
+            decimal=read.decimal, into=files,
         )
         rep["audit"] = audit.trail(t0, files=[audit.file_entry(None if out_path is None else output, "output", since=t0)],
-                                   reproduce=audit.reproduce_entry(seed, [b.params for b in plan.blocks]))
-        if report is not None:
+                                   reproduce=audit.reproduce_entry(req, plan))
+        if req.report is not None:
             rep["timing"]["seconds"] = time.perf_counter() - t0
-            write_json(rep, rep_path, force=force, into=files)
+            write_json(rep, rep_path, force=req.force, into=files)
         files.commit()
     result.report = rep
     return rep
@@ -217,35 +174,7 @@ def protect(
 # done in :mod:`microagg_cli.evaluation`).
 
 
-def evaluate(
-    original: str | Path,
-    protected: str | Path,
-    *,
-    columns: list[str] | None = None,
-    key: str | None = None,
-    blocks: list[list[str]] | None = None,
-    plan: BlockPlan | None = None,
-    k: int | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    gates: Mapping[str, float] | None = None,
-    gate_on: str = "worst",
-    missing: str = "error",
-    report: str | Path | None = None,
-    html: str | Path | None = None,
-    internal: bool = False,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    progress: Any = None,
-    scale: str = "z",
-    bound: str = "nn",
-    time_limit: float | None = 600.0,
-) -> dict[str, Any]:
+def evaluate(original: str | Path, protected: str | Path, *, progress: Any = None, **options: Any) -> dict[str, Any]:
     """Risk and utility of a protected file against its original (``sdc evaluate``).
 
     Reads both files, matches their rows (by order, or by the identifier column
@@ -292,18 +221,24 @@ def evaluate(
     ThresholdExceeded : a gate failed (after the reports were written); the report is
         in the exception's ``report`` attribute.
     """
+    request = EvaluateRequest.build(**options)
+    return evaluate_request(original, protected, request, progress=progress)
+
+
+def evaluate_request(original: str | Path, protected: str | Path, request: EvaluateRequest, *,
+                     progress: Any = None) -> dict[str, Any]:
+    """:func:`evaluate` with its options as one :class:`~microagg_cli.request.EvaluateRequest`
+    (what ``sdc evaluate`` builds from its options)."""
     from .report import attach_html, render_html
 
     t0 = time.perf_counter()
     from .evaluation import check_gates, evaluate_tables, raise_for_gates
 
-    check_gates(gates, gate_on)
-    if missing not in ("error", "complete"):
-        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use error or complete)")
-    if decimal not in (".", ","):
-        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
-    fmt_o = detect_format(original, input_format)
-    fmt_p = detect_format(protected, input_format)
+    req, read = request, request.read
+    report, html, force, internal = req.report, req.html, req.force, req.internal
+    check_gates(req.gates, req.gate_on)
+    fmt_o = detect_format(original, read.input_format)
+    fmt_p = detect_format(protected, read.input_format)
     if str(original) == "-" and str(protected) == "-":
         raise InvalidParameterError("the original and the protected file cannot both come from stdin")
     srcs = tuple(None if str(s) == "-" else Path(s) for s in (original, protected))
@@ -316,14 +251,9 @@ def evaluate(
         html_path = check_output_path(html, force=force, inputs=srcs, what="HTML report")
         if rep_path is not None and rep_path.resolve() == html_path.resolve():
             raise InvalidParameterError("the JSON and the HTML report are the same file")
-    orig = read_table(original, fmt=fmt_o, delimiter=delimiter, decimal=decimal)
-    prot = read_table(protected, fmt=fmt_p, delimiter=delimiter, decimal=decimal)
-    rep = evaluate_tables(
-        orig, prot, columns=columns, key=key, blocks=blocks, plan=plan, k=k, known=known,
-        max_scenarios=max_scenarios, seed=seed, dr_weights=dr_weights, score_weights=score_weights,
-        gates=gates, gate_on=gate_on, missing=missing, internal=internal, progress=progress, scale=scale,
-        bound=bound, time_limit=time_limit, decimal=decimal,
-    )
+    orig = read_table(original, read, fmt=fmt_o)
+    prot = read_table(protected, read, fmt=fmt_p)
+    rep = evaluate_tables(orig, prot, req, progress=progress)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     rep["audit"] = audit.trail(t0, files=[audit.read_entry(protected, "protected (read)", rep["protected"])])
     # the page first: its size and SHA-256 go into the JSON's audit files (#20)
@@ -339,33 +269,7 @@ def evaluate(
     return rep
 
 
-def compare(
-    input: str | Path,
-    *,
-    methods: list[str] | None = None,
-    k: list[int] | None = None,
-    mic1d_k: list[int] | None = None,
-    plans: list[str | Path | BlockPlan] | None = None,
-    strategies: list[str] | None = None,
-    block_size: int | None = None,
-    columns: list[str] | None = None,
-    preset: str | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = 64,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    output: str | Path | None = None,
-    fmt: str | None = None,
-    html: str | Path | None = None,
-    save_protected: str | Path | None = None,
-    jobs: int = 1,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    progress: Any = None,
-) -> dict[str, Any]:
+def compare(input: str | Path, *, progress: Any = None, **options: Any) -> dict[str, Any]:
     """Protect ``input`` with every method x k x plan combination and evaluate each one.
 
     Each cell is protected in memory (:func:`microagg_cli.protection.protect_table`, seeded with ``seed``) and
@@ -409,39 +313,18 @@ def compare(
     microagg_cli.grid.GridInterrupted : Ctrl-C; the finished rows were written to
         ``output`` and ``html`` (its ``written`` and ``document`` say what).
     """
+    return compare_request(input, CompareRequest.build(**options), progress=progress)
+
+
+def compare_request(input: str | Path, request: CompareRequest, *, progress: Any = None) -> dict[str, Any]:
+    """:func:`compare` with its options as one :class:`~microagg_cli.request.CompareRequest`
+    (what ``sdc compare`` builds from its options)."""
     from . import grid
 
-    return grid.compare_file(
-        input, methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies,
-        block_size=block_size, columns=columns, preset=preset, known=known, max_scenarios=max_scenarios,
-        seed=seed, dr_weights=dr_weights, score_weights=score_weights, output=output, fmt=fmt, html=html,
-        save_protected=save_protected, jobs=jobs, force=force, input_format=input_format,
-        delimiter=delimiter, decimal=decimal, progress=progress,
-    )
+    return grid.compare_file(input, request, progress=progress)
 
 
-def propose_plans(
-    input: str | Path,
-    *,
-    strategy: str | None = None,
-    size: int | None = None,
-    seed: int = 0,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    method: str = "mdav",
-    k: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    check: str | Path | None = None,
-    evaluate: bool = False,
-    recommend: bool = False,
-    max_il: float | None = None,
-    max_known: int | None = None,
-    stat: str = "mean",
-    output: str | Path | None = None,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-) -> dict[str, Any]:
+def propose_plans(input: str | Path, **options: Any) -> dict[str, Any]:
     """Propose (or check) blocking plans for a file; optionally evaluate and pick one.
 
     The library side of ``sdc blocks``: reads ``input``, builds the candidate plans
@@ -461,11 +344,18 @@ def propose_plans(
     "written": path|None}``. When a recommendation was asked for and no candidate
     meets ``max_il``, ``recommended`` is None and nothing is written.
     """
+    return propose_request(input, BlocksRequest.build(**options))
+
+
+def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]:
+    """:func:`propose_plans` with its options as one :class:`~microagg_cli.request.BlocksRequest`
+    (what ``sdc blocks`` builds from its options)."""
     t0 = time.perf_counter()
-    recommend = recommend or max_il is not None
-    evaluate = evaluate or recommend
+    r = request
+    strategy, size, check, columns, output, force = r.strategy, r.size, r.check, r.columns, r.output, r.force
+    k, max_known, recommend, evaluate = r.k, r.max_known, r.recommending, r.evaluating
     check_k_option(k)
-    get_method(method)
+    get_method(r.method)
     if check is not None and strategy is not None:
         raise InvalidParameterError("--check PLAN and --strategy exclude each other")
     if check is not None and columns is not None:
@@ -500,15 +390,15 @@ def propose_plans(
         if check is not None and Path(check).resolve() == out_path.resolve():
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
 
-    table = read_table(input, fmt=input_format, delimiter=delimiter)
+    table = read_table(input, r.read)
     check_plan = None
     if check is not None:
-        check_plan = load_plan(check, default_k=k, default_method=method, default_params=params).with_drop(drop)
+        check_plan = load_plan(check, default_k=k, default_method=r.method,
+                               default_params=r.params).with_drop(r.drop)
     from .advice import advise  # protects and measures the candidates: loaded only here
 
-    res = advise(table, names=names, check_plan=check_plan, check_name=None if check is None else Path(check).name,
-                 size=size, seed=seed, columns=columns, drop=drop, method=method, k=k, params=params,
-                 evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known, stat=stat)
+    res = advise(table, r.replace(strategy=strategy, size=size), names=names, check_plan=check_plan,
+                 check_name=None if check is None else Path(check).name)
     candidates, chosen = res["candidates"], res["chosen"]
     written = None
     if out_path is not None and chosen is not None:
@@ -517,7 +407,7 @@ def propose_plans(
             text = plan_to_json(plan)
         else:
             source = table.path.name if table.path is not None else "-"
-            text = plan_to_toml(plan, comment=plan_comment(chosen, size, seed, source),
+            text = plan_to_toml(plan, comment=plan_comment(chosen, size, r.seed, source),
                                 block_comments=block_notes(candidates[chosen]))
         data = text.encode("utf-8")
         atomic_write_bytes(out_path, lambda fh: fh.write(data), force=force, what="plan file")

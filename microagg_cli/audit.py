@@ -325,9 +325,13 @@ def trail(t0: float, *, files: Sequence[Mapping[str, Any]] = (),
     return out
 
 
-def reproduce_entry(seed: int, block_params: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """The ``reproduce`` entry of a protect report: the command with ``--seed``, and
-    whether the same command gives the same bytes on another machine."""
+def reproduce_entry(request: Any, plan: Any) -> dict[str, Any]:
+    """The ``reproduce`` entry of a protect report, made from the run's request
+    (:class:`microagg_cli.request.ProtectRequest`: its seed) and the plan that ran (its
+    blocks' parameters): the command with ``--seed``, and whether the same command gives
+    the same bytes on another machine."""
+    seed = request.run.seed
+    block_params = [b.params for b in plan.blocks]
     bounded = any(time_bounded(p) for p in block_params)
     command = reproduce_command(seed)
     if bounded:

@@ -87,6 +87,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import DataError, InvalidParameterError, check_k_value, k_message
+from .request import BlocksRequest, ProtectRequest, default
 
 
 __all__ = [
@@ -137,7 +138,7 @@ class Block:
 
     name: str
     columns: tuple[str, ...]
-    method: str = "mdav"
+    method: str = default(ProtectRequest, "method")
     k: int | None = 3
     params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -174,7 +175,7 @@ class BlockPlan:
         cls,
         columns: list[str] | tuple[str, ...],
         *,
-        method: str = "mdav",
+        method: str = default(ProtectRequest, "method"),
         k: int | None = 3,
         params: Mapping[str, Any] | None = None,
         drop: tuple[str, ...] | list[str] = (),
@@ -584,7 +585,7 @@ def parse_plan(
     fmt: str = "toml",
     name: str = "<plan>",
     default_k: int | None = None,
-    default_method: str = "mdav",
+    default_method: str = default(ProtectRequest, "method"),
     default_params: Mapping[str, Any] | None = None,
 ) -> BlockPlan:
     """A :class:`BlockPlan` from the text of a plan file (``fmt`` ``"toml"`` or ``"json"``).
@@ -622,7 +623,7 @@ def load_plan(
     path: str | Path,
     *,
     default_k: int | None = None,
-    default_method: str = "mdav",
+    default_method: str = default(ProtectRequest, "method"),
     default_params: Mapping[str, Any] | None = None,
 ) -> BlockPlan:
     """Read and validate a plan file (``.toml`` or ``.json``).
@@ -933,7 +934,7 @@ def propose_blocks(
     strategy: str,
     size: int | None = None,
     *,
-    seed: int = 0,
+    seed: int = default(BlocksRequest, "seed"),
 ) -> list[tuple[str, ...]]:
     """Blocks of column names proposed by ``strategy`` for the (n, p) data ``X``.
 
@@ -962,8 +963,8 @@ def make_plan(
     *,
     strategy: str,
     size: int | None = None,
-    seed: int = 0,
-    method: str = "mdav",
+    seed: int = default(BlocksRequest, "seed"),
+    method: str = default(BlocksRequest, "method"),
     k: int | None = None,
     params: Mapping[str, Any] | None = None,
     drop: Sequence[str] = (),

@@ -37,6 +37,7 @@ from .errors import DataError, InvalidParameterError
 
 __all__ = [
     "MISSING_TOKENS",
+    "check_input_file",
     "BATCH_ROWS",
     "sniff_delimiter",
     "check_header",
@@ -809,6 +810,16 @@ class CsvSource:
         return {"name": self.path.name, "size_bytes": self.path.stat().st_size, "sha256": digest.hexdigest()}
 
 
+def check_input_file(src: Path) -> None:
+    """An input file exists, is a file and is readable (:class:`DataError` otherwise)."""
+    if not src.exists():
+        raise DataError(f"input file {str(src)!r} does not exist")
+    if src.is_dir():
+        raise DataError(f"input {str(src)!r} is a directory, not a file")
+    if not os.access(src, os.R_OK):
+        raise DataError(f"input file {str(src)!r} is not readable")
+
+
 def open_csv_source(path: str | Path, *, delimiter: str | None = None, decimal: str = ".") -> CsvSource:
     """Open a CSV file for streaming: the checks of :func:`microagg_cli.io.read_table`
     (missing, unreadable, not UTF-8, empty, header, no data rows), made while reading
@@ -818,12 +829,7 @@ def open_csv_source(path: str | Path, *, delimiter: str | None = None, decimal: 
     if str(path) == "-":
         raise InvalidParameterError("streaming mode reads a file, not stdin")
     src = Path(path)
-    if not src.exists():
-        raise DataError(f"input file {str(src)!r} does not exist")
-    if src.is_dir():
-        raise DataError(f"input {str(src)!r} is a directory, not a file")
-    if not os.access(src, os.R_OK):
-        raise DataError(f"input file {str(src)!r} is not readable")
+    check_input_file(src)
     name = str(src)
     with open(src, "rb") as fh:
         _check_utf8(iter(lambda: fh.read(1 << 23), b""), name)

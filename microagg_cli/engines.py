@@ -42,9 +42,10 @@ two passes above with the parts' rows shipped to the workers; the report's
 Examples
 --------
 >>> from microagg_cli.blocking import BlockPlan                     # doctest: +SKIP
+>>> from microagg_cli.request import ProtectRequest                  # doctest: +SKIP
 >>> plan = BlockPlan.single(["income", "expend"], k=3)              # doctest: +SKIP
->>> rep = protect_stream("big/", "out/", plan, partition_size=50_000,
-...                       engine="dask")                            # doctest: +SKIP
+>>> request = ProtectRequest.build(partition_size=50_000, engine="dask")  # doctest: +SKIP
+>>> rep = protect_stream("big/", "out/", plan, request)             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ __all__ = [
 log = logging.getLogger("microagg_cli")
 
 #: Engines that run the parts of a block.
-ENGINES = ("local", "dask")
+from .request import ENGINES, ProtectRequest, ReadOptions  # noqa: E402  (defined once there)
 
 DASK_INSTALL_HINT = "pip install 'microagg-cli[dask]'"
 
@@ -294,10 +295,11 @@ def open_parquet(path: str | Path) -> ParquetSource:
     return ParquetSource(src, tuple(files), tuple(rows), schema, metadata, is_dataset)
 
 
-def open_source(path: str | Path, *, input_format: str | None = None, delimiter: str | None = None,
-                decimal: str = ".") -> Any:
+def open_source(path: str | Path, read: ReadOptions) -> Any:
     """A streaming source: :class:`ParquetSource` for a Parquet file or dataset directory,
-    :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole)."""
+    :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole);
+    ``read``: format, delimiter and decimal mark (:class:`microagg_cli.request.ReadOptions`)."""
+    input_format, delimiter, decimal = read.input_format, read.delimiter, read.decimal
     if str(path) != "-" and not Path(path).is_dir() and detect_format(path, input_format) == "csv":
         return open_csv_source(path, delimiter=delimiter, decimal=decimal)
     return open_parquet(path)
@@ -606,17 +608,18 @@ def dask_client(
 
 
 def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target: _Target, plan: BlockPlan,
-                  schema: Any, *, files: OutputSet, seed: int, stat: str, partition_size: int, bound: str,
-                  id_column: str | None, progress: Callable[[int], None], t0: float
-                  ) -> tuple[list[Any], list[tuple[float, float]], dict[str, Any]]:
+                  schema: Any, request: ProtectRequest, *, files: OutputSet, progress: Callable[[int], None],
+                  t0: float) -> tuple[list[Any], list[tuple[float, float]], dict[str, Any]]:
     """The thin Dask client (:mod:`microagg_cli.engines_dask`): workers read their rows,
     the cuts come from their statistics, parts and output files are made on the workers;
-    the output is staged in ``files`` (committed by the caller)."""
+    the output is staged in ``files`` (committed by the caller). ``request``: the run's
+    options (seed, statistic, part size, bound, the identifier column to regenerate)."""
     from .protection.block import BlockResult
 
+    seed, id_column = request.run.seed, request.regenerated_id
+
     spec = ReadSpec(tuple(str(f.resolve()) for f in src.files), tuple(src.rows))
-    run = ThinRun(client, spec, plan, seed=seed, stat=stat, partition_size=partition_size, bound=bound,
-                  progress=progress)
+    run = ThinRun(client, spec, plan, request.run, progress=progress)
     from distributed import KilledWorker
 
     try:
@@ -671,28 +674,10 @@ def protect_stream(
     input: str | Path,
     output: str | Path,
     plan: BlockPlan,
+    request: ProtectRequest | None = None,
     *,
-    partition_size: int | None = None,
-    seed: int = 0,
-    stat: str = "mean",
-    weights: str | None = None,
-    missing: str = "error",
-    small_strata: str = "error",
-    strata: list[str] | None = None,
-    strata_missing: str = "error",
-    id_column: str | None = None,
-    engine: str = "local",
-    scheduler: Any = None,
-    force: bool = False,
-    report: str | Path | None = None,
-    output_format: str | None = None,
     cluster: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    bound: str = "auto",
-    input_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """Protect a Parquet file, a Parquet dataset directory or a CSV file in two streaming passes.
 
@@ -703,19 +688,20 @@ def protect_stream(
     output : ``*.parquet`` file, or a dataset directory (a name without extension, or
         an existing directory with ``force``): one file per input file, same names.
     plan : the blocks (``plan.drop`` columns are removed from the output).
-    partition_size : parts of at most this many records per block (None: one exact run
-        per block, on the key columns only).
-    seed, stat, weights, missing, small_strata, strata, strata_missing : as in
-        :func:`microagg_cli.protection.protect_table` (the same block loop,
-        :func:`microagg_cli.protection.protect_blocks`, runs here).
-    id_column : regenerate this identifier column (a seeded permutation of 1..n, the
-        stream of ``sdc protect --regenerate-ids``).
-    engine : ``"local"`` (parts in this process) or ``"dask"`` (parts as Dask tasks).
-    scheduler : for ``"dask"``: a scheduler address ``tcp://HOST:PORT``, a
-        ``distributed.Client``, or None for a local cluster (see :func:`dask_client`).
+    request : the options (:class:`microagg_cli.request.ProtectRequest`; default: its
+        defaults), of which these apply: ``run`` (partition_size: parts of at most this
+        many records per block, None: one exact run per block, on the key columns only;
+        seed, stat, weights, missing, small_strata, strata, strata_missing, keys, bound:
+        as in :func:`microagg_cli.protection.protect_table`, the same block loop runs
+        here), ``read`` (input_format, delimiter, decimal), ``regenerated_id`` (a seeded
+        permutation of 1..n, the stream of ``sdc protect --regenerate-ids``), ``engine``
+        (``"local"``, the default, parts in this process, or ``"dask"``, parts as Dask
+        tasks), ``scheduler`` (for ``"dask"``: a scheduler address ``tcp://HOST:PORT``, a
+        ``distributed.Client``, or None for a local cluster, see :func:`dask_client`),
+        ``force``, ``output_format`` and ``report`` (JSON report path, ``"-"`` = stdout,
+        or None).
     cluster : keyword arguments of :func:`dask_client` for the local cluster
         (``n_workers``, ``memory_limit``, ``processes``).
-    report : JSON report path (``"-"`` = stdout) or None.
     progress : ``progress(records_done, records_total)`` after each part.
 
     Returns
@@ -730,23 +716,22 @@ def protect_stream(
     DataError, InfeasibleError, PrivacyCheckError : as the in-memory path.
     """
     t0 = time.perf_counter()
-    if engine not in ENGINES:
-        raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
-    if engine == "dask":
-        _import_distributed()
-    elif scheduler is not None:
-        raise InvalidParameterError("--scheduler needs --engine dask")
-    src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
+    request = ProtectRequest() if request is None else request
+    run, read = request.run, request.read
+    engine, scheduler, force, report = _check_engine(request), request.scheduler, request.force, request.report
+    seed, strata, weights, missing = run.seed, run.strata, run.weights, run.missing
+    partition_size, keys = run.partition_size, run.keys
+    id_column = request.regenerated_id
+    src = open_source(input, read)
     stamp = input_stamp(src.files)  # the report certifies these very files: they must stay put
-    target = _output_target(output, output_format, src, force=force)
+    target = _output_target(output, request.output_format, src, force=force)
     rep_path = None
     if report is not None:
         rep_path = check_output_path(report, force=force, inputs=(src.path,),
                                      what="report")
         if rep_path is not None and rep_path.resolve() == target.path.resolve():
             raise InvalidParameterError("the report and the output are the same file")
-    stat = check_run(src.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
-                     strata_missing=strata_missing, weights=weights, missing=missing)
+    check_run(src.columns, plan, run.replace(keys=None))  # keys: checked by the caller (check_keys)
     protected = set(plan.columns)
     if id_column is not None:
         if id_column not in src.columns:
@@ -790,15 +775,10 @@ def protect_stream(
         else:
             runner = LocalRunner()
         if engine == "dask" and thin is None:
-            results, il_parts, engine_info = _protect_thin(
-                client, runner, src, target, plan, schema, files=files, seed=seed, stat=stat,
-                partition_size=int(partition_size or 0), bound=bound, id_column=id_column, progress=tick, t0=t0)
+            results, il_parts, engine_info = _protect_thin(client, runner, src, target, plan, schema, request,
+                                                           files=files, progress=tick, t0=t0)
         else:
-            results, il_parts = protect_blocks(
-                StreamColumns(src), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-                strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-                runner=runner, progress=tick, bound=bound, keys=keys,
-            )
+            results, il_parts = protect_blocks(StreamColumns(src), plan, run, runner=runner, progress=tick)
             engine_info = runner.describe()
             if engine == "dask":
                 engine_info["mode"] = "client reads the rows and ships them to the workers"
@@ -826,8 +806,8 @@ def protect_stream(
     overall = overall_stats(results, il_parts)
     stand_in = Table(src.schema.empty_table(), "parquet", None)
     result = ProtectResult(schema.empty_table(), results, {}, overall)
-    rep = build_report(stand_in, plan, result, seed=seed, stat=stat, output=target.path.name,
-                       seconds=time.perf_counter() - t0)
+    rep = build_report(stand_in, plan, result, request, output=target.path.name,
+                       seconds=time.perf_counter() - t0, engine=engine)
     check_unchanged(stamp, src.files, str(src.path))
     rep["input"] = {**src.fingerprint(), "format": "csv" if isinstance(src, CsvSource) else "parquet", "rows": n,
                     "columns": len(src.columns)}
@@ -835,16 +815,11 @@ def protect_stream(
     rep["output"] = {"name": target.path.name, "rows": n, "columns": len(schema.names)}
     if target.is_dataset:
         rep["output"]["files"] = len(src.files)
-    rep["parameters"].update(partition_size=partition_size,
-                             plan=plan.source.name if getattr(plan, "source", None) else None,
-                             strata=list(strata or []), small_strata=small_strata,
-                             strata_missing=strata_missing, weights=weights, missing=missing, bound=bound,
-                             decimal=decimal, engine=engine)
     rep["output_hygiene"] = hygiene
     rep["engine"] = {**engine_info, "streaming": True, "batch_rows": BATCH_ROWS}
     rep["timing"]["seconds"] = time.perf_counter() - t0
     rep["audit"] = trail(t0, files=[file_entry(output, "output", since=t0)],
-                         reproduce=reproduce_entry(seed, [b.params for b in plan.blocks]))
+                         reproduce=reproduce_entry(request, plan))
     # one transaction: the output and the report appear together or not at all
     with files:
         if rep_path is not None:
@@ -855,76 +830,55 @@ def protect_stream(
     return rep
 
 
-def protect_streaming(
-    input: str | Path,
-    output: str | Path,
-    *,
-    k: int | None = None,
-    method: str = "mdav",
-    params: Mapping[str, Any] | None = None,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    passthrough: list[str] | None = None,
-    plan: BlockPlan | None = None,
-    report: str | Path | None = None,
-    seed: int = 0,
-    stat: str = "mean",
-    force: bool = False,
-    input_format: str | None = None,
-    output_format: str | None = None,
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    strata_missing: str = "error",
-    weights: str | None = None,
-    missing: str = "error",
-    shuffle_rows: bool = False,
-    id_column: str | None = None,
-    regenerate_ids: bool = False,
-    evaluate_risk: bool = False,
-    partition_size: int | None = None,
-    engine: str = "local",
-    scheduler: Any = None,
-    cluster: Mapping[str, Any] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    bound: str = "auto",
-    delimiter: str | None = None,
-    decimal: str = ".",
-    thousands: str | None = None,
-    na_values: list[str] | None = None,
-    keys: list[str] | None = None,
-) -> dict[str, Any]:
-    """:func:`microagg_cli.api.protect` for the streaming engines (``--engine``, or a
-    Parquet dataset directory as input; a Parquet or CSV file with ``--engine``): checks
-    the options the streaming mode supports, builds the plan, then runs
-    :func:`protect_stream`."""
+def _check_engine(request: ProtectRequest) -> str:
+    """The request's streaming engine (default ``"local"``), checked: a known name, Dask
+    installed for ``"dask"``, no ``scheduler`` without it."""
+    engine = request.engine or "local"
     if engine not in ENGINES:
         raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
     if engine == "dask":
         _import_distributed()
-    elif scheduler is not None:
+    elif request.scheduler is not None:
         raise InvalidParameterError("--scheduler needs --engine dask")
+    return engine
+
+
+def protect_streaming(
+    input: str | Path,
+    output: str | Path,
+    request: ProtectRequest,
+    *,
+    cluster: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """:func:`microagg_cli.api.protect` for the streaming engines (``--engine``, or a
+    Parquet dataset directory as input; a Parquet or CSV file with ``--engine``): checks
+    the options the streaming mode supports, builds the plan, then runs
+    :func:`protect_stream`. ``request``: the options
+    (:class:`microagg_cli.request.ProtectRequest`; ``engine`` None means ``"local"``)."""
+    engine = _check_engine(request)
+    read, run = request.read, request.run
+    plan, columns, drop, passthrough = request.plan, request.columns, request.drop, request.passthrough
     where = "--engine " + engine if engine == "dask" else "the streaming mode (--engine local or a dataset directory)"
     unsupported = [
-        ("--shuffle-rows", shuffle_rows, "the streaming mode writes rows in input order"),
-        ("--evaluate", evaluate_risk, "run sdc evaluate on the output instead"),
-        ("--thousands", thousands, "remove the separators first, or protect in memory (without --engine)"),
-        ("--na-values", na_values, "blank the placeholders first, or protect in memory (without --engine)"),
+        ("--shuffle-rows", request.shuffle_rows, "the streaming mode writes rows in input order"),
+        ("--evaluate", request.evaluate_risk, "run sdc evaluate on the output instead"),
+        ("--thousands", read.thousands, "remove the separators first, or protect in memory (without --engine)"),
+        ("--na-values", read.na_values, "blank the placeholders first, or protect in memory (without --engine)"),
     ]
     for option, given, hint in unsupported:
         if given:
             raise InvalidParameterError(f"{option} is not supported by {where}: {hint}")
-    if regenerate_ids and not id_column:
-        raise InvalidParameterError("--regenerate-ids needs --id-column COL")
     if str(input) == "-":
         raise InvalidParameterError(f"{where} reads a file or a dataset directory, not stdin")
-    src = open_source(input, input_format=input_format, delimiter=delimiter, decimal=decimal)
+    src = open_source(input, read)
     is_csv = isinstance(src, CsvSource)
     stand_in = Table(src.schema.empty_table(), "csv" if is_csv else "parquet", src.path)
-    roles = list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c]
+    roles = request.roles
     default_selection = False
     if plan is None:
-        get_method(method)
-        if k is None:
+        get_method(request.method)
+        if request.k is None:
             raise InvalidParameterError("k is required (-k K)")
         if columns is None:
             for label, names in (("--drop", drop or []), ("--passthrough", passthrough or [])):
@@ -937,10 +891,10 @@ def protect_streaming(
                 raise DataError("the input has no numeric column to protect; name them with --columns")
             default_selection = True
         protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)
-        plan = BlockPlan.single(protected, method=method, k=k, params=params or {}, drop=tuple(dropped),
-                                passthrough=tuple(passthrough or ()))
-    check_id_column(src.columns, plan, id_column)
-    check_keys(src.columns, plan, keys, strata)
+        plan = BlockPlan.single(protected, method=request.method, k=request.k, params=request.params or {},
+                                drop=tuple(dropped), passthrough=tuple(passthrough or ()))
+    check_id_column(src.columns, plan, request.id_column)
+    check_keys(src.columns, plan, run.keys, run.strata)
     if not default_selection:  # nothing released in clear unless named (the default selection checked its own)
         fmt = "csv" if is_csv else "parquet"
         delim, dec = (src.delimiter, src.decimal) if is_csv else (",", ".")
@@ -948,10 +902,4 @@ def protect_streaming(
             if name not in plan.columns and name not in plan.drop and name not in plan.passthrough \
                     and name not in roles:
                 check_release(Table(src.read_column(name), fmt, src.path, delim, dec), name)
-    return protect_stream(
-        input, output, plan, partition_size=partition_size, seed=seed, stat=stat, weights=weights,
-        missing=missing, small_strata=small_strata, strata=strata, strata_missing=strata_missing,
-        id_column=id_column if regenerate_ids else None, engine=engine, scheduler=scheduler, force=force, report=report, output_format=output_format,
-        cluster=cluster, progress=progress, bound=bound, input_format=input_format, delimiter=delimiter,
-        decimal=decimal, keys=keys,
-    )
+    return protect_stream(input, output, plan, request.replace(engine=engine), cluster=cluster, progress=progress)

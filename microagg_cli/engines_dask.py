@@ -55,6 +55,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from . import partitioning
+from .request import RunOptions
 from .blocking import Block, BlockPlan
 from .errors import check_k_value
 from .io import Table, file_mode, numeric_matrix
@@ -515,15 +516,15 @@ class ThinRun:
     """One thin-client run on ``client``: :meth:`protect` (cut and protect every block),
     then :meth:`write_folder` / :meth:`write_file` (the output), then :meth:`release`."""
 
-    def __init__(self, client: Any, spec: ReadSpec, plan: BlockPlan, *, seed: int, stat: str, partition_size: int,
-                 bound: str, progress: Callable[[int], None] | None = None):
+    def __init__(self, client: Any, spec: ReadSpec, plan: BlockPlan, options: RunOptions, *,
+                 progress: Callable[[int], None] | None = None):
         self.client = client
         self.spec = spec
         self.plan = plan
-        self.seed = seed
-        self.stat = stat
-        self.partition_size = int(partition_size)
-        self.bound = bound
+        self.seed = options.seed
+        self.stat = options.stat
+        self.partition_size = int(options.partition_size or 0)
+        self.bound = options.bound
         self.progress = progress
         self.tag = secrets.token_hex(6)
         self.counter = 0

@@ -24,10 +24,11 @@ from ._version import __version__
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, ThresholdExceeded, check_k_value
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
-from .metrics import GATE_ORDER, METRICS, evaluate_arrays
+from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
 from .protection import ProtectResult
+from .request import BlocksRequest, EvaluateRequest, default
 from .report import scenario_text
 
 __all__ = [
@@ -291,7 +292,8 @@ def scenario_sampling(p: int, max_scenarios: int | None) -> tuple[int, int]:
     return (p if (int(max_scenarios) == 0 or 2**p - 1 <= sample) else 0), sample
 
 
-def scenario_subsets(p: int, *, max_known: int | None = None, seed: int = 0) -> list[tuple[int, ...]]:
+def scenario_subsets(p: int, *, max_known: int | None = None,
+                     seed: int = default(BlocksRequest, "seed")) -> list[tuple[int, ...]]:
     """Intruder scenarios (sets of attribute positions) of at most ``max_known`` attributes.
 
     The defaults of :mod:`microagg_cli.metrics.scenarios`: every non-empty subset when
@@ -316,8 +318,8 @@ def measure(
     *,
     k: int | None,
     scenarios: list[list[int]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
+    max_scenarios: int | None,
+    seed: int,
     dr_weights: Mapping[str, float] | None = None,
     score_weights: Mapping[str, float] | None = None,
     partition_based: bool = True,
@@ -327,12 +329,12 @@ def measure(
     """Every measure of the metrics spec on two matrices: the scenario rules of ``sdc``
     (:func:`scenario_sampling`, the run seed) around :func:`microagg_cli.metrics.evaluate_arrays`."""
     max_all, sample = scenario_sampling(X.shape[1], max_scenarios)
-    return evaluate_arrays(
-        X, Xp, blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights,
-        score_weights=score_weights, rng=np.random.default_rng(np.random.SeedSequence(int(seed))),
-        max_all_subsets=max_all, sample_size=sample, partition_based=partition_based, progress=progress,
-        per_scenario=per_scenario,
+    options = MeasureOptions(
+        blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights, score_weights=score_weights,
+        rng=np.random.default_rng(np.random.SeedSequence(int(seed))), max_all_subsets=max_all, sample_size=sample,
+        partition_based=partition_based, per_scenario=per_scenario,
     )
+    return evaluate_arrays(X, Xp, options, progress=progress)
 
 
 def scenario_risk(
@@ -341,7 +343,7 @@ def scenario_risk(
     k: int,
     *,
     max_known: int | None = None,
-    seed: int = 0,
+    seed: int = default(BlocksRequest, "seed"),
 ) -> dict[str, Any]:
     """k' per intruder scenario of a protected plan, summarised by blocks touched (1G, 2G, ...).
 
@@ -389,17 +391,9 @@ def evaluate_matrices(
     Xp: np.ndarray,
     names: list[str],
     blocks: list[tuple[str, list[str], int | None]],
+    request: EvaluateRequest | None = None,
     *,
-    k: int | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
     progress: Any = None,
-    scale: str = "z",
-    bound: str = "nn",
-    time_limit: float | None = 600.0,
 ) -> dict[str, Any]:
     """The measurement part shared by ``sdc evaluate`` and ``sdc protect --evaluate``.
 
@@ -408,6 +402,8 @@ def evaluate_matrices(
     X, Xp : (n, p) original and protected values of the columns ``names`` (same rows in
         the same order, finite).
     blocks : ``(name, columns, k)`` per block; the blocks partition ``names``.
+    request : the options (:class:`microagg_cli.request.EvaluateRequest`; default: its
+        defaults), of which these apply:
     k : k for the share below k and LB_NN (default: the smallest block k, else 3).
     known : intruder scenarios as lists of column names (default: every subset, or a
         seeded sample).
@@ -426,6 +422,9 @@ def evaluate_matrices(
     ``{"blocks", "parameters", "formulas", "summary", "measures"}`` (JSON-ready);
     ``measures`` is :func:`microagg_cli.metrics.evaluate_arrays`'s dict.
     """
+    request = EvaluateRequest() if request is None else request
+    k, known, max_scenarios, seed = request.k, request.known, request.max_scenarios, request.seed
+    scale, bound, time_limit = request.scale, request.bound, request.time_limit
     p = len(names)
     pos = {c: j for j, c in enumerate(names)}
     block_pos = [[pos[c] for c in cols] for _n, cols, _k in blocks]
@@ -435,16 +434,11 @@ def evaluate_matrices(
         k, k_source = (min(ks), "plan") if ks else (3, "default")
     k = check_k_value(k)
     scenarios = known_positions(known, names, what="an evaluated column")
-    if scale not in ("z", "raw"):
-        raise InvalidParameterError(f"--scale must be z or raw, got {scale!r}")
-    max_all, sample = scenario_sampling(p, max_scenarios)
-    if bound not in ("nn", "cg"):
-        raise InvalidParameterError(f"--bound must be nn or cg, got {bound!r}")
-    if time_limit is not None and not time_limit >= 0:
-        raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {time_limit!r}")
+    scenario_sampling(p, max_scenarios)  # checks max_scenarios (scale, bound, time limit: checked when built)
     partition = _partition_based(Xp, block_pos, k)
     measures = measure(X, Xp, block_pos, k=k, scenarios=scenarios, max_scenarios=max_scenarios, seed=seed,
-                       dr_weights=dr_weights, score_weights=score_weights, partition_based=partition,
+                       dr_weights=request.dr_weights, score_weights=request.score_weights,
+                       partition_based=partition,
                        progress=progress)
     cg_summary: dict[str, Any] = {}
     if bound == "cg":
@@ -557,26 +551,9 @@ def _gate_message(gates: dict[str, Any], evaluated: list[str]) -> str:
 def evaluate_tables(
     orig: Table,
     prot: Table,
+    request: EvaluateRequest | None = None,
     *,
-    columns: list[str] | None = None,
-    key: str | None = None,
-    blocks: list[list[str]] | None = None,
-    plan: BlockPlan | None = None,
-    k: int | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    gates: Mapping[str, float] | None = None,
-    gate_on: str = "worst",
-    missing: str = "error",
-    internal: bool = False,
     progress: Any = None,
-    scale: str = "z",
-    bound: str = "nn",
-    time_limit: float | None = 600.0,
-    decimal: str = ".",
 ) -> dict[str, Any]:
     """Risk and utility of ``prot`` against ``orig`` (tables in memory): the report dict.
 
@@ -584,24 +561,23 @@ def evaluate_tables(
     evaluated columns, computes every measure of the metrics spec
     (:func:`evaluate_matrices`) and checks the ``gates`` (the result is in
     ``report["gates"]``; :func:`raise_for_gates` turns a failure into
-    :class:`ThresholdExceeded`). Parameters as in :func:`microagg_cli.api.evaluate`.
+    :class:`ThresholdExceeded`). ``request``: the options of
+    :func:`microagg_cli.api.evaluate` (:class:`microagg_cli.request.EvaluateRequest`);
+    the report's ``parameters`` are made from it.
     """
-    gates = check_gates(gates, gate_on)
-    if missing not in ("error", "complete"):
-        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use error or complete)")
+    request = EvaluateRequest() if request is None else request
+    columns, key, blocks, plan = request.columns, request.key, request.blocks, request.plan
+    gate_on, internal = request.gate_on, request.internal
+    gates = check_gates(request.gates, gate_on)
     order, matching = _match_rows(orig, prot, key)
     names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan)
     X = numeric_matrix(orig, names, allow_missing=True)
     Xp = numeric_matrix(prot, names, allow_missing=True)
     if order is not None:
         Xp = Xp[order]
-    rows = _complete_rows(X, Xp, names, missing)
+    rows = _complete_rows(X, Xp, names, request.missing)
     X, Xp = X[rows], Xp[rows]
-    section = evaluate_matrices(
-        X, Xp, names, blist, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
-        dr_weights=dr_weights, score_weights=score_weights, progress=progress, scale=scale,
-        bound=bound, time_limit=time_limit,
-    )
+    section = evaluate_matrices(X, Xp, names, blist, request, progress=progress)
 
     def file_entry(table: Table) -> dict[str, Any]:
         return {**file_fingerprint(table), "format": table.fmt, "rows": int(table.n_rows),
@@ -618,16 +594,7 @@ def evaluate_tables(
         "records": {"evaluated": int(rows.size), "left_out_incomplete": int(orig.n_rows - rows.size)},
         "columns": {"evaluated": names, **selection},
         "blocks": section["blocks"],
-        "parameters": {
-            **section["parameters"],
-            "gate_on": gate_on,
-            "missing": missing,
-            "decimal": decimal,
-            "columns_given": list(columns) if columns is not None else None,
-            "blocks_given": [list(b) for b in blocks] if blocks is not None else None,
-            "plan": plan.source.name if plan is not None and plan.source is not None else None,
-            "key": key,
-        },
+        "parameters": {**section["parameters"], **request.parameters()},
         "formulas": section["formulas"],
         "summary": section["summary"],
         "measures": section["measures"],
@@ -664,7 +631,7 @@ def raise_for_gates(rep: dict[str, Any]) -> None:
         raise exc
 
 
-def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, seed: int = 0) -> dict[str, Any]:
+def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, seed: int) -> dict[str, Any]:
     """The risk section of ``sdc protect --evaluate``: :func:`evaluate_matrices` on the
     protected blocks of ``result`` (rows in input order; records with a missing or
     suppressed protected value are left out and counted)."""
@@ -676,7 +643,7 @@ def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, 
     if rows.size < 2:
         raise DataError(f"only {rows.size} record(s) have every protected value; nothing to evaluate")
     blist = [(r.block.name, list(r.block.columns), r.block.k) for r in result.blocks]
-    section = evaluate_matrices(X[rows], Xp[rows], names, blist, seed=seed)
+    section = evaluate_matrices(X[rows], Xp[rows], names, blist, EvaluateRequest(seed=seed))
     section["records"] = {"evaluated": int(rows.size), "left_out_incomplete": int(X.shape[0] - rows.size)}
     section["columns"] = names
     return section

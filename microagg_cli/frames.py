@@ -28,17 +28,17 @@ Examples
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
 from .advice import advise
-from .blocking import STRATEGIES, BlockPlan, check_k_option
+from .blocking import STRATEGIES, check_k_option
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.table import check_keys, protect_run, single_plan
+from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
 
@@ -78,30 +78,26 @@ def _same_kind(result: Any, like: Any) -> Any:
     return result.data
 
 
-def protect_frame(
-    df: Any,
-    k: int | None = None,
-    *,
-    columns: list[str] | None = None,
-    plan: BlockPlan | None = None,
-    method: str = "mdav",
-    params: Mapping[str, Any] | None = None,
-    drop: list[str] | None = None,
-    passthrough: list[str] | None = None,
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    strata_missing: str = "error",
-    weights: str | None = None,
-    stat: str = "mean",
-    missing: str = "error",
-    seed: int = 0,
-    shuffle_rows: bool = False,
-    id_column: str | None = None,
-    partition_size: int | None = None,
-    evaluate_risk: bool = False,
-    bound: str = "auto",
-    keys: list[str] | None = None,
-) -> tuple[Any, dict[str, Any]]:
+def _refuse(options: dict[str, Any], names: Sequence[str], func: str) -> None:
+    """A file-level option (a report, a format, an output) has no meaning for a frame."""
+    for name in names:
+        if name in options:
+            raise TypeError(f"{func}() got an unexpected keyword argument {name!r}")
+
+
+#: Options of :func:`microagg_cli.api.evaluate` / :func:`microagg_cli.api.compare` that name files.
+_EVAL_FILES = ("report", "html", "internal", "force", "input_format", "delimiter", "decimal", "thousands",
+               "na_values")
+_COMPARE_FILES = ("output", "fmt", "html", "save_protected", "force", "input_format", "delimiter", "decimal",
+                  "thousands", "na_values")
+_BLOCKS_FILES = ("output", "force", "input_format", "delimiter", "decimal", "thousands", "na_values")
+
+#: Options of :func:`microagg_cli.api.protect` that name files: no meaning for a frame.
+_FILE_ONLY = ("report", "force", "input_format", "output_format", "delimiter", "decimal", "thousands",
+              "na_values", "regenerate_ids", "engine", "scheduler")
+
+
+def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, dict[str, Any]]:
     """Protect a DataFrame (or Arrow table): ``sdc protect`` in memory.
 
     Parameters are those of :func:`microagg_cli.api.protect` (``id_column`` here means
@@ -125,6 +121,9 @@ def protect_frame(
     """
     t0 = time.perf_counter()
     table = as_table(df)
+    _refuse(options, _FILE_ONLY, "protect_frame")
+    request = ProtectRequest.build(k=k, regenerate_ids=options.get("id_column") is not None, **options)
+    plan, columns, passthrough, run = request.plan, request.columns, request.passthrough, request.run
     plan_given = plan
     if plan is not None:
         if columns is not None:
@@ -132,42 +131,17 @@ def protect_frame(
         if passthrough:
             plan = plan.with_passthrough(passthrough)
     else:
-        plan = single_plan(table, k=k, method=method, params=params, columns=columns, drop=drop,
-                           passthrough=passthrough,
-                           roles=list(strata or []) + list(keys or []) + [c for c in (weights, id_column) if c])
-    check_keys(table.columns, plan, keys, strata)
-    result, rep = protect_run(  # checks id_column too, and that nothing unnamed is a number in disguise
-        table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        shuffle_rows=shuffle_rows, id_column=id_column, started=t0, bound=bound, keys=keys,
-        default_selection=plan_given is None and columns is None,
-    )
-    if evaluate_risk:
-        rep["evaluation"] = evaluate_protected(table, plan, result, seed=seed)
+        plan = single_plan(table, k=k, method=request.method, params=request.params, columns=columns,
+                           drop=request.drop, passthrough=passthrough, roles=request.roles)
+    check_keys(table.columns, plan, run.keys, run.strata)
+    # checks id_column too, and that nothing unnamed is a number in disguise
+    result, rep = protect_run(table, plan, request, started=t0, default_selection=plan_given is None and columns is None)
+    if request.evaluate_risk:
+        rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
     return _same_kind(result, df), rep
 
 
-def evaluate_frame(
-    original: Any,
-    protected: Any,
-    *,
-    columns: list[str] | None = None,
-    key: str | None = None,
-    blocks: list[list[str]] | None = None,
-    plan: BlockPlan | None = None,
-    k: int | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = None,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    gates: Mapping[str, float] | None = None,
-    gate_on: str = "worst",
-    missing: str = "error",
-    scale: str = "z",
-    bound: str = "nn",
-    time_limit: float | None = 600.0,
-) -> dict[str, Any]:
+def evaluate_frame(original: Any, protected: Any, **options: Any) -> dict[str, Any]:
     """Risk and utility of a protected frame against its original: ``sdc evaluate`` in memory.
 
     Parameters and the report dict are those of :func:`microagg_cli.api.evaluate`
@@ -176,35 +150,15 @@ def evaluate_frame(
     ``report`` attribute.
     """
     t0 = time.perf_counter()
-    rep = evaluate_tables(
-        as_table(original, "original"), as_table(protected, "protected"), columns=columns, key=key,
-        blocks=blocks, plan=plan, k=k, known=known, max_scenarios=max_scenarios, seed=seed,
-        dr_weights=dr_weights, score_weights=score_weights, gates=gates, gate_on=gate_on, missing=missing,
-        scale=scale, bound=bound, time_limit=time_limit,
-    )
+    _refuse(options, _EVAL_FILES, "evaluate_frame")
+    request = EvaluateRequest.build(**options)
+    rep = evaluate_tables(as_table(original, "original"), as_table(protected, "protected"), request)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     raise_for_gates(rep)
     return rep
 
 
-def compare_frames(
-    df: Any,
-    *,
-    methods: list[str] | None = None,
-    k: list[int] | None = None,
-    mic1d_k: list[int] | None = None,
-    plans: list[str | Path | BlockPlan] | None = None,
-    strategies: list[str] | None = None,
-    block_size: int | None = None,
-    columns: list[str] | None = None,
-    preset: str | None = None,
-    known: list[list[str]] | None = None,
-    max_scenarios: int | None = 64,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    jobs: int = 1,
-) -> dict[str, Any]:
+def compare_frames(df: Any, **options: Any) -> dict[str, Any]:
     """Every method x k x plan cell on a frame: ``sdc compare`` in memory.
 
     Parameters and the result dict are those of :func:`microagg_cli.api.compare`
@@ -212,31 +166,12 @@ def compare_frames(
     """
     from .grid import compare_table
 
-    return compare_table(
-        as_table(df), methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies,
-        block_size=block_size, columns=columns, preset=preset, known=known, max_scenarios=max_scenarios,
-        seed=seed, dr_weights=dr_weights, score_weights=score_weights, jobs=jobs,
-    )
+    _refuse(options, _COMPARE_FILES, "compare_frames")
+    request = CompareRequest.build(**options)
+    return compare_table(as_table(df), request)
 
 
-def propose_blocks(
-    df: Any,
-    *,
-    strategy: str = "correlated",
-    size: int | None = None,
-    seed: int = 0,
-    columns: list[str] | None = None,
-    drop: list[str] | None = None,
-    method: str = "mdav",
-    k: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    check: BlockPlan | None = None,
-    evaluate: bool = False,
-    recommend: bool = False,
-    max_il: float | None = None,
-    max_known: int | None = None,
-    stat: str = "mean",
-) -> dict[str, Any]:
+def propose_blocks(df: Any, **options: Any) -> dict[str, Any]:
     """Blocking plans for a frame, optionally measured and ranked: ``sdc blocks`` in memory.
 
     ``strategy`` is one of :data:`microagg_cli.blocking.STRATEGIES` or ``"all"``;
@@ -254,9 +189,11 @@ def propose_blocks(
     >>> [b.columns for b in res["candidates"]["random"]["plan"].blocks]
     [('a', 'b'), ('c', 'd')]
     """
+    _refuse(options, _BLOCKS_FILES, "propose_blocks")
+    request = BlocksRequest.build(**options)
+    check, strategy, k = request.check, request.strategy or "correlated", request.k
     check_k_option(k)
-    recommend = recommend or max_il is not None
-    evaluate = evaluate or recommend
+    evaluate = request.evaluating
     if check is not None:
         names: Sequence[str] = []
     elif strategy == "all":
@@ -265,10 +202,9 @@ def propose_blocks(
         names = [strategy]
     else:
         raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
-    if any(STRATEGIES[n][1] for n in names) and size is None:
+    if any(STRATEGIES[n][1] for n in names) and request.size is None:
         raise InvalidParameterError(f"strategy {strategy!r} needs the block size --size S")
     if evaluate and k is None and check is None:
         raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
-    return advise(as_table(df), names=names, check_plan=check, check_name="plan" if check is not None else None,
-                  size=size, seed=seed, columns=columns, drop=drop, method=method, k=k, params=params,
-                  evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known, stat=stat)
+    return advise(as_table(df), request, names=names, check_plan=check,
+                  check_name="plan" if check is not None else None)

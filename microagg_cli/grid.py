@@ -78,6 +78,7 @@ from .report.compare import (  # rendering lives in report/; re-exported for cal
 )
 from .metrics import METRICS, disclosure_risk
 from .protection import protect_table
+from .request import DEFAULT_COMPARE_SCENARIOS, CompareRequest, RunOptions
 
 __all__ = [
     "COMPARE_SCHEMA_VERSION",
@@ -114,7 +115,7 @@ log = logging.getLogger("microagg_cli")
 COMPARE_SCHEMA_VERSION = "1.2"
 
 #: Default cap on the intruder scenarios evaluated per cell (see the module notes).
-DEFAULT_MAX_SCENARIOS = 64
+DEFAULT_MAX_SCENARIOS = DEFAULT_COMPARE_SCENARIOS  # defined once, with the request
 
 #: The formulas of the compare result (from :data:`microagg_cli.metrics.METRICS`); risk
 #: figures are means over the intruder scenarios of each cell.
@@ -194,11 +195,11 @@ class EvalOptions:
     0: every subset).
     """
 
-    seed: int = 0
-    known: tuple[tuple[str, ...], ...] | None = None
-    max_scenarios: int | None = DEFAULT_MAX_SCENARIOS
-    dr_weights: Mapping[str, float] | None = None
-    score_weights: Mapping[str, float] | None = None
+    seed: int
+    known: tuple[tuple[str, ...], ...] | None
+    max_scenarios: int | None
+    dr_weights: Mapping[str, float] | None
+    score_weights: Mapping[str, float] | None
 
 
 def parse_method(text: str) -> MethodChoice:
@@ -329,7 +330,7 @@ def single_plan(columns: Sequence[str], name: str = "one-block") -> PlanChoice:
 
 
 def strategy_plans(table: Table, columns: Sequence[str], strategies: Sequence[str], size: int | None,
-                   *, seed: int = 0) -> list[PlanChoice]:
+                   *, seed: int) -> list[PlanChoice]:
     """One plan per strategy of :data:`microagg_cli.blocking.STRATEGIES`."""
     X = numeric_matrix(table, list(columns))
     out = []
@@ -523,7 +524,7 @@ def run_cell(
     spec = get_method(cell.method.name)
     with _captured_log(warnings):
         t0 = time.perf_counter()
-        result = protect_table(table, plan, seed=options.seed)
+        result = protect_table(table, plan, RunOptions(seed=options.seed))
         t1 = time.perf_counter()
         X = numeric_matrix(table, names)
         Xp = np.column_stack([r.values for r in result.blocks])
@@ -672,7 +673,7 @@ def run_grid(
     cells: Sequence[Cell],
     options: EvalOptions,
     *,
-    jobs: int = 1,
+    jobs: int,
     save_dir: Path | None = None,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
@@ -814,24 +815,14 @@ def output_format(fmt: str | None, output: str | Path | None) -> str:
     return "table"
 
 
-def grid_options(
-    *,
-    methods: Sequence[str | MethodChoice] | None,
-    k: Sequence[int] | None,
-    mic1d_k: Sequence[int] | None,
-    plans: Sequence[str | Path | BlockPlan] | None,
-    strategies: Sequence[str] | None,
-    block_size: int | None,
-    columns: Sequence[str] | None,
-    preset: str | None,
-    known: Sequence[Sequence[str]] | None,
-    max_scenarios: int | None,
-    seed: int,
-    dr_weights: Mapping[str, float] | None,
-    score_weights: Mapping[str, float] | None,
-) -> tuple[Preset | None, list[MethodChoice], list[int], list[int] | None, EvalOptions]:
+def grid_options(request: CompareRequest) -> tuple[Preset | None, list[MethodChoice], list[int], list[int] | None,
+                                                  EvalOptions]:
     """Check a grid's options (before any file is read): the preset, the methods, the k
     values (a preset fills in what is not given) and the evaluation options."""
+    r = request
+    preset, plans, strategies, columns, block_size = r.preset, r.plans, r.strategies, r.columns, r.block_size
+    max_scenarios, methods, k, mic1d_k = r.max_scenarios, r.methods, r.k, r.mic1d_k
+    seed, known, dr_weights, score_weights = r.seed, r.known, r.dr_weights, r.score_weights
     pre = resolve_preset(preset) if preset is not None else None
     if plans and strategies:
         raise InvalidParameterError("give either --plans or --strategies, not both")
@@ -908,77 +899,43 @@ def plan_cells(
 
 def compare_table(
     table: Table,
+    request: CompareRequest | None = None,
     *,
-    methods: Sequence[str | MethodChoice] | None = None,
-    k: Sequence[int] | None = None,
-    mic1d_k: Sequence[int] | None = None,
-    plans: Sequence[str | Path | BlockPlan] | None = None,
-    strategies: Sequence[str] | None = None,
-    block_size: int | None = None,
-    columns: Sequence[str] | None = None,
-    preset: str | None = None,
-    known: Sequence[Sequence[str]] | None = None,
-    max_scenarios: int | None = DEFAULT_MAX_SCENARIOS,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    jobs: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a grid on a table in memory (nothing written); see :func:`microagg_cli.api.compare`."""
+    """Run a grid on a table in memory (nothing written); see :func:`microagg_cli.api.compare`
+    (``request``: its options, :class:`microagg_cli.request.CompareRequest`)."""
     t0 = time.perf_counter()
-    pre, choices, ks, vks, options = grid_options(
-        methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies, block_size=block_size,
-        columns=columns, preset=preset, known=known, max_scenarios=max_scenarios, seed=seed,
-        dr_weights=dr_weights, score_weights=score_weights,
-    )
-    cells = plan_cells(table, pre, choices, ks, vks, plans=plans, strategies=strategies, block_size=block_size,
-                       columns=columns, seed=seed)
-    jobs = resolve_jobs(jobs, len(cells))
+    request = CompareRequest() if request is None else request
+    pre, choices, ks, vks, options = grid_options(request)
+    cells = _cells(table, pre, choices, ks, vks, request)
+    jobs = resolve_jobs(request.jobs, len(cells))
     final = run_grid(table, cells, options, jobs=jobs, progress=progress)
     return build_document(table=table, cells=cells, rows=final, options=options, preset=pre,
                           seconds=time.perf_counter() - t0, jobs=jobs)
 
 
+def _cells(table: Table, pre: Preset | None, choices: Sequence[MethodChoice], ks: Sequence[int],
+           vks: Sequence[int] | None, request: CompareRequest) -> list[Cell]:
+    return plan_cells(table, pre, choices, ks, vks, plans=request.plans, strategies=request.strategies,
+                      block_size=request.block_size, columns=request.columns, seed=request.seed)
+
+
 def compare_file(
     input: str | Path,
+    request: CompareRequest,
     *,
-    methods: Sequence[str | MethodChoice] | None = None,
-    k: Sequence[int] | None = None,
-    mic1d_k: Sequence[int] | None = None,
-    plans: Sequence[str | Path | BlockPlan] | None = None,
-    strategies: Sequence[str] | None = None,
-    block_size: int | None = None,
-    columns: Sequence[str] | None = None,
-    preset: str | None = None,
-    known: Sequence[Sequence[str]] | None = None,
-    max_scenarios: int | None = DEFAULT_MAX_SCENARIOS,
-    seed: int = 0,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    output: str | Path | None = None,
-    fmt: str | None = None,
-    html: str | Path | None = None,
-    save_protected: str | Path | None = None,
-    jobs: int = 1,
-    force: bool = False,
-    input_format: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a grid on a file; see :func:`microagg_cli.api.compare` (the documented entry)."""
+    """Run a grid on a file; see :func:`microagg_cli.api.compare` (the documented entry;
+    ``request``: its options, :class:`microagg_cli.request.CompareRequest`)."""
     t0 = time.perf_counter()
-    if decimal not in (".", ","):
-        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
-    pre, choices, ks, vks, options = grid_options(
-        methods=methods, k=k, mic1d_k=mic1d_k, plans=plans, strategies=strategies, block_size=block_size,
-        columns=columns, preset=preset, known=known, max_scenarios=max_scenarios, seed=seed,
-        dr_weights=dr_weights, score_weights=score_weights,
-    )
+    pre, choices, ks, vks, options = grid_options(request)
+    output, html, force, save_protected = request.output, request.html, request.force, request.save_protected
+    read = request.read
     # the outputs, checked before any work
     src = None if str(input) == "-" else Path(input)
-    fmt = output_format(fmt, output)
+    fmt = output_format(request.fmt, output)
     out_path = check_output_path(output, force=force, inputs=(src,)) if output is not None else None
     html_path = None
     if html is not None:
@@ -987,9 +944,8 @@ def compare_file(
         html_path = check_output_path(html, force=force, inputs=(src,), what="HTML page")
         if out_path is not None and out_path.resolve() == html_path.resolve():
             raise InvalidParameterError("-o and --html name the same file")
-    table = read_table(input, fmt=detect_format(input, input_format), delimiter=delimiter, decimal=decimal)
-    cells = plan_cells(table, pre, choices, ks, vks, plans=plans, strategies=strategies, block_size=block_size,
-                       columns=columns, seed=seed)
+    table = read_table(input, read, fmt=detect_format(input, read.input_format))
+    cells = _cells(table, pre, choices, ks, vks, request)
     save_dir = None
     if save_protected is not None:
         save_dir = Path(save_protected)
@@ -1000,7 +956,7 @@ def compare_file(
         save_dir.mkdir(exist_ok=True)
         for cell in cells:
             check_output_path(save_dir / saved_name(cell), force=force, inputs=(src,), what="protected file")
-    jobs = resolve_jobs(jobs, len(cells))
+    jobs = resolve_jobs(request.jobs, len(cells))
     rows: list[dict[str, Any] | None] = [None] * len(cells)
     written_once = False
 

@@ -24,8 +24,9 @@ import numpy as np
 
 from .audit import digesting
 from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_tokens, open_csv_source, parse_numbers
-from .csvio import arrow_numpy, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
+from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
+from .request import ReadOptions
 from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
 from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
 from .outputs import (
@@ -232,36 +233,26 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
 _sniff_delimiter = sniff_delimiter
 
 
-def read_table(
-    path: str | Path,
-    *,
-    fmt: str | None = None,
-    delimiter: str | None = None,
-    decimal: str = ".",
-    thousands: str | None = None,
-    na_values: Sequence[str] = (),
-) -> Table:
+def read_table(path: str | Path, options: ReadOptions | None = None, *, fmt: str | None = None) -> Table:
     """Read a CSV or Parquet file (``-`` = CSV on stdin) into an Arrow-backed :class:`Table`.
+
+    ``options``: how to read it (:class:`microagg_cli.request.ReadOptions`: delimiter,
+    decimal mark, thousands separator, extra missing-value tokens; default: its
+    defaults); ``fmt`` the format (default: ``options.input_format``, else from the
+    extension).
 
     CSV is parsed by pyarrow, every column as text; the delimiter is sniffed when not
     given. Raises :class:`DataError` for a missing, unreadable or empty file, a file
     that is not UTF-8, malformed CSV, a CSV without a header row or without data rows,
     or duplicate column names.
     """
-    fmt = detect_format(path, fmt)
+    options = ReadOptions() if options is None else options
+    delimiter, decimal, thousands = options.delimiter, options.decimal, options.thousands
+    na_values: Sequence[str] = options.na_values or ()
+    fmt = detect_format(path, fmt or options.input_format)
     src = None if str(path) == "-" else Path(path)
     if src is not None:
-        if not src.exists():
-            raise DataError(f"input file {str(src)!r} does not exist")
-        if src.is_dir():
-            raise DataError(f"input {str(src)!r} is a directory, not a file")
-        if not os.access(src, os.R_OK):
-            raise DataError(f"input file {str(src)!r} is not readable")
-    if thousands is not None and (len(thousands) != 1 or thousands.isalnum() or thousands in "+-eE"
-                                  or thousands == decimal):
-        raise InvalidParameterError(
-            f"--thousands must be one character other than a digit, a letter, a sign or the decimal mark, "
-            f"got {thousands!r}")
+        check_input_file(src)
     if fmt in STAT_FORMATS:  # #28: SPSS, Stata, SAS (labels and declared missing codes kept)
         if src is None:
             raise InvalidParameterError(f"{fmt} input cannot come from stdin")

@@ -109,3 +109,19 @@ def assert_refused(res, name: str, code: int, word: str) -> None:
     assert len(lines) == 1, (name, res.stderr)
     assert word.lower() in lines[0].lower(), (name, lines[0])
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+
+
+def write_parquet(df, path: Path, *, files: int = 1, row_group_size: int = 250) -> None:
+    """A Parquet file, or a dataset directory of ``files`` files (the streaming tests' input)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if files == 1:
+        pq.write_table(table, path, row_group_size=row_group_size)
+        return
+    path.mkdir()
+    bounds = np.linspace(0, len(df), files + 1).astype(int)
+    for f in range(files):
+        pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
+                       row_group_size=row_group_size)

@@ -30,6 +30,7 @@ from microagg_cli.evaluation import scenario_risk, scenario_subsets
 from microagg_cli.errors import DataError, InvalidParameterError
 from microagg_cli.io import numeric_matrix, read_table
 from microagg_cli.methods import METHODS, MethodSpec
+from microagg_cli.request import RunOptions
 
 #: The paper's nine Census attributes a1..a9 (shared/data/README.md).
 A1_A9 = ["AGI", "FICA", "INTVAL", "EMCONTRB", "TAXINC", "WSALVAL", "ERNVAL", "PEARNVAL", "POTHVAL"]
@@ -411,7 +412,7 @@ def test_mic1d_block_takes_the_whole_block(census_table):
         Block("values", ("AGI", "FICA", "INTVAL"), "mic1d", 6, {}),
         Block("records", ("EMCONTRB", "TAXINC"), "mdav", 4, {}),
     ))
-    res = protection.protect_table(census_table, plan, seed=3)
+    res = protection.protect_table(census_table, plan, RunOptions(seed=3))
     alone = protection.protect_array(numeric_matrix(census_table, ["AGI", "FICA", "INTVAL"]), 6, method="mic1d",
                               columns=("AGI", "FICA", "INTVAL"))
     np.testing.assert_array_equal(res.blocks[0].values, alone.values)
@@ -430,14 +431,14 @@ def test_each_block_is_seeded_by_its_position(census_table, monkeypatch):
     monkeypatch.setitem(METHODS, "shuffled", MethodSpec("shuffled", shuffled, "random groups", "none"))
     a = Block("a", ("AGI", "FICA"), "shuffled", 4, {})
     b = Block("b", ("INTVAL", "POTHVAL"), "shuffled", 4, {})
-    res = protection.protect_table(census_table, BlockPlan((a, b)), seed=11)
+    res = protection.protect_table(census_table, BlockPlan((a, b)), RunOptions(seed=11))
     for i, blk in enumerate((a, b)):
         X = numeric_matrix(census_table, list(blk.columns))
         alone = protection.protect_array(X, 4, method="shuffled", columns=blk.columns,
                                   seed=np.random.SeedSequence(11, spawn_key=(i,)))
         np.testing.assert_array_equal(res.blocks[i].labels, alone.labels)
-    swapped = protection.protect_table(census_table, BlockPlan((b, a)), seed=11)
+    swapped = protection.protect_table(census_table, BlockPlan((b, a)), RunOptions(seed=11))
     # block a now sits at position 1 and gets that position's stream
     assert not np.array_equal(swapped.blocks[1].labels, res.blocks[0].labels)
-    again = protection.protect_table(census_table, BlockPlan((a, b)), seed=11)
+    again = protection.protect_table(census_table, BlockPlan((a, b)), RunOptions(seed=11))
     np.testing.assert_array_equal(again.blocks[1].labels, res.blocks[1].labels)

@@ -22,6 +22,7 @@ from microagg_cli.blocking import load_plan, propose_blocks
 from microagg_cli.cli import cli
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.io import numeric_matrix, read_table
+from microagg_cli.request import RunOptions
 
 CENSUS = SAMPLE / "census.csv"
 ACCEPT = ["--methods", "mdav,pcp,zscores,sugeno", "--k", "3,5", "--max-scenarios", "8", "-q"]
@@ -163,7 +164,7 @@ def test_plan_files_label_scenarios_by_blocks():
     for r, path in zip(rows, plans):
         plan = load_plan(path)
         # the same protection as sdc protect --plan (an independent IL computation)
-        assert r["il_sse"] == pytest.approx(protection.protect_table(table, plan, seed=0).overall["il_sse"], rel=1e-12)
+        assert r["il_sse"] == pytest.approx(protection.protect_table(table, plan, RunOptions(seed=0)).overall["il_sse"], rel=1e-12)
         assert len(r["il_sse_per_block"]) == 3
         assert set(r["by_label"]) == {"1G", "2G", "3G"}
         # every block is 5-anonymous on its own; across blocks records separate

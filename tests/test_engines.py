@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from conftest import write_parquet
 from microagg_cli import api, engines
 from microagg_cli.protection import parts
 from microagg_cli.protection import protect_table
@@ -25,6 +26,7 @@ from microagg_cli.cli import cli
 from microagg_cli.engines import open_parquet, protect_stream
 from microagg_cli.errors import DataError, InfeasibleError, InvalidParameterError, OutputExistsError
 from microagg_cli.io import Table
+from microagg_cli.request import ProtectRequest, RunOptions
 
 
 def _frame(n: int, seed: int = 0, *, missing: bool = False) -> pd.DataFrame:
@@ -41,21 +43,13 @@ def _frame(n: int, seed: int = 0, *, missing: bool = False) -> pd.DataFrame:
 
 def _write(df: pd.DataFrame, path, *, files: int = 1, row_group_size: int = 250) -> None:
     """A Parquet file, or a dataset directory of ``files`` files."""
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    if files == 1:
-        pq.write_table(table, path, row_group_size=row_group_size)
-        return
-    path.mkdir()
-    bounds = np.linspace(0, len(df), files + 1).astype(int)
-    for f in range(files):
-        pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
-                       row_group_size=row_group_size)
+    write_parquet(df, path, files=files, row_group_size=row_group_size)
 
 
 def _in_memory(df: pd.DataFrame, plan: BlockPlan, **kwargs):
     """The in-memory path on the same data as read from Parquet."""
     table = Table(pa.Table.from_pandas(df, preserve_index=False).to_pandas(), "parquet", None)
-    res = protect_table(table, plan, **kwargs)
+    res = protect_table(table, plan, RunOptions(**kwargs))
     return res, pa.Table.from_pandas(res.frame, preserve_index=False)
 
 
@@ -100,7 +94,7 @@ def test_streaming_file_equals_in_memory_partitioned(tmp_path):
     df = _frame(1200)
     src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
     _write(df, src)
-    rep = protect_stream(src, out, PLAN, partition_size=200, seed=7)
+    rep = protect_stream(src, out, PLAN, ProtectRequest.build(partition_size=200, seed=7))
     res, expected = _in_memory(df, PLAN, partition_size=200, seed=7)
     got = pq.read_table(out)
     assert got.column_names == ["a", "b", "code", "c", "w"]  # id dropped, order kept
@@ -133,7 +127,7 @@ def test_streaming_reads_only_key_columns_in_pass_one_and_batches_pass_two(tmp_p
     monkeypatch.setattr(engines.ParquetSource, "read_column", spy)
     monkeypatch.setattr(engines, "BATCH_ROWS", 64)
     monkeypatch.setattr(engines, "PARQUET_ROW_GROUP_ROWS", 64)
-    protect_stream(src, out, PLAN, partition_size=150, weights="w")
+    protect_stream(src, out, PLAN, ProtectRequest.build(partition_size=150, weights="w"))
     assert sorted(read) == ["a", "b", "c", "w"]  # never the id or text columns
     meta = pq.read_metadata(out)
     assert meta.num_rows == 700 and meta.num_row_groups == 11  # row groups of 64 rows, written as read
@@ -149,7 +143,7 @@ def test_streaming_missing_weights_stat_and_two_blocks_match_in_memory(tmp_path)
                      drop=("hh_id",))
     for kwargs in ({"missing": "complete", "weights": "w"}, {"missing": "available", "stat": "median"}):
         out = tmp_path / f"out-{kwargs['missing']}.parquet"
-        rep = protect_stream(src, out, plan, partition_size=160, seed=11, **kwargs)
+        rep = protect_stream(src, out, plan, ProtectRequest.build(partition_size=160, seed=11, **kwargs))
         res, expected = _in_memory(df, plan, partition_size=160, seed=11, **kwargs)
         assert pq.read_table(out).to_pydict() == expected.to_pydict()
         for rb, block in zip(rep["blocks"], res.blocks):
@@ -164,7 +158,7 @@ def test_dataset_directory_in_and_out(tmp_path):
     src, out = tmp_path / "ds", tmp_path / "protected"
     _write(df, src, files=4)
     (src / "_SUCCESS").write_text("")  # marker files are skipped
-    rep = protect_stream(src, out, PLAN, partition_size=180, seed=2)
+    rep = protect_stream(src, out, PLAN, ProtectRequest.build(partition_size=180, seed=2))
     assert sorted(p.name for p in out.iterdir()) == [".sdc-output.json"] + [f"part-{f:03d}.parquet" for f in range(4)]
     for f in range(4):
         assert pq.read_metadata(out / f"part-{f:03d}.parquet").num_rows == pq.read_metadata(
@@ -201,7 +195,7 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
     out.mkdir()
     (out / "part-000.parquet").write_bytes(b"old")  # a name this run writes: --force may replace it
     with pytest.raises(OutputExistsError):
-        protect_stream(src, out, PLAN, partition_size=100)
+        protect_stream(src, out, PLAN, ProtectRequest.build(partition_size=100))
     # a failure while writing leaves the old output and no temporary folder
     def boom(*args, **kwargs):
         raise OSError("disk full")
@@ -209,12 +203,12 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engines, "_batches", boom)
     with pytest.raises(DataError, match="cannot write output .*disk full; nothing was written"):
-        protect_stream(src, out, PLAN, partition_size=100, force=True)
+        protect_stream(src, out, PLAN, ProtectRequest.build(partition_size=100, force=True))
     assert [p.name for p in out.iterdir()] == ["part-000.parquet"]
     assert (out / "part-000.parquet").read_bytes() == b"old"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     monkeypatch.undo()
-    protect_stream(src, out, PLAN, partition_size=100, force=True)
+    protect_stream(src, out, PLAN, ProtectRequest.build(partition_size=100, force=True))
     assert sorted(p.name for p in out.iterdir()) == [".sdc-output.json", "part-000.parquet", "part-001.parquet"]
     # files with different schemas make no dataset
     bad = tmp_path / "bad"
@@ -224,9 +218,9 @@ def test_errors_and_atomic_replacement(tmp_path, monkeypatch):
     with pytest.raises(DataError, match="same schema"):
         open_parquet(bad)
     with pytest.raises(InvalidParameterError, match="--scheduler needs --engine dask"):
-        protect_stream(src, tmp_path / "x.parquet", PLAN, scheduler="tcp://127.0.0.1:1")
+        protect_stream(src, tmp_path / "x.parquet", PLAN, ProtectRequest.build(scheduler="tcp://127.0.0.1:1"))
     with pytest.raises(DataError, match="the input is never modified"):
-        protect_stream(src, src, PLAN, force=True)
+        protect_stream(src, src, PLAN, ProtectRequest.build(force=True))
 
 
 def test_streaming_strata_equal_the_in_memory_path(tmp_path):
@@ -235,7 +229,7 @@ def test_streaming_strata_equal_the_in_memory_path(tmp_path):
     src = tmp_path / "ds"
     _write(df, src, files=2)
     plan = BlockPlan.single(["a", "b"], k=3)
-    rep = protect_stream(src, tmp_path / "o", plan, strata=["code"], small_strata="merge", seed=2)
+    rep = protect_stream(src, tmp_path / "o", plan, ProtectRequest.build(strata=["code"], small_strata="merge", seed=2))
     res, expected = _in_memory(df, plan, strata=["code"], small_strata="merge", seed=2)
     assert _read(tmp_path / "o").to_pydict() == expected.to_pydict()
     assert rep["blocks"][0]["strata"] == res.blocks[0].stats["strata"]
@@ -270,7 +264,7 @@ def test_dask_missing_is_a_one_line_parameter_error(tmp_path, monkeypatch):
     _write(df, src)
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(InvalidParameterError, match=r"pip install 'microagg-cli\[dask\]'"):
-        protect_stream(src, tmp_path / "o.parquet", PLAN, engine="dask")
+        protect_stream(src, tmp_path / "o.parquet", PLAN, ProtectRequest.build(engine="dask"))
     res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.parquet"), "-k", "3",
                                    "--engine", "dask"])
     assert res.exit_code == 2
@@ -300,9 +294,8 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
     _write(df, src, files=3)
     plan = BlockPlan((Block("money", ("a", "b"), "mdav", 3, {}), Block("count", ("c",), "vmdav", 4, {})),
                      drop=("hh_id",))
-    local = protect_stream(src, tmp_path / "local", plan, partition_size=200, seed=5)
-    dask = protect_stream(src, tmp_path / "dask", plan, partition_size=200, seed=5, engine="dask",
-                           scheduler=dask_cluster)
+    local = protect_stream(src, tmp_path / "local", plan, ProtectRequest.build(partition_size=200, seed=5))
+    dask = protect_stream(src, tmp_path / "dask", plan, ProtectRequest.build(partition_size=200, seed=5, engine="dask", scheduler=dask_cluster))
     for f in range(3):
         name = f"part-{f:03d}.parquet"
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()

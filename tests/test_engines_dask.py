@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from conftest import write_parquet
 from microagg_cli import engines, engines_dask, partitioning
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
@@ -25,6 +26,7 @@ from microagg_cli.engines import protect_stream
 from microagg_cli.errors import InfeasibleError
 from microagg_cli.io import Table
 from microagg_cli.protection import parts, protect_table
+from microagg_cli.request import ProtectRequest, RunOptions
 
 THIN = "workers read their rows and write the output"
 
@@ -40,15 +42,8 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
 
 
 def _write(df: pd.DataFrame, path, *, files: int, row_group_size: int = 70) -> None:
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    if files == 1:
-        pq.write_table(table, path, row_group_size=row_group_size)
-        return
-    path.mkdir()
-    bounds = np.linspace(0, len(df), files + 1).astype(int)
-    for f in range(files):
-        pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
-                       row_group_size=row_group_size)
+    """A Parquet file, or a dataset directory of ``files`` files."""
+    write_parquet(df, path, files=files, row_group_size=row_group_size)
 
 
 def _bytes(path) -> dict[str, bytes]:
@@ -87,16 +82,16 @@ def test_thin_client_equals_local_across_chunks_units_files_and_ties(tmp_path, s
     df = _frame(1200, seed=3)
     src = tmp_path / "ds"
     _write(df, src, files=3)
-    kw = dict(partition_size=90, seed=5, id_column="hh_id")
+    kw = dict(partition_size=90, seed=5, id_column="hh_id", regenerate_ids=True)
     plan = BlockPlan(PLAN.blocks)  # keep the id column: it is regenerated
-    local = protect_stream(src, tmp_path / "local", plan, **kw)
+    local = protect_stream(src, tmp_path / "local", plan, ProtectRequest.build(**kw))
 
     # the client never reads a record in the thin mode
     def no_rows(*args, **kwargs):
         raise AssertionError("the client read a column")
 
     monkeypatch.setattr(engines.ParquetSource, "read_column", no_rows)
-    dask = protect_stream(src, tmp_path / "dask", plan, engine="dask", scheduler=threads_cluster, **kw)
+    dask = protect_stream(src, tmp_path / "dask", plan, ProtectRequest.build(engine="dask", scheduler=threads_cluster, **kw))
     assert dask["engine"]["mode"] == THIN
     assert _bytes(tmp_path / "local") == _bytes(tmp_path / "dask")
     assert dask["blocks"][0]["partitions"] == local["blocks"][0]["partitions"]
@@ -114,12 +109,12 @@ def test_thin_client_equals_local_across_chunks_units_files_and_ties(tmp_path, s
     for name, value in small.items():
         monkeypatch.setattr(partitioning, name, value)
     plan = BlockPlan(PLAN.blocks[:1])
-    protect_stream(src, tmp_path / "one.parquet", plan, engine="dask", scheduler=threads_cluster, **kw)
-    protect_stream(src, tmp_path / "one-local.parquet", plan, **kw)
+    protect_stream(src, tmp_path / "one.parquet", plan, ProtectRequest.build(engine="dask", scheduler=threads_cluster, **kw))
+    protect_stream(src, tmp_path / "one-local.parquet", plan, ProtectRequest.build(**kw))
     assert (tmp_path / "one.parquet").read_bytes() == (tmp_path / "one-local.parquet").read_bytes()
     # and the in-memory partitioned mode cuts the same way
     table = Table(pa.Table.from_pandas(df, preserve_index=False).to_pandas(), "parquet", None)
-    res = protect_table(table, plan, partition_size=90, seed=5)
+    res = protect_table(table, plan, RunOptions(partition_size=90, seed=5))
     got = pq.read_table(tmp_path / "one.parquet")
     assert got.column("a").to_pylist() == res.data.column("a").to_pylist()
 
@@ -134,7 +129,7 @@ def test_thin_split_matches_split_indices(small_chunks, threads_cluster):
     starts = list(range(0, Z.shape[0], step))
     Z_u = [client.scatter(Z[a:a + step]) for a in starts]
     run = engines_dask.ThinRun(client, engines_dask.ReadSpec(("x",), (Z.shape[0],)), BlockPlan(PLAN.blocks[:1]),
-                               seed=0, stat="mean", partition_size=70, bound="off")
+                               RunOptions(seed=0, stat="mean", partition_size=70, bound="off"))
     lab_u, leaves, sizes = run._cut(Z_u, starts, 70)
     labels = np.concatenate(client.gather(lab_u))
     got = [np.flatnonzero(labels == leaf) for leaf in leaves]
@@ -169,19 +164,16 @@ def test_inputs_only_the_client_reads_keep_the_shipping_mode(tmp_path, threads_c
     df = _frame(600, seed=2)
     csv = tmp_path / "in.csv"
     df.to_csv(csv, index=False)
-    rep = protect_stream(csv, tmp_path / "o.parquet", BlockPlan.single(["a", "b"], k=3), partition_size=100,
-                         engine="dask", scheduler=threads_cluster)
+    rep = protect_stream(csv, tmp_path / "o.parquet", BlockPlan.single(["a", "b"], k=3), ProtectRequest.build(partition_size=100, engine="dask", scheduler=threads_cluster))
     assert rep["engine"]["mode"] == "client reads the rows and ships them to the workers"
     assert "not Parquet" in rep["engine"]["mode_reason"]
     src = tmp_path / "in.parquet"
     _write(df, src, files=1)
-    rep = protect_stream(src, tmp_path / "w.parquet", BlockPlan.single(["a", "b"], k=3), partition_size=100,
-                         weights="w", engine="dask", scheduler=threads_cluster)
+    rep = protect_stream(src, tmp_path / "w.parquet", BlockPlan.single(["a", "b"], k=3), ProtectRequest.build(partition_size=100, weights="w", engine="dask", scheduler=threads_cluster))
     assert rep["engine"]["mode_reason"] == "--weights"
     # workers that cannot open the files get the rows from the client
     monkeypatch.setattr(engines_dask, "can_open", lambda files: False)
-    rep = protect_stream(src, tmp_path / "s.parquet", BlockPlan.single(["a", "b"], k=3), partition_size=100,
-                         engine="dask", scheduler=threads_cluster)
+    rep = protect_stream(src, tmp_path / "s.parquet", BlockPlan.single(["a", "b"], k=3), ProtectRequest.build(partition_size=100, engine="dask", scheduler=threads_cluster))
     assert rep["engine"]["mode_reason"] == "the workers cannot open the input files (no shared file system)"
 
 
@@ -193,7 +185,7 @@ def test_a_worker_killed_mid_run_gives_the_same_bytes(tmp_path):
     src = tmp_path / "ds"
     _write(df, src, files=3, row_group_size=250)
     plan = BlockPlan.single(["a", "b", "d"], k=3, drop=("hh_id",))
-    protect_stream(src, tmp_path / "local", plan, partition_size=80, seed=9)
+    protect_stream(src, tmp_path / "local", plan, ProtectRequest.build(partition_size=80, seed=9))
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                        dashboard_address=None, memory_limit="1GB",
                                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
@@ -208,8 +200,7 @@ def test_a_worker_killed_mid_run_gives_the_same_bytes(tmp_path):
                 os.kill(victim, signal.SIGKILL)
                 killed.append(victim)
 
-        rep = protect_stream(src, tmp_path / "dask", plan, partition_size=80, seed=9, engine="dask",
-                             scheduler=client, progress=progress)
+        rep = protect_stream(src, tmp_path / "dask", plan, ProtectRequest.build(partition_size=80, seed=9, engine="dask", scheduler=client), progress=progress)
         assert killed and rep["engine"]["mode"] == THIN
         assert set(client.run(os.getpid).values()) != set(pids.values())  # the nanny started a new worker
     finally:

@@ -15,6 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from microagg_cli.request import ReadOptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -181,7 +183,7 @@ def test_csv_pass_through_is_byte_exact(tmp_path):
 def test_csv_decimal_comma_and_semicolon(tmp_path):
     text = "a;b;c\n1,5;x;0012\n2,25;y, z;0013\n"
     (tmp_path / "in.csv").write_text(text)
-    table = io.read_table(tmp_path / "in.csv", decimal=",")
+    table = io.read_table(tmp_path / "in.csv", ReadOptions(decimal=","))
     assert table.delimiter == ";"
     a, bad = io.column_values(table, "a")
     assert a.tolist() == [1.5, 2.25] and not bad.any()

@@ -14,6 +14,7 @@ import microagg_cli.protection.table  # noqa: F401  (the bound policy)
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.io import numeric_matrix, read_table
 from microagg_cli.metrics import lb_nn
+from microagg_cli.request import RunOptions
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,7 @@ def test_no_bound_with_missing_values(tmp_path):
     df.loc[[4, 17], "b"] = np.nan
     path = tmp_path / "m.csv"
     df.to_csv(path, index=False)
-    res = protection.protect_table(read_table(path), BlockPlan((Block("x", ("a", "b", "c"), "mdav", 3, {}),)),
-                            missing="complete")
+    res = protection.protect_table(read_table(path), BlockPlan((Block("x", ("a", "b", "c"), "mdav", 3, {}),)), RunOptions(missing="complete"))
     assert "lb_nn" not in res.blocks[0].stats
 
 
@@ -79,10 +79,10 @@ def test_bound_skipped_when_it_would_cost_more_than_a_quarter_of_the_method(cens
     assert "sdc evaluate ORIGINAL PROTECTED" in st["lb_nn_skipped"] and "--bound" in st["lb_nn_skipped"]
     assert st["lb_nn_policy"]["mode"] == "auto" and st["lb_nn_policy"]["estimated_seconds"] == 7.5
     assert "lb_nn" not in res.overall
-    forced = protection.protect_table(census_table, plan, bound="on").blocks[0].stats
+    forced = protection.protect_table(census_table, plan, RunOptions(bound="on")).blocks[0].stats
     assert round(forced["lb_nn"], 4) == CENSUS_LB_NN[3] and forced["lb_nn_policy"] == {
         "mode": "on", "seconds": forced["lb_nn_policy"]["seconds"]}
-    off = protection.protect_table(census_table, plan, bound="off").blocks[0].stats
+    off = protection.protect_table(census_table, plan, RunOptions(bound="off")).blocks[0].stats
     assert off["lb_nn"] is None and off["lb_nn_skipped"].startswith("--no-bound")
 
 

@@ -13,6 +13,7 @@ from microagg_cli.blocking import BlockPlan
 from microagg_cli.cli import cli
 from microagg_cli.io import Table
 from microagg_cli.partition import group_sizes
+from microagg_cli.request import RunOptions
 
 
 def _table(n=600, p=3, seed=0):
@@ -23,7 +24,7 @@ def _table(n=600, p=3, seed=0):
 
 def test_partitioned_groups_and_parts():
     table, X = _table()
-    res = protect_table(table, BlockPlan.single(["c0", "c1", "c2"], k=3), partition_size=100)
+    res = protect_table(table, BlockPlan.single(["c0", "c1", "c2"], k=3), RunOptions(partition_size=100))
     block = res.blocks[0]
     assert group_sizes(block.labels).min() >= 3
     parts = block.stats["partitions"]
@@ -37,7 +38,7 @@ def test_partitioned_groups_and_parts():
 
 def test_partition_size_larger_than_block_is_exact():
     table, _ = _table(n=90)
-    a = protect_table(table, BlockPlan.single(["c0", "c1", "c2"], k=3), partition_size=1000).blocks[0]
+    a = protect_table(table, BlockPlan.single(["c0", "c1", "c2"], k=3), RunOptions(partition_size=1000)).blocks[0]
     b = protect_table(table, BlockPlan.single(["c0", "c1", "c2"], k=3)).blocks[0]
     assert np.array_equal(a.values, b.values)
     assert "partitions" not in a.stats

@@ -19,6 +19,7 @@ from microagg_cli.io import read_table
 from microagg_cli.methods.fixed_size import mdav
 from microagg_cli.partition import group_sizes, zscore
 from microagg_cli.survey import mdav_available, resolve_small_strata, stratify
+from microagg_cli.request import RunOptions
 
 
 def run(*args):
@@ -28,7 +29,7 @@ def run(*args):
 def test_household_strata_and_weights(tmp_path):
     table = read_table(SAMPLE / "household.csv")
     plan = BlockPlan.single(["income", "expend", "savings"], k=3)
-    res = protect_table(table, plan, strata=["urbrur"], weights="sampling_weight")
+    res = protect_table(table, plan, RunOptions(strata=["urbrur"], weights="sampling_weight"))
     block = res.blocks[0]
     strata = table.frame["urbrur"].to_numpy()
     for g in np.unique(block.labels):

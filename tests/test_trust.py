@@ -132,7 +132,7 @@ def test_every_sdc_error_keeps_its_exit_code(tmp_path, monkeypatch, cls):
     def boom(*args, **kwargs):
         raise cls("a message")
 
-    monkeypatch.setattr(api, "protect", boom)
+    monkeypatch.setattr(api, "protect_request", boom)
     res = run("protect", CENSUS, "-o", tmp_path / "o.csv", "-k", 3)
     assert res.exit_code == cls.exit_code != 1 or cls is errors.SdcError
     assert error_lines(res) == ["Error: a message"]
@@ -144,7 +144,7 @@ def test_os_error_is_not_an_internal_error(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", "/somewhere/x.csv")
 
-    monkeypatch.setattr(api, "protect", boom)
+    monkeypatch.setattr(api, "protect_request", boom)
     res = run("protect", CENSUS, "-o", tmp_path / "o.csv", "-k", 3)
     assert res.exit_code == 3 and "/somewhere/x.csv" in res.stderr and "internal" not in res.stderr
 

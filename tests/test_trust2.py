@@ -29,6 +29,7 @@ from conftest import assert_refused
 from microagg_cli.errors import DataError
 from microagg_cli.methods import METHODS
 from microagg_cli.readings import masked_shape, numeric_reading, quote
+from microagg_cli.request import RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 CENSUS = ROOT / "sample_data" / "census.csv"
@@ -516,7 +517,7 @@ def test_k_holds_on_the_released_stratum_with_merge(seed, k):
     frame = pd.DataFrame({"s": rng.choice(["a", "b", "c", "d", "e"], size=n, p=[.4, .3, .2, .06, .04]),
                           "x": rng.normal(size=n).round(2).astype(str), "y": rng.normal(size=n).round(2).astype(str)})
     table = io.Table(frame, "csv", None)
-    res = protect_table(table, BlockPlan.single(["x", "y"], k=k), strata=["s"], small_strata="merge")
+    res = protect_table(table, BlockPlan.single(["x", "y"], k=k), RunOptions(strata=["s"], small_strata="merge"))
     out = res.data.to_pandas()
     sizes = out.groupby(["s", "x", "y"]).size()
     assert sizes.min() >= k

@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 import click
 
-from ._options import check_delimiter
+from ._options import check_delimiter, field_option
+from ..request import EvaluateRequest as E
 
 from ..errors import InvalidParameterError
 from ..statfiles import INPUT_FORMATS  # #28
@@ -37,11 +38,7 @@ GATE_OPTIONS: tuple[tuple[str, str, str, str], ...] = tuple(
 
 def gate_options(func: Callable) -> Callable:
     """``--max-dld``, ``--max-id``, ``--max-score``, ``--min-kprime``, ``--max-il``, ``--gate-on``."""
-    func = click.option(
-        "--gate-on", type=click.Choice(["worst", "mean"]), default="worst", show_default=True,
-        help="Which figure the DLD, ID and k' gates check: the worst intruder scenario, or the mean "
-             "over scenarios (the figures entering DR and score).",
-    )(func)
+    func = field_option(E, "gate_on", "--gate-on", type=click.Choice(["worst", "mean"]), show_default=True)(func)
     for opt, dest, metavar, text in reversed(GATE_OPTIONS):
         func = click.option(opt, dest, type=float, default=None, metavar=metavar, help=text)(func)
     return func
@@ -49,35 +46,20 @@ def gate_options(func: Callable) -> Callable:
 
 def scenario_options(func: Callable) -> Callable:
     """``--known`` (repeatable), ``--max-scenarios``, ``-s/--seed``, ``-k``."""
-    func = click.option(
-        "-s", "--seed", type=int, default=0, show_default=True, metavar="N",
-        help="Seed of the scenario sample (used when there are more scenarios than --max-scenarios).",
-    )(func)
-    func = click.option(
-        "--max-scenarios", type=int, default=None, metavar="N",
-        help="Evaluate every subset of the columns when there are at most N, else a seeded sample of N "
-             "stratified by size; 0 = every subset (default: every subset up to 10 columns, else 512).",
-    )(func)
-    func = click.option(
-        "--known", multiple=True, metavar="A,B,C",
-        help="An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
-             "scenarios (every subset of the columns).",
-    )(func)
-    func = click.option(
-        "-k", "k", type=int, default=None, metavar="K",
-        help="k for the share of records in classes smaller than k and for the lower bound LB_NN "
-             "(default: the smallest k of --plan, else 3).",
-    )(func)
+    func = field_option(E, "seed", "-s", "--seed", type=int, show_default=True, metavar="N")(func)
+    func = field_option(E, "max_scenarios", "--max-scenarios", type=int, metavar="N")(func)
+    func = field_option(E, "known", "--known", multiple=True, metavar="A,B,C", default=())(func)
+    func = field_option(E, "k", "-k", "k", type=int, metavar="K")(func)
     return func
 
 
 def input_options(func: Callable) -> Callable:
     """``--input-format``, ``--delimiter``, ``--decimal`` (for both input files)."""
-    func = click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
+    func = field_option(E, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
                         help="Decimal mark of CSV inputs (',' for European CSV with ';' delimiter).")(func)
-    func = click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
+    func = field_option(E, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of both inputs (default: sniffed from , ; TAB |).")(func)
-    func = click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
+    func = field_option(E, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)),
                         help="Format of both inputs (default: from each file's extension).")(func)
     return func
 

@@ -12,10 +12,21 @@ from typing import Any, Callable
 import click
 
 from ..errors import InvalidParameterError
+from ..request import ProtectRequest, help_text
+from ..request import default as field_default
 from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # #28
 
-__all__ = ["plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names",
+__all__ = ["field_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list",
            "stderr_console", "complete_method", "complete_method_list"]
+
+
+def field_option(request: type, name: str, *decls: str, **kwargs: Any) -> Callable:
+    """A click option for field ``name`` of a request class (:mod:`microagg_cli.request`):
+    its default and (unless ``help`` is given, for a command's own wording) its help text
+    come from the field, so that a default is written once (#30)."""
+    kwargs.setdefault("default", field_default(request, name))
+    kwargs.setdefault("help", help_text(request, name))
+    return click.option(*decls, **kwargs)
 
 
 def listing_option(flag: str, text: Callable[[], str], help: str) -> Callable:
@@ -49,12 +60,10 @@ def check_delimiter(_ctx: click.Context | None, _param: click.Parameter | None, 
 
 def format_options(func: Callable) -> Callable:
     """``--input-format``, ``--output-format``, ``--delimiter``."""
-    func = click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
-                        help="CSV delimiter of the input (default: sniffed from , ; TAB |).")(func)
-    func = click.option("--output-format", type=click.Choice(list(OUTPUT_FORMATS)), default=None,
-                        help="Output format (default: from the extension).")(func)
-    func = click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
-                        help="Input format (default: from the extension).")(func)
+    func = field_option(ProtectRequest, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)(func)
+    func = field_option(ProtectRequest, "output_format", "--output-format",
+                        type=click.Choice(list(OUTPUT_FORMATS)))(func)
+    func = field_option(ProtectRequest, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))(func)
     return func
 
 
@@ -152,12 +161,18 @@ def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
 
 def split_names(value: str | None) -> list[str] | None:
     """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None."""
+    return split_list(value, "empty column name in")
+
+
+def split_list(value: str | None, what: str) -> list[str] | None:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None; an empty item is an error
+    (``what``, then the value, e.g. ``"--k: empty item in"``)."""
     if value is None:
         return None
-    names = [v.strip() for v in value.split(",")]
-    if any(not v for v in names):
-        raise InvalidParameterError(f"empty column name in {value!r}")
-    return names
+    items = [v.strip() for v in value.split(",")]
+    if any(not v for v in items):
+        raise InvalidParameterError(f"{what} {value!r}")
+    return items
 
 
 def complete_method(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:

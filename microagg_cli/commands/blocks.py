@@ -9,7 +9,9 @@ import click
 from .. import blocking, report
 from ..errors import ThresholdExceeded
 from ..statfiles import INPUT_FORMATS  # #28
-from ._options import check_delimiter, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
+from ..request import BlocksRequest
+from ..request import BlocksRequest as B
+from ._options import check_delimiter, field_option, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["blocks_command"]
 
@@ -18,53 +20,25 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
 
 @click.command("blocks", context_settings={"max_content_width": 100})
 @click.argument("input", metavar="INPUT", type=click.Path(dir_okay=True, allow_dash=True))
-@click.option("--strategy", type=click.Choice(_STRATEGY_CHOICES), default=None,
-              help="How to form blocks (default: correlated): correlated = blocks of strongly correlated "
-                   "columns; cross = the j-th columns of all blocks strongly correlated; individual = one "
-                   "column per block; single = one block; random = seeded; all = every strategy "
-                   "(with --evaluate).")
-@click.option("--size", type=int, default=None, metavar="S",
-              help="Columns per block (correlated, cross, random; default 3). When S does not divide the number of "
-                   "columns, some blocks are smaller: one block holds the remainder (correlated, random) or "
-                   "sizes differ by at most one (cross); blocks are listed in the order of their first column, "
-                   "so the smaller one need not be the last.")
-@click.option("--check", "check", default=None, metavar="PLAN",
-              help="Validate the plan file PLAN (.toml/.json) against INPUT and print its blocks "
-                   "instead of proposing one.")
-@click.option("-c", "--columns", default=None, metavar="A,B,C",
-              help="Columns to split into blocks (default: every numeric column not dropped).")
-@click.option("-d", "--drop", default=None, metavar="ID,NAME",
-              help="Identifier columns: written to the plan's drop list.")
-@click.option("-m", "--method", default="mdav", show_default=True, metavar="NAME", shell_complete=complete_method,
-              help="Method written into the plan and used by --evaluate (see sdc protect --list-methods).")
-@click.option("-k", "k", type=int, default=None, metavar="K",
-              help="k written into the plan (default: none, sdc protect -k decides); needed by --evaluate.")
-@click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE",
-              help="Method parameter written into the plan (repeatable).")
-@click.option("--evaluate", is_flag=True,
-              help="Protect in memory with each candidate plan and print IL_SSE and k' per intruder "
-                   "scenario, labelled by blocks touched (1G, 2G, ...).")
-@click.option("--recommend", is_flag=True,
-              help="Pick the candidate with the best worst-case k' (ties: higher mean k', then lower "
-                   "IL_SSE; implies --evaluate); -o writes it. Bound the intruder with --max-known: "
-                   "knowing every attribute, any plan of several blocks has k' near 1.")
-@click.option("--max-il", type=float, default=None, metavar="IL",
-              help="With --recommend: only plans with IL_SSE <= IL qualify (implies --recommend); "
-                   "exit code 5 when none does.")
-@click.option("--max-known", type=int, default=None, metavar="N",
-              help="Intruder scenarios of at most N known attributes (default: every subset, or a "
-                   "seeded sample of 512 when there are more).")
-@click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random strategy, of randomised methods and of scenario sampling.")
-@click.option("-o", "--output", default=None, metavar="PLAN",
-              help="Write the plan here (.toml or .json) instead of printing it.")
-@click.option("-f", "--force", is_flag=True, help="Replace the plan file if it exists.")
+@field_option(B, "strategy", "--strategy", type=click.Choice(_STRATEGY_CHOICES))
+@field_option(B, "size", "--size", type=int, metavar="S")
+@field_option(B, "check", "--check", "check", metavar="PLAN")
+@field_option(B, "columns", "-c", "--columns", metavar="A,B,C")
+@field_option(B, "drop", "-d", "--drop", metavar="ID,NAME")
+@field_option(B, "method", "-m", "--method", show_default=True, metavar="NAME", shell_complete=complete_method)
+@field_option(B, "k", "-k", "k", type=int, metavar="K")
+@field_option(B, "params", "-p", "--param", "params", multiple=True, metavar="NAME=VALUE", default=())
+@field_option(B, "evaluate", "--evaluate", is_flag=True)
+@field_option(B, "recommend", "--recommend", is_flag=True)
+@field_option(B, "max_il", "--max-il", type=float, metavar="IL")
+@field_option(B, "max_known", "--max-known", type=int, metavar="N")
+@field_option(B, "seed", "-s", "--seed", type=click.IntRange(min=0), show_default=True)
+@field_option(B, "output", "-o", "--output", metavar="PLAN")
+@field_option(B, "force", "-f", "--force", is_flag=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: a text table / TOML plan, or JSON.")
-@click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
-              help="Input format (default: from the extension).")
-@click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
-              help="CSV delimiter of the input (default: sniffed from , ; TAB |).")
+@field_option(B, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
+@field_option(B, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
 @verbosity_options
 def blocks_command(input, strategy, size, check, columns, drop, method, k, params, evaluate, recommend,
                    max_il, max_known, seed, output, force, fmt, input_format, delimiter, quiet, verbose):
@@ -87,14 +61,14 @@ def blocks_command(input, strategy, size, check, columns, drop, method, k, param
       sdc protect sample_data/census.csv --plan plan.toml -o protected.csv
     """
     setup_logging(quiet, verbose)
-    from ..api import propose_plans
+    from ..api import propose_request
 
-    res = propose_plans(
-        input, strategy=strategy, size=size, seed=seed, columns=split_names(columns),
+    res = propose_request(input, BlocksRequest.build(
+        strategy=strategy, size=size, seed=seed, columns=split_names(columns),
         drop=split_names(drop), method=method, k=k, params=parse_params(params), check=check,
         evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known,
         output=output, force=force, input_format=input_format, delimiter=delimiter,
-    )
+    ))
     asked_recommend = recommend or max_il is not None
     evaluated = any(c["evaluation"] is not None for c in res["candidates"].values())
     doc = report.blocks_document(

@@ -10,22 +10,19 @@ from .. import api
 from .. import grid, interrupts, report
 from ..errors import InvalidParameterError
 from ..statfiles import INPUT_FORMATS  # #28
+from ..request import CompareRequest
+from ..request import CompareRequest as C
 from ._common_eval import parse_known, parse_weights
 from ._options import (
     check_delimiter,
-    complete_method_list, listing_option, setup_logging, split_names, stderr_console, stdout_console,
+    complete_method_list, field_option, listing_option, setup_logging, split_list, split_names, stderr_console, stdout_console,
                        verbosity_options)
 
 __all__ = ["compare_command"]
 
 
 def _list(value: str | None, option: str) -> list[str] | None:
-    if value is None:
-        return None
-    items = [v.strip() for v in value.split(",")]
-    if any(not v for v in items):
-        raise InvalidParameterError(f"{option}: empty item in {value!r}")
-    return items
+    return split_list(value, f"{option}: empty item in")
 
 
 def _methods(value: str | None) -> list[str] | None:
@@ -44,59 +41,28 @@ def _presets_text() -> str:
 
 @click.command("compare", context_settings={"max_content_width": 100})
 @click.argument("input", metavar="INPUT", type=click.Path(dir_okay=True, allow_dash=True))
-@click.option("-m", "--methods", default=None, metavar="M1,M2", shell_complete=complete_method_list,
-              help="Methods to compare, comma-separated (default: mdav). Parameters follow the name after "
-                   "colons: vmdav:gamma=0.3, individual-ranking:optimal=true, ufs:order=pv:AGI.")
-@click.option("-k", "--k", "k", default=None, metavar="K1,K2",
-              help="Minimum group sizes to try, comma-separated (default: 3,5,10).")
-@click.option("--mic1d-k", default=None, metavar="V1,V2",
-              help="k values of mic1d, whose k counts values per partition, not records "
-                   "(default: the --k values, which barely perturb the data).")
-@click.option("--plans", default=None, metavar="A.toml,B.json",
-              help="Blocking plans (see sdc blocks), comma-separated: every cell protects each block on its "
-                   "own; the plans' method and k are replaced by the cell's.")
-@click.option("--strategies", default=None, metavar="S1,S2",
-              help="Blocking plans proposed from the data, one per strategy: correlated, cross, individual, "
-                   "single, random (see sdc blocks).")
-@click.option("--block-size", type=int, default=None, metavar="S",
-              help="Block size for --strategies correlated, cross and random.")
-@click.option("-c", "--columns", default=None, metavar="A,B,C",
-              help="Columns to protect (default: every numeric column); not with --plans.")
-@click.option("--preset", default=None, type=click.Choice(list(grid.PRESETS)),
-              help="Reproduce a literature experiment on the sample data (see --list-presets); --methods, "
-                   "-k, --mic1d-k, --plans and --strategies override its parts.")
-@click.option("--known", multiple=True, metavar="A,B,C",
-              help="An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
-                   "scenarios.")
-@click.option("--max-scenarios", type=int, default=grid.DEFAULT_MAX_SCENARIOS, show_default=True, metavar="N",
-              help="Per cell, evaluate every subset of the columns when there are at most N, else a seeded "
-                   "sample of N stratified by size; 0 = every subset, as in sdc evaluate (2^p - 1: "
-                   "8191 on Census's 13 columns, slow).")
-@click.option("--dr-weights", default=None, metavar="dld=W,pld=W,id=W",
-              help="Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5).")
-@click.option("--score-weights", default=None, metavar="il=W,dr=W",
-              help="Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5).")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default=None,
-              help="Result format on stdout or in -o FILE (default: from the -o extension, else table).")
-@click.option("-o", "--output", default=None, metavar="FILE",
-              help="Write the result here instead of stdout; rewritten atomically as cells finish, so "
-                   "Ctrl-C keeps the finished rows.")
-@click.option("--html", default=None, metavar="FILE.html",
-              help="Write a self-contained HTML page: the tables and a risk-utility map (inline SVG).")
-@click.option("--save-protected", default=None, metavar="DIR",
-              help="Also write every cell's protected file (CSV) into DIR (created if missing).")
-@click.option("-j", "--jobs", type=int, default=1, show_default=True, metavar="N",
-              help="Cells run in N worker processes (0 = one per CPU; at most one per CPU); each worker's "
-                   "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
-                   "workers x threads never exceeds them. The results do not depend on N.")
-@click.option("-s", "--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of randomised methods and of the intruder-scenario sample.")
-@click.option("-f", "--force", is_flag=True, help="Replace existing output, HTML and saved files.")
-@click.option("--input-format", type=click.Choice(list(INPUT_FORMATS)), default=None,
-              help="Input format (default: from the extension).")
-@click.option("--delimiter", default=None, metavar="CHAR", callback=check_delimiter,
-              help="CSV delimiter of the input (default: sniffed from , ; TAB |).")
-@click.option("--decimal", type=click.Choice([".", ","]), default=".", show_default=True,
+@field_option(C, "methods", "-m", "--methods", metavar="M1,M2", shell_complete=complete_method_list)
+@field_option(C, "k", "-k", "--k", "k", metavar="K1,K2")
+@field_option(C, "mic1d_k", "--mic1d-k", metavar="V1,V2")
+@field_option(C, "plans", "--plans", metavar="A.toml,B.json")
+@field_option(C, "strategies", "--strategies", metavar="S1,S2")
+@field_option(C, "block_size", "--block-size", type=int, metavar="S")
+@field_option(C, "columns", "-c", "--columns", metavar="A,B,C")
+@field_option(C, "preset", "--preset", type=click.Choice(list(grid.PRESETS)))
+@field_option(C, "known", "--known", multiple=True, metavar="A,B,C", default=())
+@field_option(C, "max_scenarios", "--max-scenarios", type=int, show_default=True, metavar="N")
+@field_option(C, "dr_weights", "--dr-weights", metavar="dld=W,pld=W,id=W")
+@field_option(C, "score_weights", "--score-weights", metavar="il=W,dr=W")
+@field_option(C, "fmt", "--format", "fmt", type=click.Choice(["table", "csv", "json"]))
+@field_option(C, "output", "-o", "--output", metavar="FILE")
+@field_option(C, "html", "--html", metavar="FILE.html")
+@field_option(C, "save_protected", "--save-protected", metavar="DIR")
+@field_option(C, "jobs", "-j", "--jobs", type=int, show_default=True, metavar="N")
+@field_option(C, "seed", "-s", "--seed", type=click.IntRange(min=0), show_default=True)
+@field_option(C, "force", "-f", "--force", is_flag=True)
+@field_option(C, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
+@field_option(C, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
+@field_option(C, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")
 @listing_option("--list-presets", _presets_text, "List the presets with their references and notes, then exit.")
 @verbosity_options
@@ -155,11 +121,12 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
     )
     if max_scenarios is not None and max_scenarios < 0:
         raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")
+    request = CompareRequest.build(**kwargs)
     try:
         if not quiet and sys.stderr.isatty():
-            doc = _with_progress(input, kwargs)
+            doc = _with_progress(input, request)
         else:
-            doc = api.compare(input, **kwargs)
+            doc = api.compare_request(input, request)
     except grid.GridInterrupted as exc:
         done = exc.document["finished"] if exc.document else 0
         total = exc.document["cells"] if exc.document else "?"
@@ -177,7 +144,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
                                + (f"; HTML page {html}" if html else ""))
 
 
-def _with_progress(input: str, kwargs: dict) -> dict:
+def _with_progress(input: str, request: CompareRequest) -> dict:
     """Run the grid with a rich progress bar on stderr (cells done / total, ETA)."""
     from rich.progress import (
         BarColumn,
@@ -195,4 +162,4 @@ def _with_progress(input: str, kwargs: dict) -> dict:
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        return api.compare(input, progress=progress, **kwargs)
+        return api.compare_request(input, request, progress=progress)

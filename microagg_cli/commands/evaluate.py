@@ -16,7 +16,9 @@ from ._common_eval import (
     parse_weights,
     scenario_options,
 )
-from ._options import plain_output, setup_logging, split_names, stderr_console, verbosity_options
+from ..request import EvaluateRequest
+from ..request import EvaluateRequest as E
+from ._options import field_option, plain_output, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["evaluate_command"]
 
@@ -24,47 +26,24 @@ __all__ = ["evaluate_command"]
 @click.command("evaluate", context_settings={"max_content_width": 100})
 @click.argument("original", metavar="ORIGINAL", type=click.Path(dir_okay=True, allow_dash=True))
 @click.argument("protected", metavar="PROTECTED", type=click.Path(dir_okay=True, allow_dash=True))
-@click.option("-c", "--columns", default=None, metavar="A,B,C",
-              help="Columns to evaluate as one block (default: the numeric columns whose values differ "
-                   "between the two files).")
-@click.option("--key", default=None, metavar="COL",
-              help="Match rows by this identifier column (in both files) instead of by order; duplicate, "
-                   "empty or unmatched keys are an error.")
-@click.option("--blocks", default=None, metavar="A,B;C,D",
-              help="Attribute blocks protected separately, ';' between blocks: scenarios are labelled 1G, "
-                   "2G... by the blocks they touch, IL_SSE and LB_NN are given per block.")
-@click.option("--plan", default=None, metavar="PLAN",
-              help="Take columns, blocks and k from a blocking plan (.toml/.json, see sdc blocks).")
+@field_option(E, "columns", "-c", "--columns", metavar="A,B,C")
+@field_option(E, "key", "--key", metavar="COL")
+@field_option(E, "blocks", "--blocks", metavar="A,B;C,D")
+@field_option(E, "plan", "--plan", metavar="PLAN")
 @scenario_options
-@click.option("--dr-weights", default=None, metavar="dld=W,pld=W,id=W",
-              help="Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5).")
-@click.option("--score-weights", default=None, metavar="il=W,dr=W",
-              help="Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5).")
-@click.option("--scale", type=click.Choice(["z", "raw"]), default="z", show_default=True,
-              help="Scale of the headline information loss: z = IL_SSE on z-scores (the literature's IL); "
-                   "raw = also IL_SSE on the unstandardised values, as some papers print it (the JSON "
-                   "report always holds both).")
-@click.option("--bound", type=click.Choice(["nn", "cg"]), default="nn", show_default=True,
-              help="Lower bound on the IL_SSE of any k-partition: nn = LB_NN (instant, loose); cg = also the "
-                   "certified column-generation bound lb_cg and the gap (IL_SSE - lb_cg) / IL_SSE (minutes; "
-                   "blocks of up to 4,000 records).")
-@click.option("--time-limit", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="S",
-              help="Seconds for --bound cg over all blocks; the bound stays valid when stopped (weaker), "
-                   "and the report says whether the LP was solved (cg_status optimal) or stopped.")
-@click.option("--missing", type=click.Choice(["error", "complete"]), default="error", show_default=True,
-              help="Missing values in an evaluated column: refuse, or evaluate the records complete in both "
-                   "files (the number left out is reported).")
+@field_option(E, "dr_weights", "--dr-weights", metavar="dld=W,pld=W,id=W")
+@field_option(E, "score_weights", "--score-weights", metavar="il=W,dr=W")
+@field_option(E, "scale", "--scale", type=click.Choice(["z", "raw"]), show_default=True)
+@field_option(E, "bound", "--bound", type=click.Choice(["nn", "cg"]), show_default=True)
+@field_option(E, "time_limit", "--time-limit", type=click.FloatRange(min=0), show_default=True, metavar="S")
+@field_option(E, "missing", "--missing", type=click.Choice(["error", "complete"]), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: nothing (text: the summary goes to stderr) or the JSON report.")
-@click.option("-r", "--report", default=None, metavar="FILE.json",
-              help="Write the JSON report here ('-' = stdout).")
-@click.option("--html", default=None, metavar="FILE.html",
-              help="Write a self-contained HTML report (tables and charts, no external assets).")
-@click.option("--internal", is_flag=True,
-              help="Let the reports include original values (per-column statistics); for internal use, "
-                   "never for release.")
+@field_option(E, "report", "-r", "--report", metavar="FILE.json")
+@field_option(E, "html", "--html", metavar="FILE.html")
+@field_option(E, "internal", "--internal", is_flag=True)
 @gate_options
-@click.option("-f", "--force", is_flag=True, help="Replace the report files if they exist.")
+@field_option(E, "force", "-f", "--force", is_flag=True)
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Threads evaluating intruder scenarios side by side (and building the PLD pair table); "
                    "0 = the CPUs this process may use. The report does not depend on it.")
@@ -124,7 +103,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         from ..blocking import load_plan
 
         block_plan = load_plan(plan, default_k=k)
-    kwargs = dict(
+    request = EvaluateRequest.build(
         columns=split_names(columns), key=key, blocks=parse_blocks(blocks), plan=block_plan, k=k,
         known=parse_known(known), max_scenarios=max_scenarios, seed=seed,
         dr_weights=parse_weights(dr_weights, "--dr-weights"),
@@ -140,7 +119,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     try:
         with progress.tracking(progress.Tracker(mode, console=stderr_console())), \
                 threads.limited(jobs or None):
-            rep = api.evaluate(original, protected, **kwargs)
+            rep = api.evaluate_request(original, protected, request)
     except ThresholdExceeded as exc:
         rep = getattr(exc, "report", None)
         if rep is None:

@@ -77,6 +77,7 @@ from .risk import (
     DEFAULT_ID_PERCENTS,
     DEFAULT_SCORE_WEIGHTS,
     RiskEvaluator,
+    RiskOptions,
     disclosure_risk,
     dld,
     fellegi_sunter_em,
@@ -107,6 +108,7 @@ __all__ = [
     "METRICS",
     "GATE_ORDER",
     "evaluate_arrays",
+    "MeasureOptions",
     "il_sse",
     "il_sse_blocks",
     "il_score",
@@ -160,33 +162,42 @@ def _check_pair(X: Any, Xp: Any) -> tuple[np.ndarray, np.ndarray]:
     return X, Xp
 
 
+@dataclass(frozen=True)
+class MeasureOptions:
+    """The options of :func:`evaluate_arrays` (defaults written once, here; #30); the
+    risk evaluator's own options are the nested :class:`~microagg_cli.metrics.risk.RiskOptions`
+    (whose ``k`` is this ``k``). Fields as in :func:`evaluate_arrays`'s parameters."""
+
+    blocks: Sequence[Sequence[int]] | None = None
+    k: int | None = None
+    scenarios: Sequence[Sequence[int]] | None = None
+    dr_weights: Mapping[str, float] | None = None
+    score_weights: Mapping[str, float] | None = None
+    rng: np.random.Generator | None = None
+    max_all_subsets: int = 10
+    sample_size: int = 512
+    partition_based: bool = True
+    per_scenario: bool = True
+    jobs: int | None = None
+    risk: RiskOptions = field(default_factory=RiskOptions)
+
+    @classmethod
+    def build(cls, **options: Any) -> "MeasureOptions":
+        """From the flat keywords of :func:`evaluate_arrays` (risk options such as
+        ``pld_window_share`` go to :attr:`risk`)."""
+        own = {f for f in cls.__dataclass_fields__ if f != "risk"}
+        risk_opts = {key: options.pop(key) for key in list(options) if key not in own and key != "risk"}
+        base = options.pop("risk", None) or RiskOptions()
+        return cls(**options, risk=base.replace(**risk_opts) if risk_opts else base)
+
+
 def evaluate_arrays(
     X: np.ndarray,
     Xp: np.ndarray,
+    options: MeasureOptions | None = None,
     *,
-    blocks: Sequence[Sequence[int]] | None = None,
-    k: int | None = None,
-    scenarios: Sequence[Sequence[int]] | None = None,
-    dr_weights: Mapping[str, float] | None = None,
-    score_weights: Mapping[str, float] | None = None,
-    rng: np.random.Generator | None = None,
-    pld_window_share: float = 0.01,
-    pld_exact_max: int = risk.PLD_EXACT_MAX,
-    pld_sample: int = risk.PLD_SAMPLE,
-    pld_seed: int = 0,
-    dld_exact_max: int = risk.DLD_EXACT_MAX,
-    dld_sample: int = risk.DLD_SAMPLE,
-    dld_seed: int = 0,
-    id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
-    sdid_factor: float = 0.05,
-    sdid_max_outside: int = 0,
-    max_all_subsets: int = 10,
-    sample_size: int = 512,
-    partition_based: bool = True,
-    per_scenario: bool = True,
-    workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
-    jobs: int | None = None,
+    **changes: Any,
 ) -> dict[str, Any]:
     """Every risk and utility measure of ``spec/metrics.md`` for one file pair.
 
@@ -194,6 +205,9 @@ def evaluate_arrays(
     ----------
     X, Xp : (n, p) original and protected matrices, same records in the same order,
         restricted to the protected attributes, original units; not mutated.
+    options : a :class:`MeasureOptions` holding the options below (default: its
+        defaults); keywords given with or without it replace its fields
+        (``evaluate_arrays(X, Xp, k=3, pld_window_share=0.05)``).
     blocks : the blocking plan as lists of column positions partitioning range(p)
         (default one block). Drives IL_SSE / LB_NN per block and the scenario labels
         1G, 2G, ...
@@ -237,6 +251,13 @@ def evaluate_arrays(
     DataError : shapes differ, fewer than 2 records, NaN/inf.
     InvalidParameterError : bad blocks, scenarios, weights or parameters.
     """
+    o = options or MeasureOptions()
+    if changes:
+        o = MeasureOptions.build(**{**{f: getattr(o, f) for f in o.__dataclass_fields__}, **changes})
+    blocks, k, scenarios, rng = o.blocks, o.k, o.scenarios, o.rng
+    dr_weights, score_weights, max_all_subsets, sample_size = o.dr_weights, o.score_weights, o.max_all_subsets, \
+        o.sample_size
+    partition_based, per_scenario, jobs = o.partition_based, o.per_scenario, o.jobs
     X, Xp = _check_pair(X, Xp)
     n, p = X.shape
     blist = _scenarios.validate_blocks(blocks, p)
@@ -273,24 +294,12 @@ def evaluate_arrays(
     # -- risk -------------------------------------------------------------------
     used = sorted({v for s in subsets for v in s})
     n_jobs = thread_limit() if jobs is None else max(1, int(jobs))
-    ev = RiskEvaluator(
-        X,
-        Xp,
+    ev = RiskEvaluator(X, Xp, o.risk.replace(
         k=k,
-        pld_window_share=pld_window_share,
-        pld_exact_max=pld_exact_max,
-        pld_sample=pld_sample,
-        pld_seed=pld_seed,
-        dld_exact_max=dld_exact_max,
-        dld_sample=dld_sample,
-        dld_seed=dld_seed,
         pld_attributes=used,
-        id_percents=id_percents,
-        sdid_factor=sdid_factor,
-        sdid_max_outside=sdid_max_outside,
         dld_candidates=8 if len(subsets) >= 8 else 0,  # pays off over many scenarios
-        workers=max(int(workers), n_jobs),
-    )
+        workers=max(int(o.risk.workers), n_jobs),
+    ))
     rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
     for row, sc in zip(rows, subsets):
         row["label"] = scenario_label(sc, blist)

@@ -23,6 +23,7 @@ more than one; the module-level functions evaluate one scenario.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import queue
 import threading
@@ -49,6 +50,7 @@ __all__ = [
     "DLD_EXACT_MAX",
     "DLD_SAMPLE",
     "RiskEvaluator",
+    "RiskOptions",
     "dld",
     "pld",
     "interval_disclosure",
@@ -424,7 +426,7 @@ def dld(
     50.0
     """
     X, Xp = _as_pair(X, Xp)
-    ev = RiskEvaluator(X, Xp, pld=False, dld_candidates=0, workers=workers, dld_exact_max=X.shape[0])
+    ev = RiskEvaluator(X, Xp, RiskOptions(pld=False, dld_candidates=0, workers=workers, dld_exact_max=X.shape[0]))
     return ev.dld(_subset(attributes, X.shape[1]))
 
 
@@ -485,7 +487,7 @@ def interval_disclosure(
     """
     X, Xp = _as_pair(X, Xp)
     sc = _subset(attributes, X.shape[1])
-    ev = RiskEvaluator(X, Xp, pld=False, id_percents=percents)
+    ev = RiskEvaluator(X, Xp, RiskOptions(pld=False, id_percents=percents))
     return ev.interval_disclosure(sc)
 
 
@@ -525,7 +527,7 @@ def sdid(
     """
     X, Xp = _as_pair(X, Xp)
     sc = _subset(attributes, X.shape[1])
-    ev = RiskEvaluator(X, Xp, pld=False, sdid_factor=factor, sdid_max_outside=max_outside)
+    ev = RiskEvaluator(X, Xp, RiskOptions(pld=False, sdid_factor=factor, sdid_max_outside=max_outside))
     return ev.sdid(sc)
 
 
@@ -1051,12 +1053,40 @@ def pld(
     """
     X, Xp = _as_pair(X, Xp)
     sc = _subset(attributes, X.shape[1])
-    ev = RiskEvaluator(X, Xp, pld_window_share=window_share, pld_attributes=sc)
+    ev = RiskEvaluator(X, Xp, RiskOptions(pld_window_share=window_share, pld_attributes=sc))
     return ev.pld(sc)
 
 
 # ---------------------------------------------------------------------------------
 # the evaluator shared by all scenarios
+
+
+@dataclasses.dataclass(frozen=True)
+class RiskOptions:
+    """The options of a :class:`RiskEvaluator` (defaults written once, here; #30).
+
+    Fields as in :class:`RiskEvaluator`'s parameters.
+    """
+
+    k: int | None = None
+    pld: bool = True
+    pld_window_share: float = 0.01
+    pld_exact_max: int = PLD_EXACT_MAX
+    pld_sample: int = PLD_SAMPLE
+    pld_seed: int = 0
+    dld_exact_max: int = DLD_EXACT_MAX
+    dld_sample: int = DLD_SAMPLE
+    dld_seed: int = 0
+    pld_attributes: Sequence[int] | None = None
+    id_percents: Sequence[float] = DEFAULT_ID_PERCENTS
+    sdid_factor: float = 0.05
+    sdid_max_outside: int = 0
+    dld_candidates: int = 8
+    workers: int = 1
+
+    def replace(self, **changes: Any) -> "RiskOptions":
+        """A copy with ``changes`` (an unknown name is a TypeError, as for a keyword)."""
+        return dataclasses.replace(self, **changes)
 
 
 class RiskEvaluator:
@@ -1095,23 +1125,16 @@ class RiskEvaluator:
         self,
         X: np.ndarray,
         Xp: np.ndarray,
-        *,
-        k: int | None = None,
-        pld: bool = True,
-        pld_window_share: float = 0.01,
-        pld_exact_max: int = PLD_EXACT_MAX,
-        pld_sample: int = PLD_SAMPLE,
-        pld_seed: int = 0,
-        dld_exact_max: int = DLD_EXACT_MAX,
-        dld_sample: int = DLD_SAMPLE,
-        dld_seed: int = 0,
-        pld_attributes: Sequence[int] | None = None,
-        id_percents: Sequence[float] = DEFAULT_ID_PERCENTS,
-        sdid_factor: float = 0.05,
-        sdid_max_outside: int = 0,
-        dld_candidates: int = 8,
-        workers: int = 1,
+        options: RiskOptions | None = None,
+        **changes: Any,
     ) -> None:
+        # the options, as one object (#30); keywords (``k=3``...) replace its fields
+        o = (options or RiskOptions()).replace(**changes) if changes else (options or RiskOptions())
+        k, pld, pld_window_share, pld_attributes = o.k, o.pld, o.pld_window_share, o.pld_attributes
+        pld_exact_max, pld_sample, pld_seed = o.pld_exact_max, o.pld_sample, o.pld_seed
+        dld_exact_max, dld_sample, dld_seed = o.dld_exact_max, o.dld_sample, o.dld_seed
+        id_percents, sdid_factor, sdid_max_outside = o.id_percents, o.sdid_factor, o.sdid_max_outside
+        dld_candidates, workers = o.dld_candidates, o.workers
         X, Xp = _as_pair(X, Xp)
         n, p = X.shape
         self.n, self.p = n, p

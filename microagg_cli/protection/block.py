@@ -34,6 +34,7 @@ from ..methods import MethodSpec, get_method
 from ..methods._common import check_k
 from ..metrics import il_sse
 from ..partition import aggregate, canonical_labels, check_min_group_size, size_histogram, sse, sst, zscore
+from ..request import ProtectRequest, RunOptions, default
 from ..survey import mdav_available, nan_zscore
 
 __all__ = [
@@ -160,11 +161,11 @@ def protect_array(
     X: np.ndarray,
     k: int,
     *,
-    method: str = "mdav",
+    method: str = default(ProtectRequest, "method"),
     params: Mapping[str, Any] | None = None,
     columns: tuple[str, ...] | None = None,
-    seed: int | np.random.SeedSequence = 0,
-    stat: str = "mean",
+    seed: int | np.random.SeedSequence = default(RunOptions, "seed"),
+    stat: str = default(RunOptions, "stat"),
     weight_values: np.ndarray | None = None,
     name: str = "block1",
     scaling: tuple[np.ndarray, np.ndarray] | None = None,
@@ -345,5 +346,3 @@ def block_seed(seed: int, index: int, stratum: int | None = None) -> np.random.S
     return np.random.SeedSequence(int(seed), spawn_key=key)
 
 
-MISSING_POLICIES = ("error", "complete", "available")
-SMALL_STRATA_POLICIES = ("error", "merge", "suppress")

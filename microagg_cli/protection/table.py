@@ -53,6 +53,7 @@ from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
 from .parts import protect_rows
+from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions, default
 
 __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
@@ -69,8 +70,6 @@ log = logging.getLogger("microagg_cli")
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
 REPORT_SCHEMA_VERSION = "1.3"
 
-MISSING_POLICIES = ("error", "complete", "available")
-SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
 
 
 class ColumnSource(Protocol):
@@ -135,33 +134,17 @@ class ProtectResult:
         return self.data.to_pandas()
 
 
-def check_run(
-    columns: list[str],
-    plan: BlockPlan,
-    *,
-    stat: str,
-    strata: list[str] | None,
-    small_strata: str,
-    strata_missing: str,
-    weights: str | None,
-    missing: str,
-    keys: list[str] | None = None,
-) -> str:
+def check_run(columns: list[str], plan: BlockPlan, options: RunOptions) -> str:
     """Check a run's options against the input's columns before any work; return the statistic.
 
     The same checks, in the same order, for every path (in memory, streaming, Dask):
-    the plan's columns exist, the policies are known, the strata and weights columns
-    exist and are neither protected nor dropped, every block's parameters are valid.
+    the plan's columns exist, the strata, weights and keys columns exist and are
+    neither protected nor dropped, every block's parameters are valid (the policies
+    were checked when ``options`` was built).
     """
+    stat, strata, weights, keys = options.stat, options.strata, options.weights, options.keys
     plan.check(columns)
     stat = check_stat(stat)
-    if missing not in MISSING_POLICIES:
-        raise InvalidParameterError(f"unknown missing-value policy {missing!r} (use {', '.join(MISSING_POLICIES)})")
-    if small_strata not in SMALL_STRATA_POLICIES:
-        raise InvalidParameterError(
-            f"unknown small-strata policy {small_strata!r} (use {', '.join(SMALL_STRATA_POLICIES)})")
-    if strata_missing not in ("error", "own"):
-        raise InvalidParameterError(f"unknown --strata-missing policy {strata_missing!r} (use error or own)")
     protected = set(plan.columns)
     for role, cols in (("strata", strata or []), ("weights", [weights] if weights else []), ("keys", keys or [])):
         for c in cols:
@@ -181,19 +164,10 @@ def check_run(
 def protect_blocks(
     source: ColumnSource,
     plan: BlockPlan,
+    options: RunOptions | None = None,
     *,
-    seed: int = 0,
-    stat: str = "mean",
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    strata_missing: str = "error",
-    weights: str | None = None,
-    missing: str = "error",
-    partition_size: int | None = None,
     runner: Any = None,
     progress: Callable[[int], None] | None = None,
-    bound: str = "auto",
-    keys: list[str] | None = None,
     recode_merged: bool = False,
 ) -> tuple[list[BlockResult], list[tuple[float, float]]]:
     """The block loop: protect every block of ``plan`` read from ``source``.
@@ -209,12 +183,15 @@ def protect_blocks(
     denominator; see :func:`il_parts`). ``runner`` runs the parts of the partitioned
     mode (:class:`microagg_cli.protection.parts.LocalRunner` by default);
     ``progress(records)`` is told the records of every finished part; ``bound`` is the
-    report's LB_NN policy (:func:`optimality`). Options as in :func:`protect_table`.
+    report's LB_NN policy (:func:`optimality`). ``options``: the run's options
+    (:class:`microagg_cli.request.RunOptions`, default: its defaults).
     """
-    if bound not in BOUND_MODES:
-        raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {bound!r}")
-    stat = check_run(source.columns, plan, stat=stat, strata=strata, small_strata=small_strata,
-                     strata_missing=strata_missing, weights=weights, missing=missing, keys=keys)
+    options = RunOptions() if options is None else options
+    seed, strata, small_strata, strata_missing = options.seed, options.strata, options.small_strata, \
+        options.strata_missing
+    weights, missing, partition_size, bound, keys = options.weights, options.missing, options.partition_size, \
+        options.bound, options.keys
+    stat = check_run(source.columns, plan, options)
     declared_keys = list(keys or [])
     n = source.n_rows
     w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
@@ -450,24 +427,17 @@ def released_check(results: list[BlockResult], strata_cols: list[np.ndarray], st
 def protect_table(
     table: Table,
     plan: BlockPlan,
+    options: RunOptions | None = None,
     *,
-    seed: int = 0,
-    stat: str = "mean",
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    weights: str | None = None,
-    missing: str = "error",
-    partition_size: int | None = None,
-    strata_missing: str = "error",
     runner: Any = None,
     progress: Callable[[int], None] | None = None,
-    bound: str = "auto",
-    keys: list[str] | None = None,
 ) -> ProtectResult:
     """Protect every block of ``plan`` in ``table``; return the output table and stats.
 
     Parameters
     ----------
+    options : the run's options (:class:`microagg_cli.request.RunOptions`; default: its
+        defaults), of which:
     strata : columns whose value combinations are strata: groups never mix strata.
     strata_missing : an empty or NA stratum value: ``error`` (default, exit code 3,
         counts per column) or ``own`` (the missing value forms a stratum on purpose).
@@ -491,11 +461,10 @@ def protect_table(
     Merged strata (``small_strata="merge"``) are released under one label per merged
     set (:func:`merged_labels`), so that k holds on the released stratum too.
     """
-    results, parts = protect_blocks(
-        TableSource(table), plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-        strata_missing=strata_missing, weights=weights, missing=missing, partition_size=partition_size,
-        runner=runner, progress=progress, bound=bound, keys=keys, recode_merged=True,
-    )
+    options = RunOptions() if options is None else options
+    strata = options.strata
+    results, parts = protect_blocks(TableSource(table), plan, options, runner=runner, progress=progress,
+                                    recode_merged=True)
     values = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
     out = assemble_output(table, values, plan.drop)
     recoded = _recode_merged(table, results, list(strata or []))
@@ -556,7 +525,6 @@ LB_FREE_SECONDS = 0.1
 #: loading the k-d tree code alone (:func:`~microagg_cli.metrics.utility.lb_nn_load_seconds`)
 #: is over the budget, the bound is skipped without loading it.
 LB_SMALL_ROWS = 5000
-BOUND_MODES = ("auto", "on", "off")
 
 
 def _seconds(x: float) -> str:
@@ -564,7 +532,7 @@ def _seconds(x: float) -> str:
 
 
 def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float = 0.0,
-               bound: str = "auto") -> dict[str, Any]:
+               bound: str = default(RunOptions, "bound")) -> dict[str, Any]:
     """LB_NN of a block's records (metrics spec) and the gap IL_SSE - LB_NN.
 
     LB_NN bounds the IL_SSE of *every* k-partition of the block's records (strata only
@@ -629,7 +597,7 @@ def block_stats(
     parts: list[BlockResult],
     block: Block,
     w: np.ndarray | None,
-    bound: str = "auto",
+    bound: str = default(RunOptions, "bound"),
 ) -> dict[str, Any]:
     """Block statistics over all strata, in the block's own z-scale (``bound``: see :func:`optimality`)."""
     first = parts[0].stats
@@ -713,13 +681,17 @@ def build_report(
     table: Table,
     plan: BlockPlan,
     result: ProtectResult,
+    request: ProtectRequest,
     *,
-    seed: int,
-    stat: str,
     output: str | None,
     seconds: float,
+    **parameters: Any,
 ) -> dict[str, Any]:
     """The JSON report of a protect run (schema ``REPORT_SCHEMA_VERSION``).
+
+    The ``parameters`` section is made from ``request``
+    (:meth:`microagg_cli.request.ProtectRequest.parameters`, with the plan's source and
+    the validated statistic), followed by ``parameters`` (what only the run knows).
 
     Contains no original value of a protected attribute: only sizes, losses and
     counts.
@@ -747,7 +719,7 @@ def build_report(
         "input": {**fp, "format": table.fmt, "rows": int(table.n_rows), "columns": len(table.columns)},
         "output": {"name": output, "rows": int(result.data.num_rows), "columns": int(result.data.num_columns)},
         "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough},
-        "parameters": {"seed": seed, "stat": stat, "distance": "euclidean on z-scored attributes (population sd)"},
+        "parameters": request.parameters(plan, stat=check_stat(request.run.stat), **parameters),
         "privacy_check": {
             "passed": True,
             "rule": "every class of identical protected rows in each block has at least k records",
@@ -762,7 +734,7 @@ def single_plan(
     table: Table,
     *,
     k: int | None,
-    method: str = "mdav",
+    method: str = default(ProtectRequest, "method"),
     params: Mapping[str, Any] | None = None,
     columns: list[str] | None = None,
     drop: list[str] | None = None,
@@ -810,31 +782,21 @@ def check_id_column(columns: list[str], plan: BlockPlan, id_column: str | None) 
 def protect_run(
     table: Table,
     plan: BlockPlan,
+    request: ProtectRequest,
     *,
-    seed: int = 0,
-    stat: str = "mean",
-    strata: list[str] | None = None,
-    small_strata: str = "error",
-    strata_missing: str = "error",
-    weights: str | None = None,
-    missing: str = "error",
-    partition_size: int | None = None,
-    shuffle_rows: bool = False,
-    id_column: str | None = None,
     output: str | None = None,
-    decimal: str = ".",
     started: float | None = None,
     progress: Callable[[int], None] | None = None,
-    bound: str = "auto",
-    keys: list[str] | None = None,
     named: tuple[str, ...] | list[str] = (),
     default_selection: bool = False,
 ) -> tuple[ProtectResult, dict[str, Any]]:
     """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
     reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
 
-    ``id_column`` is regenerated (a seeded permutation of 1..n). ``output`` is the output
-    file's name for the report; ``started`` the run's ``time.perf_counter()`` start.
+    ``request`` holds the options (:class:`microagg_cli.request.ProtectRequest`); its
+    ``regenerated_id`` column is regenerated (a seeded permutation of 1..n), and the
+    report's ``parameters`` are made from it. ``output`` is the output file's name for
+    the report; ``started`` the run's ``time.perf_counter()`` start.
 
     Before anything is returned, every column that passes through without being named
     (the plan's passthrough, ``strata``, ``weights``, ``keys``, ``id_column`` and
@@ -843,25 +805,19 @@ def protect_run(
     is the default selection, which checked every column it left out already.
     """
     t0 = time.perf_counter() if started is None else started
+    run = request.run
+    id_column = request.regenerated_id
     check_id_column(table.columns, plan, id_column)
-    result = protect_table(table, plan, seed=seed, stat=stat, strata=strata, small_strata=small_strata,
-                           weights=weights, missing=missing, partition_size=partition_size,
-                           strata_missing=strata_missing, progress=progress, bound=bound, keys=keys)
+    result = protect_table(table, plan, run, progress=progress)
     if not default_selection:
-        exempt = (set(plan.columns) | set(plan.drop) | set(plan.passthrough) | set(strata or []) | set(keys or [])
-                  | {c for c in (weights, id_column) if c} | set(named))
+        exempt = (set(plan.columns) | set(plan.drop) | set(plan.passthrough) | set(run.strata or [])
+                  | set(run.keys or []) | {c for c in (run.weights, id_column) if c} | set(named))
         for name in table.columns:
             if name not in exempt:
                 check_release(table, name)
-    hygiene = output_hygiene(result, seed=seed, shuffle_rows=shuffle_rows, id_column=id_column)
-    rep = build_report(table, plan, result, seed=seed, stat=check_stat(stat), output=output,
-                       seconds=time.perf_counter() - t0)
-    rep["parameters"].update(partition_size=partition_size,
-                             plan=plan.source.name if getattr(plan, "source", None) else None,
-                             strata=list(strata or []), small_strata=small_strata,
-                             strata_missing=strata_missing, weights=weights,
-                             missing=missing, decimal=decimal, bound=bound, keys=list(keys or []),
-                             thousands=table.thousands, na_values=list(table.na_values))
+    hygiene = output_hygiene(result, seed=run.seed, shuffle_rows=request.shuffle_rows, id_column=id_column)
+    rep = build_report(table, plan, result, request, output=output, seconds=time.perf_counter() - t0)
+    rep["parameters"].update(thousands=table.thousands, na_values=list(table.na_values))
     rep["output_hygiene"] = hygiene
     result.report = rep
     return result, rep

@@ -17,6 +17,20 @@ def to_json(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _plain(value: Any, *, strings: bool = False) -> str | None:
+    """How :func:`fmt` and :func:`fixed` show what is not a finite float (None: it is one)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if strings and isinstance(value, str):
+        return value
+    v = float(value)
+    return None if math.isfinite(v) else str(v)
+
+
 def fmt(value: Any, digits: int = 4) -> str:
     """A number for display: ``digits`` decimals, ``-`` for None, yes/no for booleans;
     a value that would print as zero switches to scientific notation.
@@ -24,17 +38,10 @@ def fmt(value: Any, digits: int = 4) -> str:
     >>> fmt(5.69218627), fmt(None), fmt(3), fmt(0.000012345), fmt(True)
     ('5.6922', '-', '3', '1.234e-05', 'yes')
     """
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return value
+    text = _plain(value, strings=True)
+    if text is not None:
+        return text
     v = float(value)
-    if not math.isfinite(v):
-        return str(v)
     if v != 0 and abs(v) < 0.5 * 10.0 ** (-digits):  # would print as zero
         return f"{v:.{max(digits - 1, 1)}e}"
     return f"{v:.{digits}f}"
@@ -46,16 +53,8 @@ def fixed(value: Any, digits: int = 2) -> str:
     >>> fixed(0.000012345), fixed(2.5, 1), fixed(False)
     ('0.00', '2.5', 'no')
     """
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    v = float(value)
-    if not math.isfinite(v):
-        return str(v)
-    return f"{v:.{digits}f}"
+    text = _plain(value)
+    return text if text is not None else f"{float(value):.{digits}f}"
 
 
 def json_value(value: Any) -> str:

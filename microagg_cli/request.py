@@ -1,0 +1,475 @@
+"""One request object per command (#30): options defined once, carried whole, defaulted here.
+
+Each command's options are one frozen dataclass: :class:`ProtectRequest` (``sdc protect``),
+:class:`EvaluateRequest` (``sdc evaluate``), :class:`CompareRequest` (``sdc compare``) and
+:class:`BlocksRequest` (``sdc blocks``). Parts used by several commands are nested
+dataclasses of their own: :class:`ReadOptions` (how input files are read) and
+:class:`RunOptions` (the block loop's options: seed, statistic, strata, weights, missing
+values, partitions, bound, keys). Every field has its type, its default and a one-line
+meaning (``field(metadata={"help": ...})``); the defaults live here and nowhere else:
+the click options read theirs from these fields (:func:`default`, :func:`help_text`),
+the library entry points (:func:`microagg_cli.api.protect` and friends) keep their
+keyword form and build the same objects with :meth:`build`, and every layer below them
+takes the object (or the part it needs). Pure option checks run once, when an object is
+built, and raise today's errors (:class:`~microagg_cli.errors.InvalidParameterError`,
+exit code 2) with today's messages.
+
+This module imports only :mod:`microagg_cli.errors`, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .errors import InvalidParameterError
+
+__all__ = [
+    "ReadOptions",
+    "RunOptions",
+    "ProtectRequest",
+    "EvaluateRequest",
+    "CompareRequest",
+    "BlocksRequest",
+    "MISSING_POLICIES",
+    "SMALL_STRATA_POLICIES",
+    "STRATA_MISSING_POLICIES",
+    "BOUND_MODES",
+    "ENGINES",
+    "default",
+    "help_text",
+    "find_field",
+]
+
+#: ``--missing`` of protect: refuse, leave incomplete records out, group on observed values.
+MISSING_POLICIES = ("error", "complete", "available")
+#: ``--small-strata``: refuse, merge into the nearest stratum, blank the protected values.
+SMALL_STRATA_POLICIES = ("error", "merge", "suppress")
+#: ``--strata-missing``: refuse, or a stratum of its own.
+STRATA_MISSING_POLICIES = ("error", "own")
+#: the protect report's LB_NN policy (:func:`microagg_cli.protection.table.optimality`).
+BOUND_MODES = ("auto", "on", "off")
+#: the streaming engines (:mod:`microagg_cli.engines`).
+ENGINES = ("local", "dask")
+
+
+def opt(value: Any, help: str, **more: Any) -> Any:
+    """A field with its default and its one-line meaning (``metadata["help"]``)."""
+    meta = {"help": help, **more}
+    if isinstance(value, (list, dict, set)):
+        raise TypeError("mutable defaults: use None")
+    return field(default=value, metadata=meta)
+
+
+def _nested(cls: type) -> Any:
+    return field(default_factory=cls, metadata={"help": cls.__doc__.splitlines()[0] if cls.__doc__ else "",
+                                                "nested": True})
+
+
+def find_field(cls: type, name: str) -> dataclasses.Field:
+    """The field ``name`` of request class ``cls``, looked up in its nested parts too."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return f
+        if f.metadata.get("nested"):
+            try:
+                return find_field(f.default_factory, name)  # type: ignore[arg-type]
+            except KeyError:
+                pass
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+
+def default(cls: type, name: str) -> Any:
+    """The default of field ``name`` of ``cls`` (what a click option shows and passes)."""
+    f = find_field(cls, name)
+    if f.default is dataclasses.MISSING:
+        raise KeyError(f"{cls.__name__}.{name} has no default")
+    return f.default
+
+
+def help_text(cls: type, name: str) -> str:
+    """The one-line meaning of field ``name`` of ``cls`` (the click option's help)."""
+    return find_field(cls, name).metadata["help"]
+
+
+def _build(cls: type, options: Mapping[str, Any]) -> Any:
+    """``cls`` from flat keywords: each keyword goes to the field of that name, in ``cls``
+    or in one of its nested parts (:class:`ReadOptions`, :class:`RunOptions`)."""
+    own: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    parts = {f.name: f.default_factory for f in dataclasses.fields(cls) if f.metadata.get("nested")}
+    for key, value in options.items():
+        if key in names and key not in parts:
+            own[key] = value
+            continue
+        for part, part_cls in parts.items():
+            if key in {f.name for f in dataclasses.fields(part_cls)}:  # type: ignore[arg-type]
+                nested.setdefault(part, {})[key] = value
+                break
+        else:
+            raise TypeError(f"{cls.__name__}: unexpected keyword argument {key!r}")
+    for part, values in nested.items():
+        own[part] = parts[part](**values)  # type: ignore[misc]
+    return cls(**own)
+
+
+def _check_decimal(decimal: str) -> None:
+    if decimal not in (".", ","):
+        raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
+
+
+#: help of the DR and score weights (``sdc evaluate`` and ``sdc compare``)
+_DR_WEIGHTS = "Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5)."
+_SCORE_WEIGHTS = "Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5)."
+
+
+class _Request:
+    """Shared behaviour: :meth:`build` from flat keywords, :meth:`replace`."""
+
+    @classmethod
+    def build(cls, **options: Any) -> Any:
+        """The request from the flat keywords of the library entry point (nested parts
+        such as :class:`ReadOptions` are filled from their own field names)."""
+        return _build(cls, options)
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with ``changes`` (flat names reach the nested parts too)."""
+        flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        for name in list(flat):
+            value = flat[name]
+            if dataclasses.is_dataclass(value) and any(c in {f.name for f in dataclasses.fields(value)}
+                                                       for c in changes):
+                sub = {c: v for c, v in changes.items() if c in {f.name for f in dataclasses.fields(value)}}
+                flat[name] = dataclasses.replace(value, **sub)
+                changes = {c: v for c, v in changes.items() if c not in sub}
+        return dataclasses.replace(self, **{**flat, **changes})  # type: ignore[type-var]
+
+
+@dataclass(frozen=True)
+class ReadOptions(_Request):
+    """How input files are read (CSV dialect, format, placeholders)."""
+
+    input_format: str | None = opt(None, "Input format (default: from the extension).")
+    delimiter: str | None = opt(None, "CSV delimiter of the input (default: sniffed from , ; TAB |).")
+    decimal: str = opt(".", "Decimal mark of CSV input and output (',' for European CSV with ';' delimiter).")
+    thousands: str | None = opt(
+        None, "Thousands separator in the input's numbers (',' '.' ' ' or \"'\"), removed before parsing: "
+              "--thousands . --decimal , reads 1.234,5 as 1234.5.")
+    na_values: list[str] | None = opt(
+        None, "Extra cells read as missing, comma-separated (placeholders of official tables such as "
+              "'..', 'x', '-'), besides empty cells, NA, N/A, NaN, NULL and '.'.")
+
+    def __post_init__(self) -> None:
+        _check_decimal(self.decimal)
+        sep = self.thousands
+        if sep is not None and (len(sep) != 1 or sep.isalnum() or sep in "+-eE" or sep == self.decimal):
+            raise InvalidParameterError(
+                f"--thousands must be one character other than a digit, a letter, a sign or the decimal mark, "
+                f"got {sep!r}")
+
+
+@dataclass(frozen=True)
+class RunOptions(_Request):
+    """The block loop's options (one loop for the in-memory, streaming and Dask paths)."""
+
+    seed: int = opt(0, "Seed of randomised methods; same seed, same output, byte for byte.")
+    stat: str = opt("mean", "Statistic replacing each group's values.")
+    strata: list[str] | None = opt(
+        None, "Microaggregate within each stratum (value combination of these columns); groups never mix strata.")
+    small_strata: str = opt(
+        "error", "Strata with fewer than K records: refuse, merge into the stratum nearest in centroid, or blank "
+                 "their protected values.")
+    strata_missing: str = opt(
+        "error", "An empty or NA stratum value: refuse (exit 3, counts per column), or make it a stratum of its own.")
+    weights: str | None = opt(
+        None, "Sampling weights (positive): group values are weighted means, preserving weighted totals.")
+    missing: str = opt(
+        "error", "Missing protected values: refuse; leave such records out of the grouping (their protected values "
+                 "are blanked); or group on the observed values (mdav only; missing cells stay missing).")
+    partition_size: int | None = opt(
+        None, "Partitioned mode for very large files: cut each block into locality-preserving parts of "
+              "at most N records (recursive median splits on principal axes) and protect each part on its "
+              "own; the report estimates the extra information loss against one exact run on a sample.")
+    bound: str = opt(
+        "auto", "The report's lower bound LB_NN (how far from optimal the grouping can be): by default "
+                "computed when it costs at most 25 % of the method's time, else skipped with a note; "
+                "--bound always computes it, --no-bound never (sdc evaluate --bound cg certifies more).")
+    keys: list[str] | None = opt(
+        None, "Released columns that identify records together with the protected ones (e.g. a region "
+              "code): every class of identical (strata, keys, protected values) rows must hold >= K records, "
+              "or nothing is written (exit 4).")
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUND_MODES:
+            raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {self.bound!r}")
+        if self.missing not in MISSING_POLICIES:
+            raise InvalidParameterError(
+                f"unknown missing-value policy {self.missing!r} (use {', '.join(MISSING_POLICIES)})")
+        if self.small_strata not in SMALL_STRATA_POLICIES:
+            raise InvalidParameterError(
+                f"unknown small-strata policy {self.small_strata!r} (use {', '.join(SMALL_STRATA_POLICIES)})")
+        if self.strata_missing not in STRATA_MISSING_POLICIES:
+            raise InvalidParameterError(
+                f"unknown --strata-missing policy {self.strata_missing!r} (use error or own)")
+
+    def parameters(self) -> dict[str, Any]:
+        """The run's options as the protect report's ``parameters`` lists them (after
+        ``seed``, ``stat`` and ``distance``; see :meth:`ProtectRequest.parameters`)."""
+        return {"partition_size": self.partition_size, "strata": list(self.strata or []),
+                "small_strata": self.small_strata, "strata_missing": self.strata_missing,
+                "weights": self.weights, "missing": self.missing, "bound": self.bound,
+                "keys": list(self.keys or [])}
+
+
+@dataclass(frozen=True)
+class ProtectRequest(_Request):
+    """Everything ``sdc protect`` / :func:`microagg_cli.api.protect` is asked to do."""
+
+    k: int | None = opt(None, "Minimum group size (>= 2): every protected record shares its values with >= K-1 others.")
+    method: str = opt("mdav", "Microaggregation method; see --list-methods.")
+    params: Mapping[str, Any] | None = opt(None, "Method parameter (repeatable), e.g. --param gamma=0.3.")
+    columns: list[str] | None = opt(None, "Columns to protect as one block (default: every numeric column not dropped).")
+    drop: list[str] | None = opt(None, "Identifier columns to remove from the output.")
+    passthrough: list[str] | None = opt(
+        None, "Columns to release unchanged on purpose (never protected). With the default selection a "
+              "column whose non-empty cells are at least half numbers, but not all, is an error (exit 3) "
+              "unless it is passed through, dropped or protected with --columns.")
+    plan: Any = opt(
+        None, "Blocking plan (.toml/.json, see sdc blocks): protect each block on its own. "
+              "-k/--method/--param then fill in what a block and the plan's [defaults] leave out; "
+              "--columns is not allowed.")
+    report: Any = opt(None, "Write the JSON report here ('-' = stdout).")
+    force: bool = opt(False, "Replace OUTPUT/report if they exist.")
+    output_format: str | None = opt(None, "Output format (default: from the extension).")
+    shuffle_rows: bool = opt(False, "Write rows in a seeded random order so the order does not reveal groups.")
+    id_column: str | None = opt(None, "Identifier column (pass-through), for --regenerate-ids.")
+    regenerate_ids: bool = opt(False, "Replace --id-column with fresh random ids (seeded permutation of 1..n).")
+    evaluate_risk: bool = opt(
+        False, "Add the full risk section of sdc evaluate to the report and summary: DLD, PLD, ID, k', DR "
+               "and score over the intruder scenarios (1G, 2G... by blocks touched).")
+    engine: str | None = opt(
+        None, "Stream Parquet in two passes (the protected columns first, then all columns batch by batch: "
+              "memory grows with the protected columns, not the file) and run the parts here (local) or as "
+              "tasks on a Dask cluster "
+              "(dask; pip install 'microagg-cli[dask]'). INPUT: a Parquet file or dataset directory; OUTPUT: "
+              "a .parquet file or a directory. Default: in memory (a dataset directory INPUT is streamed "
+              "locally).")
+    scheduler: Any = opt(
+        None, "Dask scheduler for --engine dask, e.g. tcp://HOST:PORT (default: a local cluster of 2 worker "
+              "processes on this machine, loopback only).")
+    read: ReadOptions = _nested(ReadOptions)
+    run: RunOptions = _nested(RunOptions)
+
+    def __post_init__(self) -> None:
+        if self.regenerate_ids and not self.id_column:
+            raise InvalidParameterError("--regenerate-ids needs --id-column COL")
+
+    @property
+    def regenerated_id(self) -> str | None:
+        """The identifier column to regenerate (``--regenerate-ids``), or None."""
+        return self.id_column if self.regenerate_ids else None
+
+    @property
+    def roles(self) -> list[str]:
+        """Columns with a role (strata, keys, weights, identifier): never protected by default."""
+        run = self.run
+        return list(run.strata or []) + list(run.keys or []) + [c for c in (run.weights, self.id_column) if c]
+
+    def parameters(self, plan: Any = None, *, stat: str | None = None, **tail: Any) -> dict[str, Any]:
+        """The report's ``parameters`` section, made from this request (so that what ran and
+        what is reported cannot differ); ``tail`` adds what only the run knows (the
+        engine, the reader's thousands separator and placeholders)."""
+        run = self.run
+        out = {"seed": run.seed, "stat": run.stat if stat is None else stat,
+               "distance": "euclidean on z-scored attributes (population sd)"}
+        opts = run.parameters()
+        out.update(partition_size=opts["partition_size"],
+                   plan=plan.source.name if getattr(plan, "source", None) else None,
+                   strata=opts["strata"], small_strata=opts["small_strata"],
+                   strata_missing=opts["strata_missing"], weights=opts["weights"], missing=opts["missing"],
+                   decimal=self.read.decimal, bound=opts["bound"], keys=opts["keys"])
+        out.update(tail)
+        return out
+
+
+@dataclass(frozen=True)
+class EvaluateRequest(_Request):
+    """Everything ``sdc evaluate`` / :func:`microagg_cli.api.evaluate` is asked to do."""
+
+    columns: list[str] | None = opt(
+        None, "Columns to evaluate as one block (default: the numeric columns whose values differ "
+              "between the two files).")
+    key: str | None = opt(
+        None, "Match rows by this identifier column (in both files) instead of by order; duplicate, "
+              "empty or unmatched keys are an error.")
+    blocks: list[list[str]] | None = opt(
+        None, "Attribute blocks protected separately, ';' between blocks: scenarios are labelled 1G, "
+              "2G... by the blocks they touch, IL_SSE and LB_NN are given per block.")
+    plan: Any = opt(None, "Take columns, blocks and k from a blocking plan (.toml/.json, see sdc blocks).")
+    k: int | None = opt(
+        None, "k for the share of records in classes smaller than k and for the lower bound LB_NN "
+              "(default: the smallest k of --plan, else 3).")
+    known: list[list[str]] | None = opt(
+        None, "An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
+              "scenarios (every subset of the columns).")
+    max_scenarios: int | None = opt(
+        None, "Evaluate every subset of the columns when there are at most N, else a seeded sample of N "
+              "stratified by size; 0 = every subset (default: every subset up to 10 columns, else 512).")
+    seed: int = opt(0, "Seed of the scenario sample (used when there are more scenarios than --max-scenarios).")
+    dr_weights: Mapping[str, float] | None = opt(None, _DR_WEIGHTS)
+    score_weights: Mapping[str, float] | None = opt(None, _SCORE_WEIGHTS)
+    gates: Mapping[str, float] | None = opt(None, "Gates: {\"max_dld\": 5.0, \"min_kprime\": 3, ...}.")
+    gate_on: str = opt(
+        "worst", "Which figure the DLD, ID and k' gates check: the worst intruder scenario, or the mean "
+                 "over scenarios (the figures entering DR and score).")
+    missing: str = opt(
+        "error", "Missing values in an evaluated column: refuse, or evaluate the records complete in both "
+                 "files (the number left out is reported).")
+    report: Any = opt(None, "Write the JSON report here ('-' = stdout).")
+    html: Any = opt(None, "Write a self-contained HTML report (tables and charts, no external assets).")
+    internal: bool = opt(
+        False, "Let the reports include original values (per-column statistics); for internal use, "
+               "never for release.")
+    force: bool = opt(False, "Replace the report files if they exist.")
+    scale: str = opt(
+        "z", "Scale of the headline information loss: z = IL_SSE on z-scores (the literature's IL); "
+             "raw = also IL_SSE on the unstandardised values, as some papers print it (the JSON "
+             "report always holds both).")
+    bound: str = opt(
+        "nn", "Lower bound on the IL_SSE of any k-partition: nn = LB_NN (instant, loose); cg = also the "
+              "certified column-generation bound lb_cg and the gap (IL_SSE - lb_cg) / IL_SSE (minutes; "
+              "blocks of up to 4,000 records).")
+    time_limit: float | None = opt(
+        600.0, "Seconds for --bound cg over all blocks; the bound stays valid when stopped (weaker), "
+               "and the report says whether the LP was solved (cg_status optimal) or stopped.")
+    read: ReadOptions = _nested(ReadOptions)
+
+    def __post_init__(self) -> None:
+        if self.missing not in ("error", "complete"):
+            raise InvalidParameterError(f"unknown missing-value policy {self.missing!r} (use error or complete)")
+        if self.scale not in ("z", "raw"):
+            raise InvalidParameterError(f"--scale must be z or raw, got {self.scale!r}")
+        if self.bound not in ("nn", "cg"):
+            raise InvalidParameterError(f"--bound must be nn or cg, got {self.bound!r}")
+        if self.time_limit is not None and not self.time_limit >= 0:
+            raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {self.time_limit!r}")
+
+    def parameters(self) -> dict[str, Any]:
+        """The request's part of the evaluate report's ``parameters`` (after the measures' own)."""
+        plan = self.plan
+        return {
+            "gate_on": self.gate_on,
+            "missing": self.missing,
+            "decimal": self.read.decimal,
+            "columns_given": list(self.columns) if self.columns is not None else None,
+            "blocks_given": [list(b) for b in self.blocks] if self.blocks is not None else None,
+            "plan": plan.source.name if plan is not None and plan.source is not None else None,
+            "key": self.key,
+        }
+
+
+#: ``sdc compare``'s default cap on intruder scenarios per cell.
+DEFAULT_COMPARE_SCENARIOS = 64
+
+
+@dataclass(frozen=True)
+class CompareRequest(_Request):
+    """Everything ``sdc compare`` / :func:`microagg_cli.api.compare` is asked to do."""
+
+    methods: list[str] | None = opt(
+        None, "Methods to compare, comma-separated (default: mdav). Parameters follow the name after "
+              "colons: vmdav:gamma=0.3, individual-ranking:optimal=true, ufs:order=pv:AGI.")
+    k: list[int] | None = opt(None, "Minimum group sizes to try, comma-separated (default: 3,5,10).")
+    mic1d_k: list[int] | None = opt(
+        None, "k values of mic1d, whose k counts values per partition, not records "
+              "(default: the --k values, which barely perturb the data).")
+    plans: list[Any] | None = opt(
+        None, "Blocking plans (see sdc blocks), comma-separated: every cell protects each block on its "
+              "own; the plans' method and k are replaced by the cell's.")
+    strategies: list[str] | None = opt(
+        None, "Blocking plans proposed from the data, one per strategy: correlated, cross, individual, "
+              "single, random (see sdc blocks).")
+    block_size: int | None = opt(None, "Block size for --strategies correlated, cross and random.")
+    columns: list[str] | None = opt(None, "Columns to protect (default: every numeric column); not with --plans.")
+    preset: str | None = opt(
+        None, "Reproduce a literature experiment on the sample data (see --list-presets); --methods, "
+              "-k, --mic1d-k, --plans and --strategies override its parts.")
+    known: list[list[str]] | None = opt(
+        None, "An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
+              "scenarios.")
+    max_scenarios: int | None = opt(
+        DEFAULT_COMPARE_SCENARIOS,
+        "Per cell, evaluate every subset of the columns when there are at most N, else a seeded "
+        "sample of N stratified by size; 0 = every subset, as in sdc evaluate (2^p - 1: "
+        "8191 on Census's 13 columns, slow).")
+    seed: int = opt(0, "Seed of randomised methods and of the intruder-scenario sample.")
+    dr_weights: Mapping[str, float] | None = opt(None, _DR_WEIGHTS)
+    score_weights: Mapping[str, float] | None = opt(None, _SCORE_WEIGHTS)
+    output: Any = opt(
+        None, "Write the result here instead of stdout; rewritten atomically as cells finish, so "
+              "Ctrl-C keeps the finished rows.")
+    fmt: str | None = opt(None, "Result format on stdout or in -o FILE (default: from the -o extension, else table).")
+    html: Any = opt(None, "Write a self-contained HTML page: the tables and a risk-utility map (inline SVG).")
+    save_protected: Any = opt(None, "Also write every cell's protected file (CSV) into DIR (created if missing).")
+    jobs: int = opt(1, "Cells run in N worker processes (0 = one per CPU; at most one per CPU); each worker's "
+                       "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
+                       "workers x threads never exceeds them. The results do not depend on N.")
+    force: bool = opt(False, "Replace existing output, HTML and saved files.")
+    read: ReadOptions = _nested(ReadOptions)
+
+
+@dataclass(frozen=True)
+class BlocksRequest(_Request):
+    """Everything ``sdc blocks`` / :func:`microagg_cli.api.propose_plans` is asked to do."""
+
+    strategy: str | None = opt(
+        None, "How to form blocks (default: correlated): correlated = blocks of strongly correlated "
+              "columns; cross = the j-th columns of all blocks strongly correlated; individual = one "
+              "column per block; single = one block; random = seeded; all = every strategy "
+              "(with --evaluate).")
+    size: int | None = opt(
+        None, "Columns per block (correlated, cross, random; default 3). When S does not divide the number of "
+              "columns, some blocks are smaller: one block holds the remainder (correlated, random) or "
+              "sizes differ by at most one (cross); blocks are listed in the order of their first column, "
+              "so the smaller one need not be the last.")
+    seed: int = opt(0, "Seed of the random strategy, of randomised methods and of scenario sampling.")
+    columns: list[str] | None = opt(
+        None, "Columns to split into blocks (default: every numeric column not dropped).")
+    drop: list[str] | None = opt(None, "Identifier columns: written to the plan's drop list.")
+    method: str = opt(
+        "mdav", "Method written into the plan and used by --evaluate (see sdc protect --list-methods).")
+    k: int | None = opt(
+        None, "k written into the plan (default: none, sdc protect -k decides); needed by --evaluate.")
+    params: Mapping[str, Any] | None = opt(None, "Method parameter written into the plan (repeatable).")
+    check: Any = opt(
+        None, "Validate the plan file PLAN (.toml/.json) against INPUT and print its blocks "
+              "instead of proposing one.")
+    evaluate: bool = opt(
+        False, "Protect in memory with each candidate plan and print IL_SSE and k' per intruder "
+               "scenario, labelled by blocks touched (1G, 2G, ...).")
+    recommend: bool = opt(
+        False, "Pick the candidate with the best worst-case k' (ties: higher mean k', then lower "
+               "IL_SSE; implies --evaluate); -o writes it. Bound the intruder with --max-known: "
+               "knowing every attribute, any plan of several blocks has k' near 1.")
+    max_il: float | None = opt(
+        None, "With --recommend: only plans with IL_SSE <= IL qualify (implies --recommend); "
+              "exit code 5 when none does.")
+    max_known: int | None = opt(
+        None, "Intruder scenarios of at most N known attributes (default: every subset, or a "
+              "seeded sample of 512 when there are more).")
+    stat: str = opt("mean", "Statistic replacing each group's values.")
+    output: Any = opt(None, "Write the plan here (.toml or .json) instead of printing it.")
+    force: bool = opt(False, "Replace the plan file if it exists.")
+    read: ReadOptions = _nested(ReadOptions)
+
+    @property
+    def evaluating(self) -> bool:
+        """``recommend`` implies ``evaluate``; ``max_il`` implies ``recommend``."""
+        return self.evaluate or self.recommending
+
+    @property
+    def recommending(self) -> bool:
+        """``max_il`` implies ``recommend``."""
+        return self.recommend or self.max_il is not None
