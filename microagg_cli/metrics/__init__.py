@@ -69,7 +69,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, InvalidParameterError
+from ..progress import phase as progress_phase
+from ..progress import set_done as progress_set
 from ..threads import limit as thread_limit
+from ..threads import limited as threads_limited
 from . import risk, scenarios, utility
 from . import scenarios as _scenarios
 from .risk import (
@@ -278,18 +281,30 @@ def evaluate_arrays(
         subsets, mode = _scenarios.validate_subsets(scenarios, p), "explicit"
 
     # -- utility ----------------------------------------------------------------
-    scores = il_score(X, Xp)
-    util: dict[str, Any] = {"il_sse": il_sse_blocks(X, Xp, blist)}
-    for name in ("il1", "il2", "il3", "il4", "il5", "il_score"):
-        util[name] = scores[name]
-    util["il1s"] = il1s(X, Xp)
-    util["il_sse_raw"] = il_sse_blocks(X, Xp, blist, scale="raw")
-    util["eigen"] = eigen(X, Xp)
-    util["robeigen"] = robeigen(X, Xp)
-    util["data_quality"] = data_quality(X, Xp)
-    util["optimality"] = (
-        optimality_gap(X, Xp, k, blist) if (k is not None and partition_based) else None
-    )
+    # a phase of steps: at 1,000,000 records the robust eigenvalues (two DetMCDs) and
+    # LB_NN take a minute or more each, and the heartbeat says where the run is
+    steps = 8
+    with progress_phase("utility measures", total=steps, unit="measures"), \
+            threads_limited(thread_limit() if jobs is None else max(1, int(jobs))):
+        scores = il_score(X, Xp)
+        util: dict[str, Any] = {"il_sse": il_sse_blocks(X, Xp, blist)}
+        for name in ("il1", "il2", "il3", "il4", "il5", "il_score"):
+            util[name] = scores[name]
+        progress_set(1)
+        util["il1s"] = il1s(X, Xp)
+        progress_set(2)
+        util["il_sse_raw"] = il_sse_blocks(X, Xp, blist, scale="raw")
+        progress_set(3)
+        util["eigen"] = eigen(X, Xp)
+        progress_set(4)
+        util["robeigen"] = robeigen(X, Xp)
+        progress_set(6)
+        util["data_quality"] = data_quality(X, Xp)
+        progress_set(7)
+        util["optimality"] = (
+            optimality_gap(X, Xp, k, blist) if (k is not None and partition_based) else None
+        )
+        progress_set(steps)
 
     # -- risk -------------------------------------------------------------------
     used = sorted({v for s in subsets for v in s})
