@@ -97,19 +97,21 @@ def em_fit(G, c, theta, max_iter, tol, eps):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def pld_pass(Ro, Rpu, mult, op, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch, touched):  # pragma: no cover
+def pld_pass(Ro, Rs, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch, touched):  # pragma: no cover
     """Pairs whose lowest agreeing attribute is ``v``, counted per (original, full pattern).
 
-    ``Rpu`` (U, q) distinct protected rank rows with multiplicities ``mult``; ``op`` the
-    protected rows sorted by rank on ``v``, original ``a`` agrees on ``v`` with
-    ``op[lo[a]:hi[a]]``. Originals ``todo[start:]`` are processed until the outputs
-    are full; returns (next position in ``todo``, entries written). ``scratch`` (2^q)
-    is zero on entry and on return.
+    (A numba kernel: its arrays come one by one, nopython mode has no structs of arrays.)
+    ``Rs`` (U, q) distinct protected rank rows sorted by rank on ``v`` (contiguous, so
+    a window is read in memory order), ``ms`` their multiplicities; original ``a``
+    agrees on ``v`` with ``Rs[lo[a]:hi[a]]``. Originals ``todo[start:]`` are processed
+    until the outputs are full; returns (next position in ``todo``, entries written).
+    ``scratch`` (2^q) is zero on entry and on return.
     """
     q = Ro.shape[1]
     cap = out_a.size
     pos = 0
     bitv = np.int64(1) << v
+    ra = np.empty(q, dtype=Ro.dtype)
     t = start
     while t < todo.size:
         a = todo[t]
@@ -117,12 +119,13 @@ def pld_pass(Ro, Rpu, mult, op, lo, hi, v, w, todo, start, out_a, out_p, out_c, 
         h0 = hi[a]
         if pos + min(h0 - l0, scratch.size) > cap:
             break
+        for u in range(q):
+            ra[u] = Ro[a, u]
         nt = 0
-        for j in range(l0, h0):
-            b = op[j]
+        for b in range(l0, h0):
             lower = False
             for u in range(v):
-                d = Ro[a, u] - Rpu[b, u]
+                d = ra[u] - Rs[b, u]
                 if -w <= d <= w:
                     lower = True
                     break
@@ -130,13 +133,13 @@ def pld_pass(Ro, Rpu, mult, op, lo, hi, v, w, todo, start, out_a, out_p, out_c, 
                 continue
             pat = bitv
             for u in range(v + 1, q):
-                d = Ro[a, u] - Rpu[b, u]
+                d = ra[u] - Rs[b, u]
                 if -w <= d <= w:
                     pat |= np.int64(1) << u
             if scratch[pat] == 0:
                 touched[nt] = pat
                 nt += 1
-            scratch[pat] += mult[b]
+            scratch[pat] += ms[b]
         for j in range(nt):
             pat = touched[j]
             out_a[pos] = a

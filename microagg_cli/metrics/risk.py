@@ -759,9 +759,19 @@ class _PLDTable:
         ep = np.concatenate(pieces_p).astype(pdt) if pieces_p else np.empty(0, pdt)
         del pieces_p
         # distinct full patterns; index 0 = no agreement at all
-        self.gpat = np.unique(np.concatenate(([0], np.unique(ep).astype(np.int64), true_pat)))
-        idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
-        e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
+        if q <= _DENSE_MAX_Q:  # a table of the 2^q patterns: no sort
+            present = np.zeros(1 << q, dtype=bool)
+            present[0] = True
+            present[ep] = True
+            present[true_pat] = True
+            self.gpat = np.flatnonzero(present).astype(np.int64)
+            index_of = np.cumsum(present) - 1
+            idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
+            e_g = index_of[ep].astype(idx_dtype)
+        else:
+            self.gpat = np.unique(np.concatenate(([0], np.unique(ep).astype(np.int64), true_pat)))
+            idx_dtype = np.int32 if self.gpat.size < 2**31 else np.int64
+            e_g = np.searchsorted(self.gpat, ep).astype(idx_dtype)
         del ep
         # record positions 0..nr-1 (the sampled originals in increasing order)
         ea = np.concatenate(pieces_a).astype(np.int32) if pieces_a else np.empty(0, np.int32)
@@ -769,7 +779,9 @@ class _PLDTable:
         if self.rows is not None:
             ea = np.searchsorted(self.rows, ea).astype(np.int32)
         # per original, richest patterns first (an early better pattern ends a scan)
-        srt = np.lexsort((-np.bitwise_count(self.gpat)[e_g].astype(np.int64), ea))
+        # (one stable sort of the key record * (q + 1) + q - bits: np.lexsort's order, faster)
+        srt = np.argsort(ea.astype(np.int64) * (q + 1) + (q - np.bitwise_count(self.gpat)[e_g].astype(np.int64)),
+                         kind="stable")
         self.e_g = e_g[srt]
         del e_g
         self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
@@ -812,7 +824,8 @@ class _PLDTable:
         pdt = np.int32 if q < 31 else np.int64
         total = q * (n if rows is None else rows.size)
 
-        def run(v: int, op: np.ndarray, lo: np.ndarray, hi: np.ndarray, todo: np.ndarray) -> list[tuple]:
+        def run(v: int, rs: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray,
+                todo: np.ndarray) -> list[tuple]:
             scratch = np.zeros(1 << q, dtype=np.int64)
             touched = np.empty(1 << q, dtype=np.int64)
             out = []
@@ -823,7 +836,7 @@ class _PLDTable:
             opat = np.empty(cap, dtype=np.int64)
             oc = np.empty(cap, dtype=np.int64)
             while start < todo.size:
-                start, pos = pld_pass(Ro32, Rpu, mult, op, lo, hi, v, w, todo, start, oa, opat, oc,
+                start, pos = pld_pass(Ro32, rs[0], rs[1], lo, hi, v, w, todo, start, oa, opat, oc,
                                       scratch, touched)
                 out.append((oa[:pos].copy(), opat[:pos].astype(pdt), oc[:pos].astype(np.int32)))
             return out
@@ -838,7 +851,9 @@ class _PLDTable:
             oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
             if keep is not None:
                 oo = oo[keep[oo]]
-            tasks.extend((v, op, lo, hi, oo[j:j + _PLD_RUN]) for j in range(0, oo.size, _PLD_RUN))
+            # the protected rows in rank order on v, contiguous: a window is read in order
+            rs = (np.ascontiguousarray(Rpu[op]), np.ascontiguousarray(mult[op]))
+            tasks.extend((v, rs, lo, hi, oo[j:j + _PLD_RUN]) for j in range(0, oo.size, _PLD_RUN))
         with progress_phase("PLD pair table", total=total, unit="rows"):
             sizes = np.cumsum([t[4].size for t in tasks])
             results = _in_threads(lambda t: run(*t), tasks, workers,
