@@ -97,21 +97,23 @@ def em_fit(G, c, theta, max_iter, tol, eps):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def pld_pass(Ro, Rs, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch, touched):  # pragma: no cover
+def pld_pass(Ro, RsT, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch, touched):  # pragma: no cover
     """Pairs whose lowest agreeing attribute is ``v``, counted per (original, full pattern).
 
     (A numba kernel: its arrays come one by one, nopython mode has no structs of arrays.)
-    ``Rs`` (U, q) distinct protected rank rows sorted by rank on ``v`` (contiguous, so
-    a window is read in memory order), ``ms`` their multiplicities; original ``a``
-    agrees on ``v`` with ``Rs[lo[a]:hi[a]]``. Originals ``todo[start:]`` are processed
-    until the outputs are full; returns (next position in ``todo``, entries written).
-    ``scratch`` (2^q) is zero on entry and on return.
+    ``RsT`` (q, U) the distinct protected rank rows sorted by rank on ``v``, transposed
+    (one attribute's ranks contiguous: the agreement bits of a window are built one
+    attribute at a time over consecutive rows, a loop the compiler vectorises), ``ms``
+    their multiplicities; original ``a`` agrees on ``v`` with rows ``lo[a]:hi[a]``.
+    Originals ``todo[start:]`` are processed until the outputs are full; returns (next
+    position in ``todo``, entries written). ``scratch`` (2^q) is zero on entry and on
+    return.
     """
-    q = Ro.shape[1]
+    q = RsT.shape[0]
     cap = out_a.size
     pos = 0
-    bitv = np.int64(1) << v
-    ra = np.empty(q, dtype=Ro.dtype)
+    below = (np.int64(1) << v) - 1
+    bits = np.empty(0, dtype=np.int64)
     t = start
     while t < todo.size:
         a = todo[t]
@@ -119,27 +121,28 @@ def pld_pass(Ro, Rs, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratch
         h0 = hi[a]
         if pos + min(h0 - l0, scratch.size) > cap:
             break
+        m = h0 - l0
+        if bits.size < m:
+            bits = np.empty(max(m, 2 * bits.size), dtype=np.int64)
+        for j in range(m):
+            bits[j] = 0
         for u in range(q):
-            ra[u] = Ro[a, u]
+            r = Ro[a, u]
+            bit = np.int64(1) << u
+            row = RsT[u]
+            for j in range(m):
+                d = r - row[l0 + j]
+                if -w <= d <= w:
+                    bits[j] |= bit
         nt = 0
-        for b in range(l0, h0):
-            lower = False
-            for u in range(v):
-                d = ra[u] - Rs[b, u]
-                if -w <= d <= w:
-                    lower = True
-                    break
-            if lower:
+        for j in range(m):
+            pat = bits[j]
+            if pat & below:
                 continue
-            pat = bitv
-            for u in range(v + 1, q):
-                d = ra[u] - Rs[b, u]
-                if -w <= d <= w:
-                    pat |= np.int64(1) << u
             if scratch[pat] == 0:
                 touched[nt] = pat
                 nt += 1
-            scratch[pat] += ms[b]
+            scratch[pat] += ms[l0 + j]
         for j in range(nt):
             pat = touched[j]
             out_a[pos] = a

@@ -851,8 +851,8 @@ class _PLDTable:
             oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
             if keep is not None:
                 oo = oo[keep[oo]]
-            # the protected rows in rank order on v, contiguous: a window is read in order
-            rs = (np.ascontiguousarray(Rpu[op]), np.ascontiguousarray(mult[op]))
+            # the protected rows in rank order on v, transposed: a window is read in order
+            rs = (np.ascontiguousarray(Rpu[op].T), np.ascontiguousarray(mult[op]))
             tasks.extend((v, rs, lo, hi, oo[j:j + _PLD_RUN]) for j in range(0, oo.size, _PLD_RUN))
         with progress_phase("PLD pair table", total=total, unit="rows"):
             sizes = np.cumsum([t[4].size for t in tasks])
