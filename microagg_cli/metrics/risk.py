@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..progress import phase as progress_phase
 from ..progress import set_done as progress_set
-from .utility import _as_pair as _utility_pair
+from .utility import as_pair as _utility_pair
 from ._risk_kernels import (dld_filter, dld_search, em_fit, kd_build, pld_credit, pld_credit_batch, pld_pass,
                             refine_classes)
 
@@ -110,7 +110,7 @@ _EPS = 1e-12
 
 
 def _as_pair(X: np.ndarray, Xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`.utility._as_pair`, and at least one record."""
+    """:func:`.utility.as_pair`, and at least one record."""
     X, Xp = _utility_pair(X, Xp)
     if X.shape[0] == 0:
         raise InvalidParameterError("risk measures need at least one record")

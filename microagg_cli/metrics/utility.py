@@ -67,7 +67,8 @@ def il_sse(X: np.ndarray, Xp: np.ndarray) -> float:
 # helpers
 
 
-def _as_pair(X: np.ndarray, Xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def as_pair(X: np.ndarray, Xp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both matrices as float64 (n, p) arrays of the same shape (InvalidParameterError otherwise)."""
     X = np.asarray(X, dtype=np.float64)
     Xp = np.asarray(Xp, dtype=np.float64)
     if X.ndim != 2 or X.shape != Xp.shape:
@@ -191,7 +192,7 @@ def il_sse_blocks(
     >>> il_sse_blocks(X, Xp, scale="raw")["overall"]  # 4 / (20 + 16)
     11.11111111111111
     """
-    X, Xp = _as_pair(X, Xp)
+    X, Xp = as_pair(X, Xp)
     sse, sst = _sse_sst_columns(X, Xp, scale)
     per_block = []
     for cols in _blocks_or_all(blocks, X.shape[1]):
@@ -236,7 +237,7 @@ def il_score(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     >>> r["il5"], r["il_score"]["value"]
     ({'value': None, 'cells': 0, 'skipped': 1}, 37.5)
     """
-    X, Xp = _as_pair(X, Xp)
+    X, Xp = as_pair(X, Xp)
     n, p = X.shape
     mean, cov, const = _moments(X)
     mean_p, cov_p, const_p = _moments(Xp)
@@ -273,7 +274,7 @@ def il1s(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     >>> round(r["value"], 12), r["cells"], r["skipped"]
     (0.5, 2, 2)
     """
-    X, Xp = _as_pair(X, Xp)
+    X, Xp = as_pair(X, Xp)
     n, p = X.shape
     if n < 2:
         return {"value": None, "cells": 0, "skipped": int(n * p)}
@@ -324,7 +325,7 @@ def _spectrum_change(X: np.ndarray, Xp: np.ndarray, scatter: Callable[[np.ndarra
     ``side_by_side`` and more than one thread allowed (:func:`threads.limit`), the two
     files' scatters are computed in two threads (numpy releases the GIL; each is
     computed exactly as alone)."""
-    X, Xp = _as_pair(X, Xp)
+    X, Xp = as_pair(X, Xp)
     cols = _usable_columns(X, Xp)
     if cols.size == 0 or X.shape[0] < 2:
         return {"value": None, "attributes": 0, "skipped": int(X.shape[1]), "eigenvalues_skipped": 0}
@@ -452,7 +453,7 @@ def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     Mateo-Sanz, J. M. & Domingo-Ferrer, J. (1998). A comparative study of
     microaggregation methods. Questiio 22(3).
     """
-    X, Xp = _as_pair(X, Xp)
+    X, Xp = as_pair(X, Xp)
     n, p = X.shape
     const = _constant(X)
     const_p = _constant(Xp)
