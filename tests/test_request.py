@@ -171,24 +171,36 @@ def test_evaluate_report_parameters_come_from_the_request(tmp_path):
 
 # ---------------------------------------------------------------- acceptance (#30)
 
-#: files of other engineers' work (methods, bounds) and numba kernels: not checked here
-NOT_CHECKED = ("methods/", "metrics/cg_bound.py", "metrics/utility.py", "metrics/_risk_kernels.py", "commands/")
+#: the click commands take one parameter per option
+NOT_CHECKED = ("commands/",)
 #: the public one-call forms keep their keyword names (``**options``)
 PUBLIC = {("api.py", "protect"), ("api.py", "evaluate"), ("api.py", "compare"), ("api.py", "propose_plans"),
           ("frames.py", "protect_frame"), ("frames.py", "evaluate_frame"), ("frames.py", "compare_frames"),
           ("frames.py", "propose_blocks")}
 
 
+def _numba_kernel_says_why(node: ast.FunctionDef, lines: list[str]) -> bool:
+    """A compiled kernel (a ``*jit`` decorator) whose comment above it or docstring says
+    it is a numba kernel (and why its arrays come one by one)."""
+    jitted = any("jit" in ast.unparse(d) for d in node.decorator_list)
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    above = " ".join(lines[max(0, first - 4):first - 1]).lower()
+    doc = (ast.get_docstring(node) or "").lower()
+    return jitted and ("numba kernel" in above or "numba kernel" in doc)
+
+
 def test_no_function_below_the_entry_points_takes_more_than_12_parameters():
     too_many = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith(NOT_CHECKED) or rel in NOT_CHECKED:
+        if rel.startswith(NOT_CHECKED):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = node.args
                 names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.arg not in ("self", "cls")]
-                if len(names) > 12 and (rel, node.name) not in PUBLIC:
+                if len(names) > 12 and (rel, node.name) not in PUBLIC and not _numba_kernel_says_why(node, lines):
                     too_many.append(f"{rel}:{node.lineno} {node.name} ({len(names)})")
     assert not too_many, too_many

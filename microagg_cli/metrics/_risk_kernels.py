@@ -267,6 +267,7 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
     return nt
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
 def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, true_g, a0, a1, F, credits,
                      squares):  # pragma: no cover
