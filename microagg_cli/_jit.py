@@ -37,8 +37,9 @@ from pathlib import Path
 
 __all__ = ["njit", "Kernel", "compilations", "compile_seconds", "cache_dir_override", "user_cache_dir", "KERNEL_FAMILIES"]
 
-#: The package's kernel folders: numba writes its in-tree cache to their ``__pycache__``.
-_KERNEL_DIRS = ("methods", "metrics")
+#: The package's kernel folders (the package itself: ``_select``): numba writes its in-tree
+#: cache to their ``__pycache__``.
+_KERNEL_DIRS = (".", "methods", "metrics")
 
 #: Kernel families by module: the name in the compile notice and a rough compile time
 #: (seconds, cold cache, 2-core machine; benchmarks/end_to_end.py --cold). Modules not

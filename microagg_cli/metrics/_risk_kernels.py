@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from .._select import select
 
 __all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search", "kd_build"]
 
@@ -478,43 +479,6 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
 
 
 @njit(cache=True, nogil=True)
-def _select(vals, perm, lo, hi, k):  # pragma: no cover - compiled
-    """Reorder ``vals[lo:hi]`` (and ``perm`` alike) so that position ``k`` holds the
-    value of rank k - lo, none greater before it, none smaller after it (Hoare's
-    FIND with a median-of-three pivot; equal values split evenly)."""
-    l = lo
-    r = hi - 1
-    while r > l:
-        mid = (l + r) >> 1
-        x = vals[l]
-        y = vals[mid]
-        z = vals[r]
-        if x > y:
-            x, y = y, x
-        if y > z:
-            y = z
-        pivot = y if y > x else x
-        i = l
-        j = r
-        while i <= j:
-            while vals[i] < pivot:
-                i += 1
-            while vals[j] > pivot:
-                j -= 1
-            if i <= j:
-                vals[i], vals[j] = vals[j], vals[i]
-                perm[i], perm[j] = perm[j], perm[i]
-                i += 1
-                j -= 1
-        if k <= j:
-            r = j
-        elif k >= i:
-            l = i
-        else:
-            break
-
-
-@njit(cache=True, nogil=True)
 def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cover - compiled
     """A k-d tree of the rows of ``P`` (m, s): median splits on the widest coordinate
     (found by selection, not sorting), leaves of at most ``leaf`` rows. Fills ``perm``
@@ -555,7 +519,7 @@ def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cove
             for i in range(s0, s1):
                 vals[i] = P[perm[i], dim]
             half = (s1 - s0) // 2
-            _select(vals, perm, s0, s1, s0 + half)
+            select(vals, perm, s0, s1, s0 + half)
             left[node] = nn
             right[node] = nn + 1
             start[nn] = s0
