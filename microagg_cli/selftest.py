@@ -31,11 +31,15 @@ from .errors import InvalidParameterError
 from .methods import get_method
 from .partition import sse
 
-__all__ = ["COMPILED_METHODS", "DEFAULT_METHODS", "CheckResult", "run_self_test", "cache_location"]
+__all__ = ["COMPILED_METHODS", "ALL_CHECKS", "DEFAULT_METHODS", "CheckResult", "run_self_test", "cache_location"]
 
 #: Methods whose work is done by compiled kernels, in the order ``--all`` checks them.
 COMPILED_METHODS = ("mdav", "ils", "mdav-ls", "kward", "kward-1d", "optimal-1d", "pcp", "zscores", "sugeno",
                     "mhm", "genetic")
+
+#: Every check ``--all`` runs: the methods, then ``risk``, the kernels of the risk
+#: measures (``sdc evaluate`` and every report's risk section: DLD, PLD, k').
+ALL_CHECKS = COMPILED_METHODS + ("risk",)
 
 #: What ``sdc self-test`` checks without arguments: the kernels of ``sdc protect``'s
 #: default method.
@@ -120,8 +124,48 @@ def _check_method(name: str) -> Callable[[], tuple[str, str]]:
     return run
 
 
+def _brute_dld(Z: np.ndarray, Zp: np.ndarray, cols: tuple[int, ...]) -> float:
+    """DLD by brute force (every original against every distinct protected row, the
+    distances summed column by column as the kernels do)."""
+    U, mult = np.unique(Zp, axis=0, return_counts=True)
+    d = np.zeros((Z.shape[0], U.shape[0]))
+    own = np.zeros(Z.shape[0])
+    for c in cols:
+        d = d + (Z[:, c, None] - U[None, :, c]) ** 2
+        own = own + (Z[:, c] - Zp[:, c]) ** 2
+    beaten = (d < own[:, None]).any(axis=1)
+    ties = ((d == own[:, None]) * mult).sum(axis=1)
+    return 100.0 * float(np.where(beaten, 0.0, 1.0 / ties).sum()) / Z.shape[0]
+
+
+def _check_risk() -> tuple[str, str]:
+    """The risk measures' kernels on every scenario of a small MDAV-protected file: the
+    layered DLD pass (margins, beaters, k-d trees) gives each scenario's DLD exactly as
+    brute force does, and PLD has a value everywhere."""
+    from .methods.fixed_size import mdav_reference
+    from .metrics.risk import RiskEvaluator
+    from .metrics.scenarios import all_subsets
+    from .partition import aggregate
+
+    n, p = 300, 4
+    X = _data(n, p)
+    Xp = aggregate(X, mdav_reference(X, _K))
+    scs = all_subsets(p)
+    what = f"risk measures of all {len(scs)} scenarios ({n} x {p}): DLD by layers = brute force"
+    ev = RiskEvaluator(X, Xp, k=_K)
+    for sc, row in zip(scs, ev.evaluate(scs)):
+        want = _brute_dld(ev.Z, ev.Zp, tuple(sc))
+        if abs(row["dld"] - want) > 1e-9 * max(1.0, want):
+            return what, f"DLD of scenario {list(sc)}: {row['dld']!r} by layers, {want!r} by brute force"
+        if row["pld"] is None or row["k_min"] < _K:
+            return what, f"scenario {list(sc)}: PLD {row['pld']!r}, k_min {row['k_min']}"
+    return what, ""
+
+
 def _checks() -> dict[str, Callable[[], tuple[str, str]]]:
-    return {name: (_check_mdav if name == "mdav" else _check_method(name)) for name in COMPILED_METHODS}
+    checks = {name: (_check_mdav if name == "mdav" else _check_method(name)) for name in COMPILED_METHODS}
+    checks["risk"] = _check_risk
+    return checks
 
 
 def run_self_test(methods: tuple[str, ...] | list[str] | None = None,
@@ -136,7 +180,7 @@ def run_self_test(methods: tuple[str, ...] | list[str] | None = None,
     for name in names:
         if name not in checks:
             raise InvalidParameterError(
-                f"{name!r} has no compiled kernels to check; choose from {', '.join(COMPILED_METHODS)}")
+                f"{name!r} has no compiled kernels to check; choose from {', '.join(ALL_CHECKS)}")
     out = []
     for name in names:
         before = _jit.compilations()
@@ -159,4 +203,4 @@ def cache_location() -> str:
     if folder:
         return folder
     package = Path(__file__).resolve().parent
-    return " and ".join(str(package / sub / "__pycache__") for sub in ("methods", "metrics"))
+    return " and ".join(str(package / sub / "__pycache__") for sub in ("methods", "metrics", "."))

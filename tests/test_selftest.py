@@ -83,3 +83,16 @@ def test_method_without_kernels_is_a_usage_error():
     result = run_cli("self-test", "md")
     assert result.exit_code == 2
     assert "'md' has no compiled kernels to check" in result.stderr
+
+
+def test_all_runs_the_risk_kernels_check_and_it_can_fail(monkeypatch):
+    """``--all`` ends with ``risk`` (the kernels of sdc evaluate); a layered DLD that
+    credits without proof (a margin tolerance below zero) fails it against brute force."""
+    assert selftest.ALL_CHECKS[-1] == "risk" and set(selftest.COMPILED_METHODS) < set(selftest.ALL_CHECKS)
+    (ok,) = selftest.run_self_test(["risk"])
+    assert ok.passed and "DLD by layers" in ok.check
+    from microagg_cli.metrics import risk
+
+    monkeypatch.setattr(risk, "_DLD_MARGIN_TOL", -1.0)
+    (bad,) = selftest.run_self_test(["risk"])
+    assert not bad.passed and "DLD of scenario" in bad.message

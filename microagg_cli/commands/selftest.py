@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..selftest import COMPILED_METHODS
+from ..selftest import ALL_CHECKS, COMPILED_METHODS
 from ._options import setup_logging, split_names, verbosity_options
 
 __all__ = ["selftest_command"]
@@ -15,7 +15,8 @@ __all__ = ["selftest_command"]
 @click.command("self-test", context_settings={"max_content_width": 100})
 @click.argument("methods", metavar="[METHOD]...", nargs=-1)
 @click.option("--all", "all_methods", is_flag=True,
-              help=f"Every method with compiled kernels ({', '.join(COMPILED_METHODS)}).")
+              help=f"Every method with compiled kernels ({', '.join(COMPILED_METHODS)}) and the "
+                   "risk measures' kernels (risk: sdc evaluate and the reports' risk section).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: nothing (text: the table goes to stderr) or the results as JSON.")
 @verbosity_options
@@ -28,7 +29,9 @@ def selftest_command(methods, all_methods, fmt, quiet, verbose):
     host) and no later run pays that time. Each kernel is also checked on this
     machine: fast MDAV must give exactly the reference MDAV partition; the other
     methods groups of at least k (and ils, mdav-ls and optimal-1d an SSE no higher
-    than MDAV's). Without METHOD: mdav, the default of sdc protect.
+    than MDAV's). METHOD risk checks the kernels of the risk measures (sdc evaluate,
+    the reports' risk section): DLD by layers of scenarios must equal brute force.
+    Without METHOD: mdav, the default of sdc protect.
 
     Exit code 0 when every check passes, 1 when one fails (a bug: please report it
     with the table), 2 for a method without compiled kernels.
@@ -42,7 +45,7 @@ def selftest_command(methods, all_methods, fmt, quiet, verbose):
     setup_logging(quiet, verbose)
     from ..selftest import cache_location, run_self_test
 
-    names = list(COMPILED_METHODS) if all_methods else [m for arg in methods for m in split_names(arg)]
+    names = list(ALL_CHECKS) if all_methods else [m for arg in methods for m in split_names(arg)]
 
     def show(result) -> None:
         if quiet or fmt == "json":
