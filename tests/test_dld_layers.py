@@ -55,6 +55,7 @@ def test_layers_match_reference_and_single_scenarios(seed):
     ev = risk.RiskEvaluator(X, Xp, pld=False)
     assert [v for v, _ in ev.dld_many(scs)] == want
     assert [v for v, _ in risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs, jobs=2)] == want
+    assert [v for v, _ in risk.RiskEvaluator(X, Xp, pld=False, dld_candidates=8).dld_many(scs)] == want
     assert [ev.dld(sc) for sc in scs[::5]] == want[::5]
 
 

@@ -312,7 +312,6 @@ def evaluate_arrays(
     ev = RiskEvaluator(X, Xp, o.risk.replace(
         k=k,
         pld_attributes=used,
-        dld_candidates=8 if len(subsets) >= 8 else 0,  # pays off over many scenarios
         workers=max(int(o.risk.workers), n_jobs),
     ))
     rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
