@@ -432,44 +432,38 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
                         best = acc
                 continue
             # push the farther child first: the nearer one is searched first
-            l = left[node]
-            r = right[node]
-            bl = 0.0
-            br = 0.0
+            near = left[node]
+            far = right[node]
+            # both children's box bounds in one pass, each summed as a point's distance
+            b_near = 0.0
+            b_far = 0.0
             for j in range(s):
                 z = q[j]
-                d = lo[l, j] - z
+                d = lo[near, j] - z
                 if d > 0:
-                    bl += d * d
+                    b_near += d * d
                 else:
-                    d = z - hi[l, j]
+                    d = z - hi[near, j]
                     if d > 0:
-                        bl += d * d
-                d = lo[r, j] - z
+                        b_near += d * d
+                d = lo[far, j] - z
                 if d > 0:
-                    br += d * d
+                    b_far += d * d
                 else:
-                    d = z - hi[r, j]
+                    d = z - hi[far, j]
                     if d > 0:
-                        br += d * d
-            if bl <= br:
-                if br <= best:
-                    stack[sp] = r
-                    stack_lb[sp] = br
-                    sp += 1
-                if bl <= best:
-                    stack[sp] = l
-                    stack_lb[sp] = bl
-                    sp += 1
-            else:
-                if bl <= best:
-                    stack[sp] = l
-                    stack_lb[sp] = bl
-                    sp += 1
-                if br <= best:
-                    stack[sp] = r
-                    stack_lb[sp] = br
-                    sp += 1
+                        b_far += d * d
+            if b_far < b_near:
+                near, far = far, near
+                b_near, b_far = b_far, b_near
+            if b_far <= best:
+                stack[sp] = far
+                stack_lb[sp] = b_far
+                sp += 1
+            if b_near <= best:
+                stack[sp] = near
+                stack_lb[sp] = b_near
+                sp += 1
         if not beaten and ties > 0:
             credit[a] = 1.0 / ties
             margin = best - ref if ties == own[a] else 0.0
