@@ -284,8 +284,8 @@ def evaluate_arrays(
     # a phase of steps: at 1,000,000 records the robust eigenvalues (two DetMCDs) and
     # LB_NN take a minute or more each, and the heartbeat says where the run is
     steps = 8
-    with progress_phase("utility measures", total=steps, unit="measures"), \
-            threads_limited(thread_limit() if jobs is None else max(1, int(jobs))):
+    n_jobs = thread_limit() if jobs is None else max(1, int(jobs))
+    with progress_phase("utility measures", total=steps, unit="measures"), threads_limited(n_jobs):
         scores = il_score(X, Xp)
         util: dict[str, Any] = {"il_sse": il_sse_blocks(X, Xp, blist)}
         for name in ("il1", "il2", "il3", "il4", "il5", "il_score"):
@@ -308,7 +308,6 @@ def evaluate_arrays(
 
     # -- risk -------------------------------------------------------------------
     used = sorted({v for s in subsets for v in s})
-    n_jobs = thread_limit() if jobs is None else max(1, int(jobs))
     ev = RiskEvaluator(X, Xp, o.risk.replace(
         k=k,
         pld_attributes=used,

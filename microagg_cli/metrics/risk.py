@@ -319,8 +319,9 @@ class _DLDShared:
     """
 
     def __init__(self, ev: "RiskEvaluator") -> None:
-        codes, _first, _m = ev._distinct()
-        U, mult = ev._tree()
+        codes, first, m = ev._distinct()
+        U = ev.Zp[first]
+        mult = np.bincount(codes, minlength=m).astype(np.float64)
         # distinct rows renumbered in space order
         perm = _BoxTree(U, mult, leaf=8).perm
         rank = np.empty(perm.size, dtype=np.int64)
@@ -1124,6 +1125,18 @@ class RiskOptions:
         return dataclasses.replace(self, **changes)
 
 
+def _sample_plan(what: str, n: int, exact_max: int, sample: int, seed: int) -> tuple[str, np.ndarray | None]:
+    """``("exact", None)`` up to ``exact_max`` records, else ``("sampled", rows)``: the
+    sorted originals of a seeded sample of ``sample`` drawn without replacement (the
+    estimators of PLD and DLD, ``what``)."""
+    if exact_max < 0 or sample < 2:
+        raise InvalidParameterError(f"{what}_exact_max must be >= 0 and {what}_sample >= 2")
+    if n <= exact_max:
+        return "exact", None
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    return "sampled", np.sort(rng.choice(n, size=min(n, sample), replace=False))
+
+
 class RiskEvaluator:
     """Precomputed state to evaluate many intruder scenarios of one file pair.
 
@@ -1186,7 +1199,6 @@ class RiskEvaluator:
         self.dld_candidates = int(dld_candidates)
         self._cand_rows: np.ndarray | None = None
         self._rows_all: tuple[np.ndarray, np.ndarray, int] | None = None
-        self._box_tree: tuple[np.ndarray, np.ndarray] | None = None
         self._dld_sh: _DLDShared | None = None
         self.id_percents = [float(q) if not float(q).is_integer() else int(q) for q in id_percents]
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
@@ -1208,27 +1220,11 @@ class RiskEvaluator:
         self.pld_skipped_reason: str | None = None
         self.pld_table: _PLDTable | None = None
         self.pld_columns: list[int] = []
-        if int(pld_exact_max) < 0 or int(pld_sample) < 2:
-            raise InvalidParameterError("pld_exact_max must be >= 0 and pld_sample >= 2")
-        self.pld_exact_max = int(pld_exact_max)
-        self.pld_sample = int(pld_sample)
-        self.pld_seed = int(pld_seed)
-        self.pld_method = "exact" if n <= self.pld_exact_max else "sampled"
-        if int(dld_exact_max) < 0 or int(dld_sample) < 2:
-            raise InvalidParameterError("dld_exact_max must be >= 0 and dld_sample >= 2")
-        self.dld_exact_max = int(dld_exact_max)
-        self.dld_sample = int(dld_sample)
-        self.dld_seed = int(dld_seed)
-        self.dld_method = "exact" if n <= self.dld_exact_max else "sampled"
-        self.dld_rows: np.ndarray | None = None
-        if self.dld_method == "sampled":
-            rng = np.random.default_rng(np.random.SeedSequence(self.dld_seed))
-            self.dld_rows = np.sort(rng.choice(n, size=min(n, self.dld_sample), replace=False))
-        self.pld_rows: np.ndarray | None = None
-        if pld and self.pld_method == "sampled":
-            size = min(n, self.pld_sample)
-            rng = np.random.default_rng(np.random.SeedSequence(self.pld_seed))
-            self.pld_rows = np.sort(rng.choice(n, size=size, replace=False))
+        self.pld_exact_max, self.pld_sample, self.pld_seed = int(pld_exact_max), int(pld_sample), int(pld_seed)
+        self.pld_method, pld_rows = _sample_plan("pld", n, self.pld_exact_max, self.pld_sample, self.pld_seed)
+        self.pld_rows: np.ndarray | None = pld_rows if pld else None
+        self.dld_exact_max, self.dld_sample, self.dld_seed = int(dld_exact_max), int(dld_sample), int(dld_seed)
+        self.dld_method, self.dld_rows = _sample_plan("dld", n, self.dld_exact_max, self.dld_sample, self.dld_seed)
         if pld:
             cols = (list(range(p)) if pld_attributes is None
                     else sorted(set(map(int, pld_attributes))))
@@ -1257,19 +1253,12 @@ class RiskEvaluator:
             self._rows_all = (codes, _RowClasses.first_rows(codes), m)
         return self._rows_all
 
-    def _tree(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct protected rows (z-scores) and their multiplicities."""
-        if self._box_tree is None:
-            codes, first, m = self._distinct()
-            self._box_tree = (np.ascontiguousarray(self.Zp[first]),
-                              np.bincount(codes, minlength=m).astype(np.float64))
-        return self._box_tree
-
     def _candidates(self) -> np.ndarray | None:
-        from scipy.spatial import cKDTree  # 0.15 s to import: only when used
         if self.dld_candidates <= 0:
             return None
         if self._cand_rows is None:
+            from scipy.spatial import cKDTree  # 0.15 s to import: only when used
+
             codes, first, m = self._distinct()
             K = min(self.dld_candidates, m)
             tree = cKDTree(self.Zp[first])
