@@ -10,11 +10,9 @@ eigen-decompositions go to LAPACK.
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
-
 import numpy as np
+
+from .memo import LastResults, array_key
 
 __all__ = ["det_mcd", "robust_mahalanobis", "robust_scale"]
 
@@ -176,11 +174,9 @@ def _starts(A: np.ndarray) -> list[np.ndarray]:
     ]
 
 
-#: The last few :func:`det_mcd` results, by a digest of the matrix: ``sdc compare``
-#: asks for the original's estimate once per cell.
-_CACHE: "OrderedDict[tuple, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
-_CACHE_SIZE = 4
-_CACHE_LOCK = threading.Lock()
+#: The last few :func:`det_mcd` results: ``sdc compare`` asks for the original's
+#: estimate once per cell.
+_RESULTS = LastResults(4)
 
 
 def det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,18 +184,8 @@ def det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     :func:`_det_mcd`); the last few results are kept, keyed by a digest of the
     matrix's bytes, and returned as copies."""
     X = np.ascontiguousarray(X, dtype=np.float64)
-    key = (X.shape, hashlib.blake2b(X.view(np.uint8), digest_size=32).digest())
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-    if hit is None:
-        hit = _det_mcd(X)
-        with _CACHE_LOCK:
-            _CACHE[key] = hit
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
-    return hit[0].copy(), hit[1].copy()
+    centre, scatter = _RESULTS.get(array_key(X), lambda: _det_mcd(X))
+    return centre.copy(), scatter.copy()
 
 
 def _det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

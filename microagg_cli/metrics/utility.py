@@ -11,12 +11,12 @@ skipped).
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import threads
+from ..memo import LastResults, array_key
 
 __all__ = [
     "lb_nn_load_seconds",
@@ -505,29 +505,16 @@ def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
 # lower bound and optimality gap
 
 
-#: The last few :func:`_lb_nn_sum` results, by (digest of the matrix, k): LB_NN
-#: depends on the original only, and ``sdc compare`` asks for it once per cell.
-_LB_NN_CACHE: dict[tuple, float] = {}
-_LB_NN_CACHE_SIZE = 16
-_LB_NN_LOCK = threading.Lock()
+#: The last few :func:`_lb_nn_sum` results: LB_NN depends on the original only, and
+#: ``sdc compare`` asks for it once per cell.
+_LB_NN_RESULTS = LastResults(16)
 
 
 def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     """(1/(2k)) * sum_i sum_{l<k} d^2(z_i, l-th nearest neighbour of z_i) (the last
     few results kept, keyed by a digest of ``Z``'s bytes and k)."""
-    import hashlib
-
     Z = np.ascontiguousarray(Z, dtype=np.float64)
-    key = (Z.shape, int(k), hashlib.blake2b(Z.view(np.uint8), digest_size=32).digest())
-    with _LB_NN_LOCK:
-        hit = _LB_NN_CACHE.get(key)
-    if hit is None:
-        hit = _lb_nn_sum_of(Z, int(k), chunk_cells)
-        with _LB_NN_LOCK:
-            _LB_NN_CACHE[key] = hit
-            while len(_LB_NN_CACHE) > _LB_NN_CACHE_SIZE:
-                _LB_NN_CACHE.pop(next(iter(_LB_NN_CACHE)))
-    return hit
+    return _LB_NN_RESULTS.get((array_key(Z), int(k)), lambda: _lb_nn_sum_of(Z, int(k), chunk_cells))
 
 
 def _lb_nn_sum_of(Z: np.ndarray, k: int, chunk_cells: int) -> float:
