@@ -37,6 +37,7 @@ from .io import (
     check_output_path,
     detect_format,
     file_fingerprint,
+    json_text,
     read_table,
     write_json,
     write_table,
@@ -46,10 +47,12 @@ from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
-from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
+from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
+from .roles import check_declared_missing, load_rda, resolve_request
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
-__all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
+__all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "propose_roles",
+           "roles_request", "REPORT_SCHEMA_VERSION"]
 
 
 def protect(input: str | Path, output: str | Path, **options: Any) -> dict[str, Any]:
@@ -131,14 +134,23 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
             raise InvalidParameterError("the report and the output are the same file")
         if out_path is None and rep_path is None:
             raise InvalidParameterError("the output and the report cannot both go to stdout")
+    rda = load_rda(req.metadata) if req.metadata is not None else None
+    if rda is not None and rda.separator and read.delimiter is None and in_fmt == "csv":
+        req = req.replace(delimiter=rda.separator)  # the .rda says how its free-format file is cut
+        read = req.read
     with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
         table = read_table(input, read, fmt=in_fmt)
     if read.decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
+    # every column's role: options and plan, then the file's metadata and the .rda (refuses to guess)
+    table, req, coded = resolve_request(table, req, rda)
+    run = req.run
     default_selection = plan is None and req.columns is None
     if plan is None:
         plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
                            drop=req.drop, passthrough=req.passthrough, roles=req.roles)
+    if rda is not None:
+        check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_id_column(table.columns, plan, req.id_column)
     check_keys(table.columns, plan, run.keys, run.strata)
 
@@ -151,6 +163,8 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
 
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
     statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
+    if coded:  # codes the .rda declares missing, per column and code
+        rep["declared_missing"] = {**rep.get("declared_missing", {}), **coded}
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \
             OutputSet(force=req.force) as files:
@@ -422,3 +436,53 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
         "warnings": res["warnings"],
         "audit": audit.trail(t0, files=[audit.file_entry(output, "plan", since=t0)] if written else []),
     }
+
+
+def propose_roles(input: str | Path, **options: Any) -> dict[str, Any]:
+    """Propose a role for every column of a file, with its evidence (``sdc roles``).
+
+    Reads ``input`` and proposes each column's role (:func:`microagg_cli.roles.propose_roles`:
+    the file's declarations and the ``metadata`` .rda first, then its type, values and
+    name). ``output``: write the proposal there atomically (``.toml``: a roles file in
+    the plan format that ``sdc protect --plan`` applies as it is; ``.json``: the JSON
+    document), an existing file replaced only with ``force``.
+
+    Returns
+    -------
+    ``{"document": JSON-ready dict, "text": the TOML roles file, "written": path|None}``.
+    """
+    return roles_request(input, RolesRequest.build(**options))
+
+
+def roles_request(input: str | Path, request: RolesRequest) -> dict[str, Any]:
+    """:func:`propose_roles` with its options as one :class:`~microagg_cli.request.RolesRequest`."""
+    from .roles import propose_roles as propose, roles_to_dict, roles_to_toml
+
+    r = request
+    check_k_option(r.k)
+    src = None if str(input) == "-" else Path(input)
+    out_path = None
+    if r.output is not None:
+        if str(r.output) == "-":
+            raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")
+        out_path = check_output_path(r.output, force=r.force, inputs=(src,), what="roles file")
+    rda = load_rda(r.metadata) if r.metadata is not None else None
+    read = r.read
+    fmt = detect_format(input, read.input_format)
+    if rda is not None and rda.separator and read.delimiter is None and fmt == "csv":
+        read = read.replace(delimiter=rda.separator)
+    table = read_table(input, read, fmt=fmt)
+    evidence = propose(table, rda)
+    source = table.path.name if table.path is not None else "-"
+    doc = roles_to_dict(evidence, file_fingerprint(table))
+    text = roles_to_toml(evidence, source=source, k=r.k)
+    fmt_out = r.fmt
+    if out_path is not None and r.fmt is None:
+        fmt_out = "json" if out_path.suffix.lower() == ".json" else "toml"
+    body = (json_text(doc) if fmt_out == "json" else text)
+    written = None
+    if out_path is not None:
+        data = body.encode("utf-8")
+        atomic_write_bytes(out_path, lambda fh: fh.write(data), force=r.force, what="roles file")
+        written = str(out_path)
+    return {"document": doc, "text": body, "format": fmt_out or "toml", "written": written}

@@ -95,6 +95,8 @@ __all__ = [
     "Block",
     "BlockPlan",
     "PLAN_VERSION",
+    "PLAN_ROLES",
+    "ROLE_KEYS",
     "STRATEGIES",
     "load_plan",
     "parse_plan",
@@ -120,7 +122,12 @@ BLOCKS_SCHEMA_VERSION = "1.0"
 #: The plan-file layout version written by :func:`plan_to_toml`.
 PLAN_VERSION = 1
 
-_TOP_KEYS = ("version", "defaults", "drop", "passthrough", "blocks")
+_TOP_KEYS = ("version", "defaults", "drop", "passthrough", "roles", "blocks")
+#: keys of a plan's ``[roles]`` table (see :mod:`microagg_cli.roles`); ``keys`` are
+#: released unchanged and checked as keys (``--keys``)
+ROLE_KEYS = ("continuous", "categorical", "ordinal", "weight", "stratum", "identifier", "passthrough", "keys")
+#: the roles a plan carries besides its blocks, drop and passthrough
+PLAN_ROLES = ("categorical", "ordinal", "weight", "stratum", "keys")
 _DEFAULT_KEYS = ("method", "k", "params")
 _BLOCK_KEYS = ("name", "columns", "method", "k", "params")
 
@@ -169,6 +176,9 @@ class BlockPlan:
     drop: tuple[str, ...] = ()
     passthrough: tuple[str, ...] = ()
     source: PlanSource | None = field(default=None, compare=False, repr=False)
+    #: the plan's other roles: ``{"categorical": (...), "ordinal": (...), "weight": (col,),
+    #: "stratum": (...), "keys": (...)}`` (only the roles it names)
+    roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def single(
@@ -260,6 +270,10 @@ class BlockPlan:
         for c in self.passthrough:
             if c not in have:
                 raise DataError(f"{self._where('passthrough', value=c)}passthrough: {missing(c)}")
+        for role, cols in self.roles.items():
+            for c in cols:
+                if c not in have:
+                    raise DataError(f"{self._where('roles', role, value=c)}roles.{role}: {missing(c)}")
 
 
 # ------------------------------------------------------------------- line locator
@@ -307,13 +321,13 @@ class _Locator:
         sections: list[tuple[int, Any]] = []
         n_block = -1
         for line, name in headers:
-            if name.startswith(("[blocks.", "[defaults.")):
+            if name.startswith(("[blocks.", "[defaults.", "[roles.")):
                 continue  # a sub-table ([blocks.params]) belongs to the section above
             if name == "[[blocks":
                 n_block += 1
                 sections.append((line, ("blocks", n_block)))
             else:
-                sections.append((line, "defaults" if name == "[defaults" else None))
+                sections.append((line, {"[defaults": "defaults", "[roles": "roles"}.get(name)))
         for (line, ident), (end, _) in zip(sections, sections[1:] + [(len(self.lines), None)]):
             if ident is not None:
                 ranges[ident] = (line, end)
@@ -350,8 +364,8 @@ class _Locator:
             elif ch in "}]":
                 if stack:
                     kind, ident, start, _ = stack.pop()
-                    if len(stack) == 1 and ident == "defaults":
-                        ranges["defaults"] = (start, line + 1)
+                    if len(stack) == 1 and ident in ("defaults", "roles"):
+                        ranges[ident] = (start, line + 1)
                     elif len(stack) == 2 and isinstance(ident, tuple) and ident[0] == "blocks":
                         ranges[ident] = (start, line + 1)
             i += 1
@@ -386,8 +400,8 @@ class _Locator:
         if path and path[0] == "blocks" and len(path) > 1 and isinstance(path[1], int):
             section: Any = ("blocks", path[1])
             keys = path[2:]
-        elif path and path[0] == "defaults":
-            section, keys = "defaults", path[1:]
+        elif path and path[0] in ("defaults", "roles"):
+            section, keys = path[0], path[1:]
         else:
             section, keys = "top", path
         found: int | None = None
@@ -497,8 +511,15 @@ class _PlanReader:
         d_params = self.params(defaults["params"], "defaults", "params") if "params" in defaults else {}
         drop = self.names(doc.get("drop", []), "drop", "drop")
         passthrough = self.names(doc.get("passthrough", []), "passthrough", "passthrough")
+        roles = self.roles(doc.get("roles", {}))
+        drop += tuple(c for c in roles.pop("identifier", ()) if c not in drop)
+        passthrough += tuple(c for c in roles.pop("passthrough", ()) if c not in passthrough)
+        continuous = roles.pop("continuous", None)
+        if "blocks" not in doc and continuous is not None:
+            doc = {**doc, "blocks": [{"name": "block1", "columns": list(continuous)}]}
         if "blocks" not in doc:
-            raise self.fail("the plan has no [[blocks]] (each block: columns = [...])")
+            raise self.fail("the plan has no [[blocks]] (each block: columns = [...]) and no "
+                            "[roles] continuous = [...]")
         raw_blocks = doc["blocks"]
         if not isinstance(raw_blocks, list) or not all(isinstance(b, dict) for b in raw_blocks):
             raise self.fail("blocks must be an array of tables ([[blocks]] sections)", "blocks")
@@ -564,11 +585,44 @@ class _PlanReader:
         for c in drop:
             if c in passthrough:
                 raise self.fail(f"column {c!r} is both in drop and in passthrough", "passthrough", value=c)
+        if continuous is not None and set(continuous) != set(owner):
+            odd = sorted(set(continuous) ^ set(owner))[0]
+            raise self.fail(f"column {odd!r}: [roles] continuous must list exactly the blocks' columns",
+                            "roles", "continuous")
+        for role, cols in roles.items():
+            for c in cols:
+                other = owner.get(c) and f"block {owner[c]!r}" or ("drop" if c in drop else
+                                                                   "passthrough" if c in passthrough else None)
+                if other:
+                    raise self.fail(f"column {c!r} is given two roles: {role} and {other}", "roles", role, value=c)
         if default_k is not None and not used_cli_k:
             log.warning("-k %d is not used: the plan gives every block its k", default_k)
         if cli_params and not used_cli_params:
             log.warning("--param is ignored: no block of the plan uses method %r", cli_method)
-        return BlockPlan(tuple(blocks), drop, passthrough, self.src)
+        return BlockPlan(tuple(blocks), drop, passthrough, self.src, roles)
+
+    def roles(self, table: Any) -> dict[str, tuple[str, ...]]:
+        """The ``[roles]`` table: ``{role: columns}``; a column in two roles is an error."""
+        if not isinstance(table, dict):
+            raise self.fail(f"roles must be a table, got {_tname(table)}", "roles")
+        self.unknown_keys(table, ROLE_KEYS, "[roles]", "roles")
+        out: dict[str, tuple[str, ...]] = {}
+        seen: dict[str, str] = {}
+        for role in ROLE_KEYS:
+            if role not in table:
+                continue
+            value = table[role]
+            if role == "weight" and isinstance(value, str):
+                value = [value]
+            cols = self.names(value, f"roles.{role}", "roles", role)
+            if role == "weight" and len(cols) > 1:
+                raise self.fail(f"roles.weight: at most one weight column, got {len(cols)}", "roles", role)
+            for c in cols:
+                if c in seen:
+                    raise self.fail(f"column {c!r} is given two roles: {seen[c]} and {role}", "roles", role, value=c)
+                seen[c] = role
+            out[role] = cols
+        return out
 
 
 def _tname(value: Any) -> str:
@@ -731,6 +785,11 @@ def plan_to_toml(
     if plan.passthrough:
         out.append(_toml_array("passthrough", plan.passthrough))
     blocks = plan.blocks
+    roles = [(r, plan.roles[r]) for r in PLAN_ROLES if plan.roles.get(r)]
+    if roles:
+        out += ["", "[roles]"]
+        for role, cols in roles:
+            out.append(f"weight = {_toml_value(cols[0])}" if role == "weight" else _toml_array(role, cols))
     same_method, method = _common([b.method for b in blocks]) if blocks else (False, None)
     same_k, k = _common([b.k for b in blocks]) if blocks else (False, None)
     same_params, params = _common([dict(b.params) for b in blocks]) if blocks else (False, None)
@@ -768,6 +827,10 @@ def plan_to_dict(plan: BlockPlan) -> dict[str, Any]:
         doc["drop"] = list(plan.drop)
     if plan.passthrough:
         doc["passthrough"] = list(plan.passthrough)
+    roles = {r: (plan.roles[r][0] if r == "weight" else list(plan.roles[r]))
+             for r in PLAN_ROLES if plan.roles.get(r)}
+    if roles:
+        doc["roles"] = roles
     blocks = []
     for b in plan.blocks:
         entry: dict[str, Any] = {"name": b.name, "columns": list(b.columns), "method": b.method}

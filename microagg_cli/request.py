@@ -32,6 +32,7 @@ __all__ = [
     "EvaluateRequest",
     "CompareRequest",
     "BlocksRequest",
+    "RolesRequest",
     "MISSING_POLICIES",
     "SMALL_STRATA_POLICIES",
     "STRATA_MISSING_POLICIES",
@@ -200,6 +201,12 @@ class RunOptions(_Request):
         None, "Released columns that identify records together with the protected ones (e.g. a region "
               "code): every class of identical (strata, keys, protected values) rows must hold >= K records, "
               "or nothing is written (exit 4).")
+    categorical: list[str] | None = opt(
+        None, "Nominal key columns grouped together with the protected columns (mixed microaggregation) "
+              "and released as each group's mode, so k holds on every released key.")
+    ordinal: list[str] | None = opt(
+        None, "Ordered key columns grouped together with the protected columns (by rank) and released "
+              "as each group's median category.")
 
     def __post_init__(self) -> None:
         if self.bound not in BOUND_MODES:
@@ -220,7 +227,8 @@ class RunOptions(_Request):
         return {"partition_size": self.partition_size, "strata": list(self.strata or []),
                 "small_strata": self.small_strata, "strata_missing": self.strata_missing,
                 "weights": self.weights, "missing": self.missing, "bound": self.bound,
-                "keys": list(self.keys or [])}
+                "keys": list(self.keys or []),
+                "categorical": list(self.categorical or []), "ordinal": list(self.ordinal or [])}
 
 
 @dataclass(frozen=True)
@@ -244,6 +252,10 @@ class ProtectRequest(_Request):
     force: bool = opt(False, "Replace OUTPUT/report if they exist.")
     output_format: str | None = opt(None, "Output format (default: from the extension).")
     shuffle_rows: bool = opt(False, "Write rows in a seeded random order so the order does not reveal groups.")
+    metadata: Any = opt(
+        None, "A mu-ARGUS metadata file (.rda): <RECODABLE> variables are categorical keys, <NUMERIC> ones "
+              "continuous, <WEIGHT> the weight, <HOUSE_ID> an identifier; the missing codes after each width "
+              "are declared missing (never averaged). The file's own metadata and the options come first.")
     id_column: str | None = opt(None, "Identifier column (pass-through), for --regenerate-ids.")
     regenerate_ids: bool = opt(False, "Replace --id-column with fresh random ids (seeded permutation of 1..n).")
     evaluate_risk: bool = opt(
@@ -273,9 +285,11 @@ class ProtectRequest(_Request):
 
     @property
     def roles(self) -> list[str]:
-        """Columns with a role (strata, keys, weights, identifier): never protected by default."""
+        """Columns with a role (strata, keys, categorical and ordinal keys, weights, identifier):
+        never protected by default."""
         run = self.run
-        return list(run.strata or []) + list(run.keys or []) + [c for c in (run.weights, self.id_column) if c]
+        return (list(run.strata or []) + list(run.keys or []) + list(run.categorical or [])
+                + list(run.ordinal or []) + [c for c in (run.weights, self.id_column) if c])
 
     def parameters(self, plan: Any = None, *, stat: str | None = None, **tail: Any) -> dict[str, Any]:
         """The report's ``parameters`` section, made from this request (so that what ran and
@@ -473,3 +487,22 @@ class BlocksRequest(_Request):
     def recommending(self) -> bool:
         """``max_il`` implies ``recommend``."""
         return self.recommend or self.max_il is not None
+
+
+@dataclass(frozen=True)
+class RolesRequest(_Request):
+    """Everything ``sdc roles`` / :func:`microagg_cli.api.propose_roles` is asked to do."""
+
+    metadata: Any = opt(
+        None, "A mu-ARGUS metadata file (.rda) whose roles the proposal takes in (after the file's own metadata).")
+    fmt: str | None = opt(
+        None, "toml: a roles file in the plan format, each column's evidence in a comment (sdc protect --plan "
+              "applies it as it is); json: the same for scripts (default: from the -o extension, else toml).")
+    output: Any = opt(None, "Write the proposal here instead of stdout (atomically).")
+    force: bool = opt(False, "Replace the output file if it exists.")
+    k: int | None = opt(None, "k written into the proposal's [defaults] (default: none, sdc protect -k decides).")
+    read: ReadOptions = _nested(ReadOptions)
+
+    def __post_init__(self) -> None:
+        if self.fmt not in (None, "toml", "json"):
+            raise InvalidParameterError(f"--format must be toml or json, got {self.fmt!r}")
