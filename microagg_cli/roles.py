@@ -79,6 +79,8 @@ ROLES = ("continuous", "categorical", "ordinal", "weight", "stratum", "identifie
 #: Version of ``sdc roles --format json``.
 ROLES_SCHEMA_VERSION = "1.0"
 
+#: Values judge a column only from this many values on (a handful of rows shows no pattern).
+MIN_VALUES = 20
 #: Integer codes: at most this many distinct values...
 CODE_MAX_DISTINCT = 20
 #: ... each seen on average at least this many times (a small file of integers is not codes).
@@ -579,12 +581,13 @@ def _propose(ev: Evidence) -> None:
                           "release dates of its own unit")
         return
     if ev.kind == "numeric":
-        codes = (ev.integer and ev.distinct is not None and 1 < ev.distinct <= CODE_MAX_DISTINCT
+        enough = ev.rows - ev.missing >= MIN_VALUES
+        codes = enough and (ev.integer and ev.distinct is not None and 1 < ev.distinct <= CODE_MAX_DISTINCT
                  and ev.distinct * CODE_MIN_REPEATS <= ev.rows - ev.missing)
         if hint == "weight":
             ev.suspect = "weight"
             ev.reasons.append("weight-like name")
-        elif ev.consecutive and (ev.unique or hint == "identifier"):
+        elif enough and ev.consecutive and (ev.unique or hint == "identifier"):
             ev.suspect = "identifier"
             ev.reasons.append("consecutive integers" + (", unique per record" if ev.unique else "")
                               + (", identifier-like name" if hint == "identifier" else ""))
@@ -645,30 +648,33 @@ def explicit_roles(request: Any, plan: Any = None) -> dict[str, tuple[str, str]]
     ``--strata``, ``--drop``, ``--passthrough``, ``--id-column``) are left to today's
     checks and messages. ``--keys`` columns are released unchanged (role ``key``)."""
     out: dict[str, tuple[str, str]] = {}
+    old: set[str] = set()
 
-    def put(column: str, role: str, source: str) -> None:
+    def put(column: str, role: str, source: str, today: bool) -> None:
         if column in out and out[column][0] != role:
-            other = out[column][1]
-            if other in _OLD and source in _OLD:
-                return
-            raise InvalidParameterError(f"column {column!r} is given two roles: {out[column][0]} ({other}) "
-                                        f"and {role} ({source})")
-        out.setdefault(column, (role, source))
+            if today and column in old:
+                return  # today's checks say it, in today's words
+            raise InvalidParameterError(f"column {column!r} is given two roles: {out[column][0]} "
+                                        f"({out[column][1]}) and {role} ({source})")
+        if column not in out:
+            out[column] = (role, source)
+            if today:
+                old.add(column)
 
     for field_name, role, option in _OPTION_ROLES:
         for c in _request_value(request, field_name):
-            put(c, role, option)
+            put(c, role, option, option in _OLD)
     if plan is not None:
         where = f"the plan {plan.source.name}" if getattr(plan, "source", None) else "the plan"
         for c in plan.columns:
-            put(c, "continuous", where)
+            put(c, "continuous", where, True)
+        for c in plan.drop:
+            put(c, "identifier", where, True)
+        for c in plan.passthrough:
+            put(c, "passthrough", where, True)
         for role, cols in (getattr(plan, "roles", None) or {}).items():
             for c in cols:
-                put(c, "key" if role == "keys" else role, where)
-        for c in plan.drop:
-            put(c, "identifier", where)
-        for c in plan.passthrough:
-            put(c, "passthrough", where)
+                put(c, "key" if role == "keys" else role, where, False)
     return out
 
 

@@ -161,7 +161,8 @@ def test_default_selection_never_protects_a_code(tmp_path):
     is numeric, its codes stay missing."""
     src, out = tmp_path / "s.sav", tmp_path / "p.sav"
     write_sav(src)
-    protect(src, "-o", out, "-k", 3, "--missing", "available", "-d", "id", "--passthrough", "region,sex,w")
+    # size (1..7, integer codes to the default run's eye) is named: the default run refuses to guess
+    protect(src, "-o", out, "-k", 3, "--missing", "available", "-d", "id", "--passthrough", "region,sex,w,size")
     d1, _ = pyreadstat.read_sav(out)
     no_code_averaged(d1["income"].to_numpy())
 
