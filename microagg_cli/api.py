@@ -48,7 +48,7 @@ from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
-from .roles import check_declared_missing, load_rda, resolve_request
+from .roles import check_declared_missing, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "propose_roles",
@@ -153,6 +153,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_id_column(table.columns, plan, req.id_column)
     check_keys(table.columns, plan, run.keys, run.strata)
+    table, dates = prepare_dates(table, plan.columns)  # protected dates: numbers of their unit
 
     result, rep = protect_run(
         table, plan, req, output=None if out_path is None else out_path.name, started=t0,
@@ -162,6 +163,8 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
+    if dates:  # ... released as dates again
+        result.data = release_dates(result.data, dates)
     statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
     if coded:  # codes the .rda declares missing, per column and code
         rep["declared_missing"] = {**rep.get("declared_missing", {}), **coded}

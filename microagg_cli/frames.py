@@ -38,6 +38,7 @@ from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.table import check_keys, protect_run, single_plan
+from .roles import check_declared_missing, load_rda, resolve_request
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
@@ -123,6 +124,9 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     table = as_table(df)
     _refuse(options, _FILE_ONLY, "protect_frame")
     request = ProtectRequest.build(k=k, regenerate_ids=options.get("id_column") is not None, **options)
+    # every column's role, as sdc protect decides it (a default run refuses to guess)
+    rda = load_rda(request.metadata) if request.metadata is not None else None
+    table, request, coded = resolve_request(table, request, rda)
     plan, columns, passthrough, run = request.plan, request.columns, request.passthrough, request.run
     plan_given = plan
     if plan is not None:
@@ -133,11 +137,15 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     else:
         plan = single_plan(table, k=k, method=request.method, params=request.params, columns=columns,
                            drop=request.drop, passthrough=passthrough, roles=request.roles)
+    if rda is not None:
+        check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_keys(table.columns, plan, run.keys, run.strata)
     # checks id_column too, and that nothing unnamed is a number in disguise
     result, rep = protect_run(table, plan, request, started=t0, default_selection=plan_given is None and columns is None)
     if request.evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
+    if coded:
+        rep["declared_missing"] = coded
     return _same_kind(result, df), rep
 
 
