@@ -4,6 +4,7 @@ The public API (the ``sdc`` command line is a thin layer over it):
 
 - :func:`protect` -- protect a CSV/Parquet file and write a report;
 - :func:`protect_table`, :func:`protect_array` -- the same on in-memory data;
+- :func:`propose_roles` -- every column's proposed role with its evidence (``sdc roles``);
 - :data:`METHODS` -- the method registry (name -> :class:`MethodSpec`);
 - :class:`BlockPlan`, :class:`Block` -- attribute-blocking plans;
 - the error classes, each with its exit code.
@@ -23,6 +24,7 @@ _LAZY = {
     "METHODS": "methods", "MethodSpec": "methods", "ParamSpec": "methods",
     "protect_frame": "frames", "evaluate_frame": "frames", "compare_frames": "frames", "propose_blocks": "frames",
     "ProtectResult": "protection", "BlockResult": "protection", "METRICS": "metrics",
+    "propose_roles": "api", "ROLES": "roles",
 }
 
 
@@ -51,6 +53,8 @@ __all__ = [
     "evaluate_frame",
     "compare_frames",
     "propose_blocks",
+    "propose_roles",
+    "ROLES",
     "ProtectResult",
     "BlockResult",
     "METRICS",

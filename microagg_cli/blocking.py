@@ -34,6 +34,22 @@ except ``blocks`` and each block's ``columns``::
     k = 3
     params = { gamma = 0.3 }         # or a [blocks.params] table
 
+A plan may carry every column's role (the file ``sdc roles`` writes; see
+:mod:`microagg_cli.roles`)::
+
+    [roles]
+    continuous = ["age", "income"]   # one block when there is no [[blocks]]; with
+                                     # blocks it must list exactly their columns
+    categorical = ["region", "sex"]  # keys grouped with the continuous columns
+    ordinal = ["education"]
+    weight = "w"                     # one column (a string, or a list of one)
+    stratum = ["urbrur"]
+    keys = ["district"]              # released unchanged, checked as keys (--keys)
+    identifier = ["hh_id"]           # joins drop
+    passthrough = ["note"]           # joins passthrough
+
+A column in two roles is an error with its line.
+
 A JSON plan is the same document as an object: ``{"defaults": {...}, "drop": [...],
 "blocks": [{"columns": [...]}, ...]}``.
 

@@ -602,6 +602,11 @@ def _propose(ev: Evidence) -> None:
             ev.reasons.append("integer codes" + (", code-like name" if hint == "code" else ""))
     if ev.declared is not None:
         ev.proposed = ev.declared
+        agrees = {"weight": "weight", "identifier": "identifier", "code": ev.declared}.get(ev.suspect or "")
+        if agrees in (ev.declared, None):
+            ev.reasons.clear()  # the values say what the declaration says
+        else:
+            ev.reasons = ["but the values suggest: " + "; ".join(ev.reasons)]
         return
     ev.proposed = {"weight": "weight", "identifier": "identifier", "code": "categorical"}.get(
         ev.suspect or "", "continuous" if ev.kind == "numeric" else "passthrough")
