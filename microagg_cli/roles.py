@@ -89,7 +89,8 @@ CODE_MAX_DISTINCT = 20
 #: ... each seen on average at least this many times (a small file of integers is not codes).
 CODE_MIN_REPEATS = 5
 
-_WEIGHT_TOKENS = {"weight", "weights", "wgt", "wght", "wt", "pweight", "fweight", "aweight", "iweight",
+_WEIGHT_TOKENS = {"weight", "weights", "wgt", "wght", "wt", "pweight", "fweight", "aweight", "iweight", "pwgt",
+                  "hwgt", "hhwgt", "perwt", "hhwt", "pwt", "wgtp",
                   "expfac", "fexp", "pondera", "ponderacion", "gewicht", "poids"}
 _ID_TOKENS = {"id", "ids", "hid", "pid", "iid", "uid", "hhid", "personid", "serial", "serialno", "recno",
               "key", "uuid", "guid"}
@@ -297,9 +298,9 @@ def _match_names(meta: RdaMetadata, columns: Sequence[str]) -> dict[str, RdaVari
 
 
 _ISO_DATE = r"^\s*\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?\s*$"
-_SPSS_DATE = re.compile(r"^(DATE|ADATE|EDATE|SDATE|JDATE|DATETIME|YMDHMS|TIME|DTIME|MTIME|WKDAY|MONTH|MOYR|QYR|WKYR)\d*",
+_SPSS_DATE = re.compile(r"^(DATETIME|DATE|ADATE|EDATE|SDATE|JDATE|YMDHMS|TIME|DTIME|MTIME|WKDAY|MONTH|MOYR|QYR|WKYR)\d*",
                         re.I)
-_SAS_DATE = re.compile(r"^(DATE|DATETIME|DDMMYY|MMDDYY|YYMMDD|YYMMDDN|MONYY|TIME|TOD|HHMM|E8601|B8601|IS8601|"
+_SAS_DATE = re.compile(r"^(DATETIME|DATE|DDMMYY|MMDDYY|YYMMDD|YYMMDDN|MONYY|TIME|TOD|HHMM|E8601|B8601|IS8601|"
                        r"WEEKDATE|WORDDATE|JULIAN|NLDATE|DTDATE|YYQ|YEAR)", re.I)
 
 
@@ -345,7 +346,7 @@ def name_hint(name: str) -> str | None:
     toks = _tokens_of(name)
     if any(t in _WEIGHT_TOKENS or t.endswith(("weight", "weights")) for t in toks):
         return "weight"
-    if any(t in _ID_TOKENS for t in toks) or (len(toks) == 1 and toks[0].endswith("id") and len(toks[0]) <= 6):
+    if any(t in _ID_TOKENS for t in toks):
         return "identifier"
     if any(t in _CODE_TOKENS for t in toks):
         return "code"
@@ -518,7 +519,7 @@ def file_declarations(table: Any) -> dict[str, tuple[str, str, bool]]:
     for f in table.data.schema:
         if f.name in index:
             continue
-        if pa.types.is_dictionary(f.type):
+        if pa.types.is_dictionary(f.type) or f.name in pandas_meta:  # pandas stores int categories as ints
             ordered = bool(getattr(f.type, "ordered", False) or pandas_meta.get(f.name, {}).get("ordered"))
             what = "a pandas categorical" if f.name in pandas_meta else "an Arrow dictionary"
             out[f.name] = ("ordinal" if ordered else "categorical",
