@@ -119,6 +119,7 @@ log = logging.getLogger("microagg_cli")
 
 #: Engines that run the parts of a block.
 from .request import ENGINES, ProtectRequest, ReadOptions  # noqa: E402  (defined once there)
+from .roles import check_streamed_default  # noqa: E402
 
 DASK_INSTALL_HINT = "pip install 'microagg-cli[dask]'"
 
@@ -865,6 +866,7 @@ def protect_streaming(
         ("--evaluate", request.evaluate_risk, "run sdc evaluate on the output instead"),
         ("--thousands", read.thousands, "remove the separators first, or protect in memory (without --engine)"),
         ("--na-values", read.na_values, "blank the placeholders first, or protect in memory (without --engine)"),
+        ("--metadata", request.metadata, "protect in memory (without --engine), or give the roles as options"),
     ]
     for option, given, hint in unsupported:
         if given:
@@ -889,6 +891,10 @@ def protect_streaming(
             columns = _default_columns(src, set(drop or []) | set(passthrough or []) | set(roles))
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")
+            if not run.categorical and not run.ordinal:  # never averages what is not continuous
+                fmt, delim, dec = ("csv", src.delimiter, src.decimal) if is_csv else ("parquet", ",", ".")
+                check_streamed_default(stand_in, columns,
+                                       lambda name: Table(src.read_column(name), fmt, src.path, delim, dec))
             default_selection = True
         protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)
         plan = BlockPlan.single(protected, method=request.method, k=request.k, params=request.params or {},

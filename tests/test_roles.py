@@ -585,3 +585,20 @@ def test_parquet_timestamps_released_in_their_type(tmp_path):
     us = np.asarray(got.column("day").cast(pa.int64()))
     assert np.all(us % (86400 * 10**6) == 0)  # midnights in, midnights out
     assert len(set(got.column("d32").to_pylist())) <= n // 3
+
+
+def test_streamed_default_run_refuses_too(tmp_path):
+    df = mixed_frame(100)
+    df["region"] = pd.Categorical(df["region"])
+    src = tmp_path / "d.parquet"
+    df.to_parquet(src)
+    res = run_cli("protect", src, "-o", tmp_path / "o.parquet", "-k", 3, "--engine", "local")
+    line = only_error_line(res)
+    assert res.exit_code == 3 and "region (" in line and "sex (integer codes" in line
+    assert "pweight (" in line and "person (" in line and "age (" not in line
+    res = run_cli("protect", src, "-o", tmp_path / "o.parquet", "-k", 3, "--engine", "local", "-q",
+                  "--drop", "person", "--passthrough", "region,sex", "--weights", "pweight")
+    assert res.exit_code == 0, res.stderr
+    res = run_cli("protect", src, "-o", tmp_path / "o2.parquet", "-k", 3, "--engine", "local",
+                  "--metadata", SAMPLE / "household.rda")
+    assert res.exit_code == 2 and "--metadata" in only_error_line(res)
