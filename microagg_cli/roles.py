@@ -739,6 +739,8 @@ def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) ->
                     "two weights are declared (" + ", ".join(f"{c!r} by {declared[c][1]}" for c in weights)
                     + "): choose one with --weights")
             changes["weights"] = weights[0]
+        else:  # another weight was chosen: the declared one is released as it is, never averaged
+            changes["passthrough"] = list(request.passthrough or []) + weights
     exempt = set(explicit) | set(cats) | set(ords) | set(weights)
     suspects: list[Evidence] = []
     for c in table.columns:

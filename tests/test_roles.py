@@ -312,6 +312,9 @@ def test_spss_measure_levels_value_labels_and_weight_are_roles():
     assert changes == {"categorical": CODES + ["ori_hid"], "weights": "sampling_weight"}
     req = ProtectRequest.build(k=3).replace(**changes)
     assert not set(req.roles) & set(CONTINUOUS + ["household_weights"])  # those are protected
+    # another weight chosen: the declared one is released unchanged, never averaged
+    changes = resolve_default(table, ProtectRequest.build(k=3, weights="household_weights"))
+    assert changes["passthrough"] == ["sampling_weight"] and "weights" not in changes
 
 
 def test_stata_value_labels_are_categorical_and_missing_labels_are_not():
