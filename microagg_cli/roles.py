@@ -215,6 +215,8 @@ def parse_rda(text: str, name: str = "<metadata>") -> RdaMetadata:
                 if len(args) != _FILE_TAGS[tag]:
                     raise DataError(f"{name}, line {number}: {head} takes {_FILE_TAGS[tag]} value(s), got {len(args)}")
                 if tag == "<SEPARATOR>":
+                    if args[0].upper() in ("TAB", "\\T"):
+                        args[0] = "\t"
                     if len(args[0]) != 1:
                         raise DataError(f"{name}, line {number}: <SEPARATOR> must be one character, got {args[0]!r}")
                     separator, free = args[0], True

@@ -98,6 +98,7 @@ def test_rda_free_format_has_no_start_column():
     assert meta.separator == ";"
     assert meta.missing_codes() == {"REGION": ("9999", "9998")}
     assert meta.roles() == {"REGION": "categorical", "INCOME": "continuous"}
+    assert parse_rda('<SEPARATOR> TAB\nA 2\n', "t.rda").separator == "\t"
 
 
 @pytest.mark.parametrize("text,line,word", [
