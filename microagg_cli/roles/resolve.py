@@ -1,0 +1,314 @@
+"""Every column's role for ``sdc protect``: options and plan, declarations, the
+default run's refusal, and the request's fields."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import DataError, InvalidParameterError
+from .evidence import Evidence, column_evidence, declared_roles, file_declarations, is_temporal
+from .rda import RdaMetadata, match_names
+
+__all__ = ["explicit_roles", "resolve_default", "check_streamed_default", "apply_missing_codes",
+           "resolve_request", "check_declared_missing", "shown_path"]
+
+
+#: request field -> (role, option shown in messages)
+_OPTION_ROLES = (
+    ("columns", "continuous", "--columns"),
+    ("categorical", "categorical", "--categorical"),
+    ("ordinal", "ordinal", "--ordinal"),
+    ("keys", "key", "--keys"),
+    ("weights", "weight", "--weights"),
+    ("strata", "stratum", "--strata"),
+    ("drop", "identifier", "--drop"),
+    ("passthrough", "passthrough", "--passthrough"),
+    ("id_column", "identifier", "--id-column"),
+)
+#: option roles that today's checks already keep apart (with today's messages)
+_OLD = {"--columns", "--keys", "--weights", "--strata", "--drop", "--passthrough", "--id-column"}
+
+
+def _request_value(request: Any, name: str) -> list[str]:
+    for part in (request, getattr(request, "run", None)):
+        if part is not None and hasattr(part, name):
+            value = getattr(part, name)
+            if value is None:
+                return []
+            return [value] if isinstance(value, str) else list(value)
+    return []
+
+
+def explicit_roles(request: Any, plan: Any = None) -> dict[str, tuple[str, str]]:
+    """``{column: (role, source)}`` from the command line and the plan's roles.
+
+    A column named for two roles is a usage error naming it and both sources (exit
+    code 2). Pairs of today's options (``--columns``, ``--keys``, ``--weights``,
+    ``--strata``, ``--drop``, ``--passthrough``, ``--id-column``) are left to today's
+    checks and messages. ``--keys`` columns are released unchanged (role ``key``)."""
+    out: dict[str, tuple[str, str]] = {}
+    old: set[str] = set()
+
+    def put(column: str, role: str, source: str, today: bool) -> None:
+        if column in out and out[column][0] != role:
+            if today and column in old:
+                return  # today's checks say it, in today's words
+            raise InvalidParameterError(f"column {column!r} is given two roles: {out[column][0]} "
+                                        f"({out[column][1]}) and {role} ({source})")
+        if column not in out:
+            out[column] = (role, source)
+            if today:
+                old.add(column)
+
+    for field_name, role, option in _OPTION_ROLES:
+        for c in _request_value(request, field_name):
+            put(c, role, option, option in _OLD)
+    if plan is not None:
+        where = f"the plan {plan.source.name}" if getattr(plan, "source", None) else "the plan"
+        for c in plan.columns:
+            put(c, "continuous", where, True)
+        for c in plan.drop:
+            put(c, "identifier", where, True)
+        for c in plan.passthrough:
+            put(c, "passthrough", where, True)
+        for role, cols in (getattr(plan, "roles", None) or {}).items():
+            for c in cols:
+                put(c, "key" if role == "keys" else role, where, False)
+    return out
+
+
+
+
+def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) -> dict[str, Any]:
+    """The roles of a default run (no ``--columns``, ``--categorical``, ``--ordinal`` or
+    plan): what the file and ``rda`` declare fills what the command line left open.
+
+    Returns the request fields to change (``categorical``, ``ordinal``, ``weights``;
+    empty when nothing is declared, so that an all-continuous file runs exactly as
+    before).
+
+    Raises
+    ------
+    DataError : before any work (exit code 3), when a numeric column without a role
+        looks like a code, a weight, an identifier or a date; the message names each
+        such column with its evidence, and ``sdc roles``.
+    InvalidParameterError : two weights declared and none chosen with ``--weights``.
+    """
+    explicit = explicit_roles(request)
+    declared = {c: rd for c, rd in declared_roles(table, rda).items() if c not in explicit}
+    changes: dict[str, Any] = {}
+    cats = [c for c in table.columns if declared.get(c, ("",))[0] == "categorical"]
+    ords = [c for c in table.columns if declared.get(c, ("",))[0] == "ordinal"]
+    weights = [c for c in table.columns if declared.get(c, ("",))[0] == "weight"]
+    if cats:
+        changes["categorical"] = cats
+    if ords:
+        changes["ordinal"] = ords
+    if weights:
+        if request.run.weights is None:
+            if len(weights) > 1:
+                raise InvalidParameterError(
+                    "two weights are declared (" + ", ".join(f"{c!r} by {declared[c][1]}" for c in weights)
+                    + "): choose one with --weights")
+            changes["weights"] = weights[0]
+        else:  # another weight was chosen: the declared one is released as it is, never averaged
+            changes["passthrough"] = list(request.passthrough or []) + weights
+    exempt = set(explicit) | set(cats) | set(ords) | set(weights)
+    suspects: list[Evidence] = []
+    for c in table.columns:
+        if c in exempt:
+            continue
+        role = declared.get(c, (None,))[0]
+        if role == "continuous":
+            ev = column_evidence(table, c, (role, declared[c][1]))
+            if ev.kind == "date":
+                suspects.append(ev)
+            continue
+        if role == "identifier":
+            ev = column_evidence(table, c, (role, declared[c][1]))
+            ev.suspect = "identifier"
+            ev.reasons = [f"declared an identifier by {declared[c][1]}"]
+            suspects.append(ev)
+            continue
+        if role == "passthrough":
+            continue
+        ev = column_evidence(table, c)
+        if ev.kind == "date" and is_temporal(table, c):
+            continue  # an Arrow date/time is not a number: released unchanged, as before
+        if ev.kind == "date" and table.fmt == "csv":
+            continue  # ISO dates in text: released unchanged, as before
+        if ev.suspect is not None and ev.kind in ("numeric", "date"):
+            suspects.append(ev)
+    if suspects:
+        raise _refusal(suspects, table)
+    return changes
+
+
+def _refusal(suspects: Sequence[Evidence], table: Any) -> DataError:
+    what = "; ".join(f"{e.column} ({_why(e)})" for e in suspects)
+    return DataError(
+        f"{len(suspects)} numeric column(s) look like codes, weights, identifiers or dates, not continuous "
+        f"attributes, and would be averaged: {what}. Declare their roles (--categorical, --ordinal, "
+        "--weights, --strata, --drop, --passthrough, or --columns for the ones to protect), or write a "
+        f"roles file with `sdc roles {shown_path(table)} -o roles.toml`, edit it and pass it with --plan")
+
+
+def check_streamed_default(stand_in: Any, columns: Sequence[str], column_table: Any) -> None:
+    """The default run's refusal on the streaming path, one column in memory at a time:
+    ``stand_in`` is a table with the file's schema (no rows), ``column_table(name)`` a
+    table holding that one column. A selected column declared non-continuous by the
+    file's schema (a pandas categorical) or looking like a code, a weight, an identifier
+    or a date is refused (exit code 3), as in memory."""
+    declared = file_declarations(stand_in)
+    suspects: list[Evidence] = []
+    for c in columns:
+        if c in declared and declared[c][0] != "continuous":
+            ev = Evidence(c, "numeric", "declared", 0, declared=declared[c][0], declared_by=declared[c][1])
+            ev.suspect = declared[c][0]
+            ev.reasons = [f"declared {declared[c][0]} by {declared[c][1]}"]
+            suspects.append(ev)
+            continue
+        ev = column_evidence(column_table(c), c)
+        if ev.suspect is not None:
+            suspects.append(ev)
+    if suspects:
+        raise _refusal(suspects, stand_in)
+
+
+def _why(e: Evidence) -> str:
+    why = e.reasons[0] if e.reasons else str(e.suspect)
+    if e.suspect == "date":
+        why = f"a date, {e.date_format or e.storage}"
+    elif e.distinct is not None and e.suspect != "identifier":
+        why += f", {e.distinct} distinct value{'s' if e.distinct != 1 else ''}"
+    return why
+
+
+def shown_path(table: Any) -> str:
+    return shlex.quote(str(table.path)) if table.path is not None else "INPUT"
+
+
+def apply_missing_codes(table: Any, rda: RdaMetadata, columns: Sequence[str]) -> tuple[Any, dict[str, Any]]:
+    """``table`` with the ``.rda``'s declared missing codes made missing in ``columns``.
+
+    A cell equal to a code (as text, or as a number) becomes an empty CSV cell or an
+    Arrow null, so that no method averages it and ``--missing`` decides what happens
+    to its record. Returns the new table and ``{column: {code: {"label": None,
+    "count": n}}}`` for the report's ``declared_missing``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..io import Table, column_values
+
+    matched = match_names(rda, table.columns)
+    data = table.data
+    counts: dict[str, Any] = {}
+    for c in columns:
+        v = matched.get(c)
+        if v is None or not v.missing:
+            continue
+        col = data.column(c)
+        hit = np.zeros(table.n_rows, dtype=bool)
+        per: dict[str, int] = {}
+        values, _bad = column_values(table, c)
+        text = None
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            text = np.asarray(pc.utf8_trim_whitespace(col).to_numpy(zero_copy_only=False), dtype=object)
+        for code in v.missing:
+            mask = np.zeros(table.n_rows, dtype=bool)
+            if text is not None:
+                mask |= text == code.strip()
+            try:
+                num = float(code)
+            except ValueError:
+                num = None
+            if num is not None:
+                mask |= values == num
+            mask &= ~hit
+            if mask.any():
+                per[code] = int(mask.sum())
+                hit |= mask
+        if not hit.any():
+            continue
+        counts[c] = {code: {"label": None, "count": n} for code, n in per.items()}
+        if table.fmt == "csv":
+            new = pc.if_else(pa.array(hit), pa.scalar("", col.type), col)
+        else:
+            new = pc.if_else(pa.array(hit), pa.scalar(None, col.type), col)
+        data = data.set_column(data.column_names.index(c), data.schema.field(c), new)
+    if not counts:
+        return table, {}
+    out = Table(data, table.fmt, table.path, table.delimiter, table.decimal, table.thousands, table.na_values)
+    out.fingerprint = table.fingerprint
+    return out, counts
+
+
+def _merge_plan_roles(request: Any, plan: Any) -> Any:
+    """The request with the plan's roles filled in (a different ``--weights`` is an error)."""
+    roles = getattr(plan, "roles", None) or {}
+    if not roles:
+        return request
+    run = request.run
+    changes: dict[str, Any] = {}
+    for role, name in (("categorical", "categorical"), ("ordinal", "ordinal"), ("stratum", "strata"),
+                       ("keys", "keys")):
+        cols = list(roles.get(role, ()))
+        if cols:
+            given = list(getattr(run, name) or [])
+            changes[name] = given + [c for c in cols if c not in given]
+    weight = roles.get("weight")
+    if weight:
+        if run.weights is not None and run.weights != weight[0]:
+            raise InvalidParameterError(f"--weights {run.weights!r} but the plan's weight is {weight[0]!r}: "
+                                        "give one of them")
+        changes["weights"] = weight[0]
+    return request.replace(**changes)
+
+
+def resolve_request(table: Any, request: Any, rda: RdaMetadata | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    """Every column's role for ``sdc protect``, turned into the request's fields.
+
+    The command line and the plan first (a column given two roles: exit code 2); then,
+    in a default run (no ``--columns``, ``--categorical``, ``--ordinal`` or plan), what
+    the file and the ``.rda`` declare, and a refusal (exit code 3) when a numeric column
+    without a role does not look continuous (:func:`resolve_default`). The ``.rda``'s
+    missing codes are made missing in every column that is grouped or used
+    (:func:`apply_missing_codes`; passed-through, dropped and key columns are released
+    as they are).
+
+    Returns ``(table, request, declared_missing)``.
+    """
+    plan = request.plan
+    explicit_roles(request, plan)
+    request = _merge_plan_roles(request, plan)
+    run = request.run
+    if plan is None and request.columns is None and not run.categorical and not run.ordinal:
+        changes = resolve_default(table, request, rda)
+        if changes:
+            request = request.replace(**changes)
+    counts: dict[str, Any] = {}
+    if rda is not None:
+        keep = set(request.passthrough or []) | set(request.drop or []) | set(run.keys or [])
+        if plan is not None:
+            keep |= set(plan.passthrough) | set(plan.drop)
+        if request.id_column:
+            keep.add(request.id_column)
+        table, counts = apply_missing_codes(table, rda, [c for c in table.columns if c not in keep])
+    return table, request, counts
+
+
+def check_declared_missing(counts: Mapping[str, Any], protected: Sequence[str], missing: str, source: str) -> None:
+    """Under ``--missing error``, a protected column holding codes the ``.rda`` declares
+    missing is refused with the codes named (exit code 3)."""
+    if missing != "error":
+        return
+    for c in protected:
+        if c in counts:
+            n = sum(v["count"] for v in counts[c].values())
+            codes = ", ".join(counts[c])
+            raise DataError(f"column {c!r} holds missing codes declared by {source} ({codes}) in {n} row(s); "
+                            "they are missing, not numbers: use --missing available (group on the observed "
+                            "values) or --missing complete (leave those records out)")
