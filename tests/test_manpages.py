@@ -54,4 +54,4 @@ def test_preset_names_and_report_kinds_complete():
     from microagg_cli.grid import PRESETS
 
     assert complete("sdc compare in.csv --preset ") == list(PRESETS)
-    assert complete("sdc schema ") == ["protect", "evaluate", "blocks", "compare"]
+    assert complete("sdc schema ") == ["protect", "evaluate", "blocks", "compare", "roles"]

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import only_error_line, run_cli
+from microagg_cli import schemas
 from microagg_cli.blocking import parse_plan, plan_to_json, plan_to_toml
 from microagg_cli.errors import DataError, InvalidParameterError
 from microagg_cli.io import read_table
@@ -420,6 +421,8 @@ def test_sdc_roles_json_and_stdout():
     assert res.exit_code == 0
     doc = json.loads(res.stdout)
     assert doc["schema_version"] == "1.0" and doc["input"]["name"] == "household.csv"
+    schemas.validate(doc)  # the published schema (sdc schema roles)
+    assert doc["command"] == "roles"
     assert doc["roles"]["weight"] == "sampling_weight" and doc["roles"]["categorical"] == CODES
     cols = {c["column"]: c for c in doc["columns"]}
     assert cols["sex"]["distinct"] == 2 and cols["sex"]["integer"] and cols["sex"]["suspect"] == "code"

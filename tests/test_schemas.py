@@ -15,9 +15,10 @@ from microagg_cli.evaluation import EVALUATION_SCHEMA_VERSION
 from microagg_cli.protection.table import REPORT_SCHEMA_VERSION
 from microagg_cli.blocking import BLOCKS_SCHEMA_VERSION
 from microagg_cli.grid import COMPARE_SCHEMA_VERSION
+from microagg_cli.roles import ROLES_SCHEMA_VERSION
 
 VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERSION,
-            "compare": COMPARE_SCHEMA_VERSION, "blocks": BLOCKS_SCHEMA_VERSION}
+            "compare": COMPARE_SCHEMA_VERSION, "blocks": BLOCKS_SCHEMA_VERSION, "roles": ROLES_SCHEMA_VERSION}
 
 #: kind -> (schema_version, SHA-256 of the schema's canonical JSON). A schema changes only
 #: with its version: edit a schema, bump its version (MINOR: a field added; MAJOR: removed,
@@ -27,6 +28,7 @@ PINNED = {
     "evaluate": ("1.2", "db4ef11808c506984a5f8e23539abd7279f2eaf370cd80b438ff39cd9000bf05"),
     "compare": ("1.2", "ba5da3c0a4adf41186c4509211b72fca4acc3a4628bd289150e78ca565b5b474"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
+    "roles": ("1.0", "1068fc3ef5ac177c612cee3886ed333e2bcfb34e910acc08fb3cc1c739990051"),
 }
 
 

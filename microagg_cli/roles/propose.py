@@ -79,5 +79,9 @@ def roles_to_dict(evidence: Sequence[Evidence], fingerprint: Mapping[str, Any]) 
     """``sdc roles --format json``: the proposal by role and each column's evidence."""
     roles: dict[str, Any] = {r: [e.column for e in evidence if e.proposed == r] for r in ROLES}
     roles["weight"] = roles["weight"][0] if roles["weight"] else None
-    return {"schema_version": ROLES_SCHEMA_VERSION, "input": dict(fingerprint), "roles": roles,
+    from .._version import __version__
+
+    return {"schema_version": ROLES_SCHEMA_VERSION,
+            "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
+            "command": "roles", "input": dict(fingerprint), "roles": roles,
             "columns": [e.as_dict() for e in evidence]}
