@@ -6,7 +6,6 @@ import ast
 import json
 
 import numpy as np
-import pytest
 
 from conftest import ROOT, run_cli
 from microagg_cli import selftest

@@ -414,7 +414,7 @@ def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
-    n = check_k(X, k)
+    check_k(X, k)
     K = _macro_size(k, macro_k)
     if chromosomes < 2:
         raise InvalidParameterError(f"genetic: chromosomes must be >= 2, got {chromosomes}")
