@@ -158,7 +158,7 @@ def _first_record(prefix: Callable[[int], bytes], size: int, delimiter: str) -> 
 
         def lines(src: _io.StringIO = _io.StringIO(text)) -> Iterator[str]:
             for line in src:
-                used[0] += len(line)
+                used[0] += len(line)  # noqa: B023 - read within this iteration
                 yield line
 
         first = next(csv.reader(lines(), delimiter=delimiter), [])

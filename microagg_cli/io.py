@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .audit import digesting
-from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_tokens, open_csv_source, parse_numbers
+from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, missing_tokens, open_csv_source, parse_numbers
 from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .request import ReadOptions
@@ -39,6 +39,7 @@ from .outputs import (
     defer_signal,
     discard_live_temps,
     file_mode,
+    json_text,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,7 +85,6 @@ __all__ = [
     "file_mode",
     "write_table",
     "write_json",
-    "json_text",
 ]
 
 _FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -283,10 +283,6 @@ def read_table(path: str | Path, options: ReadOptions | None = None, *, fmt: str
 
 def _name(src: Path | None) -> str:
     return "<stdin>" if src is None else str(src)
-
-
-def _check_header(header: list[str], src: Path | None) -> None:
-    check_header(header, _name(src))
 
 
 def _read_parquet(src: Path | None, raw: bytes) -> pa.Table:
@@ -1037,14 +1033,10 @@ def _stage_or_write(path: Path, writer: Callable[[Any], None], *, force: bool, i
         atomic_write_bytes(path, writer, force=force, what=what, private=private)
 
 
-def json_text(obj: Any) -> str:
-    """The JSON text of a report (key order is the schema's; no NaN)."""
-    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
 def write_json(obj: Any, path: Path | None, *, force: bool, into: OutputSet | None = None,
                private: bool = False, what: str = "report") -> None:
-    """Write JSON atomically (``path=None``: stdout). ``private``: mode 0600 (internal reports)."""
+    """Write JSON atomically (``path=None``: stdout). ``private``: mode 0600 (internal reports).
+    The text is :func:`microagg_cli.outputs.json_text` (``report.to_json``)."""
     text = json_text(obj)
     if path is None:
         with _stdout_errors(what):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import io as _io
+import json
 import logging
 import os
 import re
@@ -38,6 +39,7 @@ __all__ = [
     "defer_signal",
     "file_mode",
     "write_error",
+    "json_text",
     "COMMIT_LOCK",
 ]
 
@@ -222,6 +224,12 @@ def discard_live_temps() -> None:
         _LIVE.clear()
     for tmp, folder in items:
         _remove(Path(tmp), folder)
+
+
+def json_text(doc: Any) -> str:
+    """A report as JSON text (indent 2, no NaN, key order as built, trailing newline):
+    what every JSON report file holds (``io.write_json``, ``report.to_json``)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def write_error(what: str, path: Path, exc: OSError) -> DataError:

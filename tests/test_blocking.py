@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLE
-from microagg_cli import api, protection
+from microagg_cli import protection
 from microagg_cli.blocking import (
     Block,
     BlockPlan,

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 
@@ -124,7 +123,7 @@ def test_cli_says_so_before_a_cold_compile_only(tmp_path):
     cold = subprocess.run([*args, "--report", str(report)], env=env, capture_output=True, text=True, timeout=600)
     assert cold.returncode == 0, cold.stderr
     lines = [line for line in cold.stderr.splitlines() if NOTICE in line]
-    assert len(lines) == 1 and "compiling projection kernels" in lines[0], cold.stderr
+    assert len(lines) == 1 and "compiling contiguous kernels" in lines[0], cold.stderr
     # the LB_NN policy weighs the method's own work, not the one-off compilation
     block = json.loads(report.read_text())["blocks"][0]
     assert block["lb_nn_policy"]["method_seconds"] < 0.5 * block["seconds"], block

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import write_parquet
-from microagg_cli import api, engines
+from microagg_cli import engines
 from microagg_cli.protection import parts
 from microagg_cli.protection import protect_table
 from microagg_cli.blocking import Block, BlockPlan

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import CENSUS_LB_NN, CENSUS_MDAV_IL, SAMPLE, run_cli
-from microagg_cli import api, protection
+from microagg_cli import protection
 import microagg_cli.protection.table  # noqa: F401  (the bound policy)
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.io import numeric_matrix, read_table
@@ -92,6 +92,21 @@ def test_cheap_bound_is_computed_by_default(census_table):
     assert round(st["lb_nn"], 4) == CENSUS_LB_NN[3] and st["lb_nn_policy"]["estimated_seconds"] < 0.1
 
 
+def test_lb_nn_cost_estimate_is_build_plus_scaled_sample_query(monkeypatch):
+    """The estimate's arithmetic, on a fake clock (no wall-clock assertion in the
+    default run): tree build time plus the query time of the sample scaled to n."""
+    import time
+
+    from microagg_cli.metrics.utility import lb_nn_seconds
+
+    clock = iter([10.0, 10.25, 10.75])  # start, tree built, sample of 500 queried
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    est = lb_nn_seconds(np.random.default_rng(0).normal(size=(4_000, 3)), 3)
+    monkeypatch.undo()
+    assert est == pytest.approx(0.25 + 0.5 * 4_000 / 500)
+
+
+@pytest.mark.slow  # wall-clock: the estimate against a real run; a loaded machine skews either
 def test_lb_nn_cost_estimate_is_of_the_right_size():
     import time
 

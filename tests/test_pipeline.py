@@ -157,17 +157,6 @@ def test_as_table_keeps_an_arrow_table_as_is():
     assert as_table(t).data is t
 
 
-@pytest.mark.parametrize("module", ["microagg_cli.frames", "microagg_cli.protection.block", "microagg_cli.errors",
-                                    "microagg_cli.progress",
-                                    "microagg_cli.protection.table"])
-def test_api_examples_run(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_package_exports_the_dataframe_api_and_result_types():
     import microagg_cli as sdc
 

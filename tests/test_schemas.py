@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from conftest import SAMPLE, run_cli, validate_report_text
+from conftest import run_cli, validate_report_text
 from microagg_cli import schemas
 from microagg_cli.evaluation import EVALUATION_SCHEMA_VERSION
 from microagg_cli.protection.table import REPORT_SCHEMA_VERSION

@@ -7,6 +7,7 @@ import multiprocessing
 import pytest
 
 from microagg_cli import grid, threads
+from microagg_cli.errors import InvalidParameterError
 from microagg_cli.methods import refine
 
 
@@ -26,7 +27,7 @@ def test_jobs_never_exceed_the_cpus_or_the_cells():
     assert grid.resolve_jobs(0, 100) == min(cpus, 100)
     assert grid.resolve_jobs(10 * cpus, 100) == cpus
     assert grid.resolve_jobs(4, 1) == 1
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidParameterError, match="--jobs must be >= 0"):
         grid.resolve_jobs(-1, 3)
 
 

@@ -572,12 +572,6 @@ def test_catalogue(tmp_path, index):
     assert not [p for p in tmp_path.rglob(".*") if p.name.endswith(".tmp")]
 
 
-def test_outputs_doctest():
-    import doctest
-
-    assert doctest.testmod(outputs).failed == 0
-
-
 def test_help_imports_no_command_and_matches_the_commands():
     """`sdc --help` / `--version` import none of the heavy modules; the static summaries
     are the commands' own."""

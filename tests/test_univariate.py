@@ -339,10 +339,16 @@ def test_kernel_guards_for_library_callers():
 # ---------------------------------------------------------------------------
 
 from microagg_cli.methods._monge import optimal_sizes_monge, optimal_sizes_smawk  # noqa: E402
-from microagg_cli.methods.univariate import MONGE_MIN_K, SMAWK_MIN_K, _optimal_sizes_kernel  # noqa: E402
+from microagg_cli.methods._contiguous import optimal_sizes  # noqa: E402
+from microagg_cli.methods.univariate import MONGE_MIN_K, SMAWK_MIN_K  # noqa: E402
 
 LARGE_K_SOLVERS = pytest.mark.parametrize(
     "solver", [optimal_sizes_monge, optimal_sizes_smawk], ids=["divide-and-conquer", "smawk"])
+
+
+def shortest_path_sizes(v: np.ndarray, k: int) -> np.ndarray:
+    """The O(n k) shortest path (``_contiguous.py``) on sorted values."""
+    return optimal_sizes(v.reshape(-1, 1), k)
 
 
 def sizes_sse(v: np.ndarray, sizes: np.ndarray) -> float:
@@ -369,7 +375,7 @@ def test_monge_solver_identical_to_shortest_path_on_integers(solver, values, k):
     k = min(k, v.size)
     got = solver(v, k)
     check_runs(got, v.size, k)
-    assert got.tolist() == _optimal_sizes_kernel(v, k).tolist()
+    assert got.tolist() == shortest_path_sizes(v, k).tolist()
 
 
 @settings(max_examples=150, deadline=None)
@@ -386,7 +392,7 @@ def test_monge_solver_never_worse_than_shortest_path(solver, values, k):
     k = min(k, v.size)
     got = solver(v, k)
     check_runs(got, v.size, k)
-    ref = _optimal_sizes_kernel(v, k)
+    ref = shortest_path_sizes(v, k)
     scale = float(np.sum(v * v)) + 1.0
     assert sizes_sse(v, got) <= sizes_sse(v, ref) + 1e-12 * scale
 
@@ -410,7 +416,7 @@ def test_monge_solver_same_partition_on_lognormal(k):
     # switches of solver.
     v = np.sort(np.random.default_rng(k).lognormal(size=20_000))
     got = optimal_contiguous_sizes(v, k)
-    assert got.tolist() == _optimal_sizes_kernel(v, k).tolist()
+    assert got.tolist() == shortest_path_sizes(v, k).tolist()
     assert got.tolist() == optimal_sizes_monge(v, k).tolist()
     assert got.tolist() == optimal_sizes_smawk(v, k).tolist()
 

@@ -25,7 +25,7 @@ O(n k) shortest path).
 Edge costs are O(1) each from prefix sums local to the block's window of 3k - 1 values
 and anchored at a value inside it (no cancellation across the whole file, unlike
 global prefix sums), then re-anchored at the group's own last value v[j-1], the
-anchor the O(n k) kernel of ``univariate.py`` uses: on integer-valued data (sums
+anchor the O(n k) kernel of ``_contiguous.py`` uses: on integer-valued data (sums
 exact) both kernels compute bit-identical edge costs.
 """
 
@@ -34,28 +34,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ._contiguous import sizes_from_back
 
-__all__ = ["optimal_sizes_monge", "optimal_sizes_smawk", "sizes_from_back"]
-
-
-@njit(cache=True, nogil=True)
-def sizes_from_back(back: np.ndarray, n: int, k: int) -> np.ndarray:  # pragma: no cover - numba
-    """Group sizes of a shortest path, first group first, from its back pointers.
-
-    ``back[j]`` is the size of the last group of the best path to node j; the walk
-    starts at node n, so sizes come out last group first and are reversed.
-    Shared by the univariate (both solvers) and the multivariate (projected) kernels.
-    """
-    out = np.empty(n // k + 1, dtype=np.int64)
-    g = 0
-    j = n
-    while j > 0:
-        if back[j] <= 0:  # unreachable for finite input with n >= k
-            raise ValueError("no feasible partition (non-finite values or n < k)")
-        out[g] = back[j]
-        j -= back[j]
-        g += 1
-    return out[:g][::-1].copy()
+__all__ = ["optimal_sizes_monge", "optimal_sizes_smawk"]
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -93,8 +93,8 @@ def nearest_neighbour_forest(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         parent = {int(c): int(c) for c in np.unique(comp)}
 
         def find(a: int) -> int:
-            while parent[a] != a:
-                a = parent[a]
+            while parent[a] != a:  # noqa: B023 - called within this iteration only
+                a = parent[a]  # noqa: B023
             return a
 
         keep = []

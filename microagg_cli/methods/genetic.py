@@ -13,6 +13,7 @@ import logging
 
 import numpy as np
 from .._jit import njit
+from ._contiguous import shortest_path
 
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels, sse
@@ -58,73 +59,70 @@ def stream_randint(state, m):  # pragma: no cover - compiled
 
 # ------------------------------------------------------------------------ GA kernel
 @njit(cache=True, nogil=True)
-def _decode_sse(Zm, keys, k, order_out, sizes_out, work):  # pragma: no cover - compiled
+def _decode_sse(Zm, keys, k, order_out, sizes_out):  # pragma: no cover - compiled
     """SSE of the variable-size k-partition encoded by random ``keys`` (see :func:`genetic`).
 
     Records sorted by key (stable) form a sequence; the sequence is cut into
-    consecutive groups of k..2k-1 records by the optimal cut: a shortest path over
-    positions 0..K with edges (a, b), k <= b - a <= 2k-1, of cost the within-group SSE
-    of records a..b-1 (Hansen & Mukherjee's graph, with the multivariate cost). Ties
+    consecutive groups of k..2k-1 records by the optimal cut: the shortest path of
+    ``_contiguous.py`` (Hansen & Mukherjee's graph, with the multivariate cost). Ties
     go to the smaller last group. Writes the sorted order into ``order_out`` and the
     group sizes, in sequence order, into ``sizes_out`` (the rest of it zero); returns
-    the SSE. ``work`` is scratch space of shape (K + 1, p + 3).
+    the SSE of the cut as :func:`_runs_sse` computes it.
     """
     K, p = Zm.shape
     order = np.argsort(keys, kind="mergesort")
-    # prefix sums of the records (and of their squared norms) in encoded order,
-    # centred on the macrogroup's first record to limit cancellation
-    S = work[:, :p]
-    Q = work[:, p]
-    best = work[:, p + 1]
-    back = work[:, p + 2]
-    for j in range(p):
-        S[0, j] = 0.0
-    Q[0] = 0.0
+    rows = np.empty((K, p))  # the records in encoded order
     for t in range(K):
-        i = order[t]
-        q = 0.0
+        order_out[t] = order[t]
         for j in range(p):
-            v = Zm[i, j] - Zm[order[0], j]
-            S[t + 1, j] = S[t, j] + v
-            q += v * v
-        Q[t + 1] = Q[t] + q
-    for t in range(K + 1):
-        best[t] = np.inf
-        back[t] = 0.0
-    best[0] = 0.0
-    for b in range(k, K + 1):
-        for s in range(k, 2 * k):
-            a = b - s
-            if a < 0:
-                break
-            if best[a] == np.inf:
-                continue
-            c2 = 0.0
-            for j in range(p):
-                d = S[b, j] - S[a, j]
-                c2 += d * d
-            c = Q[b] - Q[a] - c2 / s
-            if c < 0.0:
-                c = 0.0
-            if best[a] + c < best[b]:
-                best[b] = best[a] + c
-                back[b] = s
+            rows[t, j] = Zm[order[t], j]
+    back = np.empty(K + 1, np.int64)
+    shortest_path(rows, k, 2 * k - 1, np.empty(K + 1), back)
+    for g in range(sizes_out.shape[0]):
+        sizes_out[g] = 0
     n_groups = 0
     b = K
     while b > 0:
         n_groups += 1
-        b -= int(back[b])
-    for g in range(sizes_out.shape[0]):
-        sizes_out[g] = 0
+        b -= back[b]
     b = K
-    g = n_groups - 1
-    while b > 0:
-        sizes_out[g] = int(back[b])
-        b -= int(back[b])
-        g -= 1
+    for g in range(n_groups - 1, -1, -1):
+        sizes_out[g] = back[b]
+        b -= back[b]
+    return _runs_sse(rows, sizes_out, n_groups)
+
+
+@njit(cache=True, nogil=True)
+def _runs_sse(rows, sizes, n_groups):  # pragma: no cover - compiled
+    """SSE of the runs ``sizes[:n_groups]`` of ``rows``, from prefix sums centred on the
+    first row: the GA's fitness. The shortest path's own total (sums anchored at each
+    group's last row) is the same cut's SSE but differs in the last bits, and the
+    roulette wheel compares fitnesses to the bit: this arithmetic, the one the GA has
+    always ranked by, keeps seeded runs reproducing their earlier output."""
+    K, p = rows.shape
+    S = np.zeros((K + 1, p))
+    Q = np.zeros(K + 1)
     for t in range(K):
-        order_out[t] = order[t]
-    return best[K]
+        q = 0.0
+        for j in range(p):
+            v = rows[t, j] - rows[0, j]
+            S[t + 1, j] = S[t, j] + v
+            q += v * v
+        Q[t + 1] = Q[t] + q
+    total = 0.0
+    a = 0
+    for g in range(n_groups):
+        b = a + sizes[g]
+        c2 = 0.0
+        for j in range(p):
+            d = S[b, j] - S[a, j]
+            c2 += d * d
+        c = Q[b] - Q[a] - c2 / (b - a)
+        if c < 0.0:
+            c = 0.0
+        total += c
+        a = b
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -145,13 +143,12 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
     sse = np.empty(n_chrom)
     order = np.empty(K, np.int64)
     sizes = np.empty(K // k + 1, np.int64)
-    work = np.empty((K + 1, Zm.shape[1] + 3))
     pop[0, :] = seed_keys
     for c in range(1, n_chrom):
         for t in range(K):
             pop[c, t] = stream_uniform(state)
     for c in range(n_chrom):
-        sse[c] = _decode_sse(Zm, pop[c], k, order, sizes, work)
+        sse[c] = _decode_sse(Zm, pop[c], k, order, sizes)
     cum = np.empty(n_chrom)
     parents = np.empty(n_chrom, np.int64)
     new_sse = np.empty(n_chrom)
@@ -226,7 +223,7 @@ def _ga_macrogroup(Zm, seed_keys, k, n_chrom, p_mut, p_cross, iterations, state)
                     new[c, i] = 0.5 * (new[c, j] + nxt)
                 fresh[c] = True
             if fresh[c]:  # an unchanged copy keeps its parent's SSE
-                new_sse[c] = _decode_sse(Zm, new[c], k, order, sizes, work)
+                new_sse[c] = _decode_sse(Zm, new[c], k, order, sizes)
         for c in range(n_chrom):
             pop[c, :] = new[c]
             sse[c] = new_sse[c]
@@ -286,7 +283,7 @@ def _decode(Zm: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, float
     K = Zm.shape[0]
     order = np.empty(K, dtype=np.int64)
     sizes = np.empty(K // k + 1, dtype=np.int64)
-    cost = _decode_sse(Zm, keys, k, order, sizes, np.empty((K + 1, Zm.shape[1] + 3)))
+    cost = _decode_sse(Zm, keys, k, order, sizes)
     sizes = sizes[sizes > 0]
     local = np.empty(K, dtype=np.int64)
     local[order] = np.repeat(np.arange(sizes.size), sizes)
@@ -417,7 +414,7 @@ def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
-    n = check_k(X, k)
+    check_k(X, k)
     K = _macro_size(k, macro_k)
     if chromosomes < 2:
         raise InvalidParameterError(f"genetic: chromosomes must be >= 2, got {chromosomes}")

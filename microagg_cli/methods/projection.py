@@ -19,13 +19,13 @@ into contiguous runs of that order has a lower multivariate SSE -- in particular
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec, method_contract
-from .univariate import check_kernel_input, sizes_from_back, labels_from_sorted_sizes, optimal_contiguous_sizes
+from ._contiguous import check_kernel_input, optimal_sizes
+from .univariate import labels_from_sorted_sizes, optimal_contiguous_sizes
 
 __all__ = [
     "pcp",
@@ -35,52 +35,6 @@ __all__ = [
     "optimal_contiguous_sizes_multi",
     "SPECS",
 ]
-
-
-@njit(cache=True, nogil=True)
-def _optimal_sizes_multi_kernel(Z: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
-    # Same shortest path as univariate._optimal_sizes_kernel, with the edge cost the
-    # multivariate SSE of rows i..j-1: SSE = sum ||z - a||^2 - ||sum (z - a)||^2 / m for
-    # any anchor a; a = row j-1 (a member of every candidate group) keeps the sums
-    # small. Growing each candidate group by one row costs O(p), so every edge is O(p)
-    # and the DP O(n k p), as with global prefix sums of z and ||z||^2 but without
-    # their cancellation on long files.
-    n, p = Z.shape
-    cost = np.full(n + 1, np.inf)
-    back = np.zeros(n + 1, dtype=np.int64)
-    cost[0] = 0.0
-    s = np.zeros(p)
-    for j in range(k, n + 1):
-        s[:] = 0.0
-        q = 0.0
-        for t in range(j - 2, j - k, -1):  # the k-1 members other than the anchor
-            for c in range(p):
-                d = Z[t, c] - Z[j - 1, c]
-                s[c] += d
-                q += d * d
-        best = np.inf
-        best_m = 0
-        top = min(2 * k - 1, j)
-        for m in range(k, top + 1):
-            t = j - m
-            ss = 0.0
-            for c in range(p):
-                d = Z[t, c] - Z[j - 1, c]
-                s[c] += d
-                q += d * d
-                ss += s[c] * s[c]
-            prev = cost[t]
-            if prev < np.inf:
-                e = q - ss / m
-                if e < 0.0:
-                    e = 0.0
-                tot = prev + e
-                if tot < best:  # strict: on ties the smallest last group wins
-                    best = tot
-                    best_m = m
-        cost[j] = best
-        back[j] = best_m
-    return sizes_from_back(back, n, k)
 
 
 def optimal_contiguous_sizes_multi(Z_sorted: np.ndarray, k: int) -> np.ndarray:
@@ -103,7 +57,7 @@ def optimal_contiguous_sizes_multi(Z_sorted: np.ndarray, k: int) -> np.ndarray:
     if Z.ndim != 2:
         raise InvalidParameterError("the data matrix must be two-dimensional")
     check_kernel_input(Z, k)
-    return _optimal_sizes_multi_kernel(Z, int(k))
+    return optimal_sizes(Z, int(k))
 
 
 def sugeno_integral(X: np.ndarray, alpha: float = 1.0) -> np.ndarray:

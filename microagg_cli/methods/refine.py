@@ -50,6 +50,7 @@ from ..partition import canonical_labels
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
+from ._contiguous import shortest_path
 from .genetic import stream_randint, stream_state, stream_uniform
 
 __all__ = ["mdav_ls", "ils", "ILS_ITERATIONS", "move_delta", "swap_delta", "cycle_delta", "split_large_groups",
@@ -303,43 +304,24 @@ def _group_sse(Z, nrm, g, members, sizes, sums):  # pragma: no cover
 def _axis_partition(Zp, proj, k, cap):  # pragma: no cover
     """Optimal partition of the pool into runs of k..cap records along ``proj``.
 
-    Records sorted by their projection (stable); shortest path over cut points with
-    edge cost = multivariate SSE of the run (prefix sums). Returns (labels, groups).
+    Records sorted by their projection (stable); the shortest path of
+    ``_contiguous.py`` over cut points, edge cost = multivariate SSE of the run.
+    Returns (labels, groups); the last run is group 0.
     """
     N, p = Zp.shape
     order = np.argsort(proj, kind="mergesort")
-    cs = np.zeros((N + 1, p))
-    cq = np.zeros(N + 1)
+    rows = np.empty((N, p))
     for t in range(N):
-        i = order[t]
-        q = 0.0
         for j in range(p):
-            cs[t + 1, j] = cs[t, j] + Zp[i, j]
-            q += Zp[i, j] * Zp[i, j]
-        cq[t + 1] = cq[t] + q
-    f = np.full(N + 1, np.inf)
-    arg = np.zeros(N + 1, np.int64)
-    f[0] = 0.0
-    for e in range(k, N + 1):
-        for length in range(k, cap + 1):
-            s = e - length
-            if s < 0:
-                break
-            if f[s] == np.inf:
-                continue
-            c2 = 0.0
-            for j in range(p):
-                d = cs[e, j] - cs[s, j]
-                c2 += d * d
-            c = f[s] + cq[e] - cq[s] - c2 / length
-            if c < f[e]:
-                f[e] = c
-                arg[e] = s
+            rows[t, j] = Zp[order[t], j]
+    cost = np.empty(N + 1)
+    back = np.empty(N + 1, np.int64)
+    shortest_path(rows, k, cap, cost, back)
     lab = np.empty(N, np.int64)
     e = N
     g = 0
     while e > 0:
-        s = arg[e]
+        s = e - back[e]
         for t in range(s, e):
             lab[order[t]] = g
         g += 1

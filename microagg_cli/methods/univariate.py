@@ -7,18 +7,19 @@ labels (groups numbered in order of first appearance in the input);
 
 Sorting is always stable, so equal values keep their input order ("the record that
 comes first in the input wins"). The exact univariate dynamic programme lives here
-(:func:`optimal_contiguous_sizes`; from k = 10 on the Monge solver of ``_monge.py``)
-and is shared with the projected methods of ``projection.py``.
+(:func:`optimal_contiguous_sizes`: the shortest path of ``_contiguous.py``, shared
+with the methods that cut a sequence into runs, and from k = 10 on the Monge solver
+of ``_monge.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from .._jit import njit
 
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
-from ._monge import optimal_sizes_monge, optimal_sizes_smawk, sizes_from_back
+from ._contiguous import check_kernel_input, optimal_sizes
+from ._monge import optimal_sizes_monge, optimal_sizes_smawk
 from ._common import check_k
 from ._spec import MethodSpec, ParamSpec, method_contract
 
@@ -53,47 +54,6 @@ SMAWK_MIN_K = 5000
 # ---------------------------------------------------------------------------
 # Shared building blocks
 # ---------------------------------------------------------------------------
-
-
-@njit(cache=True, nogil=True)
-def _optimal_sizes_kernel(v: np.ndarray, k: int) -> np.ndarray:  # pragma: no cover - numba
-    # Shortest path over nodes 0..n (Hansen & Mukherjee 2003): node j = "the first j
-    # sorted values are grouped"; edge (i, j), k <= j - i <= 2k-1, costs the SSE of
-    # values i..j-1 (0-based). For each j the candidate groups ending at j are grown
-    # backwards one value at a time, so every edge costs O(1) and the whole DP O(n k).
-    # Sums are taken relative to the anchor v[j-1] (a member of every candidate
-    # group): no cancellation across the whole file as with global prefix sums.
-    n = v.shape[0]
-    cost = np.full(n + 1, np.inf)
-    back = np.zeros(n + 1, dtype=np.int64)
-    cost[0] = 0.0
-    for j in range(k, n + 1):
-        a = v[j - 1]
-        s = 0.0
-        q = 0.0
-        for t in range(j - 2, j - k, -1):  # the k-1 members other than the anchor
-            d = v[t] - a
-            s += d
-            q += d * d
-        best = np.inf
-        best_m = 0
-        top = min(2 * k - 1, j)
-        for m in range(k, top + 1):
-            d = v[j - m] - a
-            s += d
-            q += d * d
-            c = cost[j - m]
-            if c < np.inf:
-                e = q - s * s / m
-                if e < 0.0:
-                    e = 0.0
-                c += e
-                if c < best:  # strict: on ties the smallest last group wins
-                    best = c
-                    best_m = m
-        cost[j] = best
-        back[j] = best_m
-    return sizes_from_back(back, n, k)
 
 
 #: The solvers :func:`optimal_contiguous_sizes` can be asked for (``auto`` picks by k).
@@ -146,15 +106,7 @@ def optimal_contiguous_sizes(values_sorted: np.ndarray, k: int, *, solver: str =
         return optimal_sizes_smawk(v, int(k))
     if solver == "divide-and-conquer":
         return optimal_sizes_monge(v, int(k))
-    return _optimal_sizes_kernel(v, int(k))
-
-
-def check_kernel_input(v: np.ndarray, k: int) -> None:
-    # The methods hand over validated data; this guards direct library callers.
-    if int(k) < 1 or v.shape[0] < k:
-        raise InvalidParameterError(f"need k >= 1 and at least k={k} values, got {v.shape[0]}")
-    if not np.isfinite(v).all():
-        raise InvalidParameterError("values must be finite")
+    return optimal_sizes(v.reshape(-1, 1), int(k))
 
 
 def fixed_contiguous_sizes(n: int, k: int) -> np.ndarray:

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
+
+from ..outputs import json_text as to_json
 
 __all__ = ["to_json", "fmt", "fixed", "get", "scenario_text", "label_order", "json_value"]
-
-
-def to_json(doc: Mapping[str, Any]) -> str:
-    """A report as JSON text (indent 2, no NaN, key order as built, trailing newline)."""
-    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _plain(value: Any, *, strings: bool = False) -> str | None:
