@@ -430,6 +430,8 @@ class CompareRequest(_Request):
                        "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
                        "workers x threads never exceeds them. The results do not depend on N.")
     force: bool = opt(False, "Replace existing output, HTML and saved files.")
+    gates: Mapping[str, float] | None = opt(
+        None, "Gates checked on every cell after the grid is written: {\"min_ci_overlap\": 0.8}.")
     read: ReadOptions = _nested(ReadOptions)
 
 

@@ -87,6 +87,8 @@ def _plain(v: Any) -> Any:
 
 
 def _medians(x: np.ndarray, codes: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    if counts.size == 1:  # one group: a selection, not a sort
+        return np.array([float(np.median(x))])
     order = np.lexsort((x, codes))
     xs = x[order]
     lo = xs[starts + (counts - 1) // 2]

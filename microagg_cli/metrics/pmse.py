@@ -114,6 +114,12 @@ def logistic_fit(Z: np.ndarray, y: np.ndarray, *, ridge: float = _RIDGE, max_ite
     return beta, max_iter, False
 
 
+def _more_than_two(x: np.ndarray) -> bool:
+    """Whether ``x`` holds more than two distinct values (O(n), no sort)."""
+    rest = x[x != x[0]]
+    return bool(rest.size) and bool(np.any(rest != rest[0]))
+
+
 def _features(S: np.ndarray) -> tuple[np.ndarray, int]:
     """Intercept, standardised main effects and standardised squares; constant columns
     and squares of two-valued columns left out. Returns ``(Z, main_effects)``."""
@@ -123,7 +129,7 @@ def _features(S: np.ndarray) -> tuple[np.ndarray, int]:
     Zm = (S[:, keep] - mean[keep]) / sd[keep]
     parts = [np.ones((S.shape[0], 1)), Zm]
     sq = Zm ** 2
-    many = np.array([np.unique(S[:, j]).size > 2 for j in np.flatnonzero(keep)], dtype=bool)
+    many = np.array([_more_than_two(S[:, j]) for j in np.flatnonzero(keep)], dtype=bool)
     sq = sq[:, many]
     if sq.shape[1]:
         s_sd = sq.std(axis=0)
