@@ -247,6 +247,9 @@ def fit_from_r(R: np.ndarray, response: int, predictors: Sequence[int], n: int) 
         return {"coef": None, "se": None, "df": df, "rank": rank}
     R11, r12 = R2[:m, :m], R2[:m, m]
     r22 = float(R2[m, m]) if R2.shape[0] > m else 0.0
+    if abs(r22) <= 1e-7 * float(np.sqrt((R[:, response] ** 2).sum())):
+        # the response is an exact linear combination of the predictors: zero-width intervals
+        return {"coef": None, "se": None, "df": df, "rank": rank, "exact": True}
     coef = solve_triangular(R11, r12, check_finite=False)
     s2 = r22 * r22 / df
     Rinv = solve_triangular(R11, np.eye(m), check_finite=False)
@@ -354,6 +357,10 @@ def ci_overlap(
         m = len(preds)
         if rows.size - m <= 0:
             reason = f"{rows.size} complete record(s) for {m} coefficient(s): no residual degree of freedom"
+        elif fo.get("exact") or fp.get("exact"):
+            which = "original" if fo.get("exact") else "protected"
+            reason = (f"the response is an exact linear combination of the predictors in the {which} file "
+                      "(no residual variance, no confidence interval)")
         elif fo["coef"] is None or fp["coef"] is None:
             which = "original" if fo["coef"] is None else "protected"
             reason = (f"singular design in the {which} file (rank {fo['rank'] if which == 'original' else fp['rank']}"
