@@ -27,6 +27,8 @@ or removing one is a breaking change)::
                                         "attributes", "skipped"}}
       optimality               None, or {"k", "il_sse", "lb_nn", "gap", "ratio"}, each
                                (except k) {"overall", "per_block"}; gap = IL_SSE - LB_NN
+      ci_overlap, pmse, groups not from evaluate_arrays: :func:`model_utility` computes
+                               them (sdc evaluate and sdc compare add them here)
     risk:
       parameters               {"distance", "rank", "pld_window", "pld_window_share",
                                 "pld_method" ("exact" | "sampled"), "pld_exact_max",
