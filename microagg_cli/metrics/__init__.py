@@ -434,6 +434,20 @@ def model_utility(
     (:mod:`microagg_cli.metrics.groups`). ``rng``: pMSE's row sample above
     :data:`~microagg_cli.metrics.pmse.PMSE_MAX_ROWS` records.
     """
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: a product split over threads sums in another order, and the
+    # figures must not depend on the CPUs (sdc compare --jobs); these are cheap anyway
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _model_utility(X, Xp, names=names, models=models, model_columns=model_columns, weights=weights,
+                              codes=codes, labels=labels, by=by, k=k, internal=internal, rng=rng)
+
+
+def _model_utility(X: np.ndarray, Xp: np.ndarray, *, names: Sequence[str] | None,
+                   models: Sequence[regression.Model] | None,
+                   model_columns: tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]] | None,
+                   weights: np.ndarray | None, codes: np.ndarray | None, labels: Sequence[tuple[Any, ...]] | None,
+                   by: Sequence[str], k: int, internal: bool, rng: np.random.Generator | None) -> dict[str, Any]:
     X, Xp = _check_pair(X, Xp)
     names = [f"c{j}" for j in range(X.shape[1])] if names is None else list(names)
     orig = {c: X[:, j] for j, c in enumerate(names)}
