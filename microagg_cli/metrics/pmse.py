@@ -69,10 +69,9 @@ def _expit(eta: np.ndarray) -> np.ndarray:
     return out
 
 
-def _loss(Z: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: float) -> float:
-    eta = Z @ beta
-    # sum log(1 + e^eta) - y eta, stably
-    return float(np.logaddexp(0.0, eta).sum() - y @ eta + 0.5 * lam * (beta[1:] @ beta[1:]))
+def _loss(eta: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: float) -> float:
+    """Penalised negative log-likelihood at linear predictor ``eta`` (sum log(1 + e^eta) - y eta, stably)."""
+    return float(np.logaddexp(0.0, eta).sum() - np.sum(y * eta) + 0.5 * lam * float(np.sum(beta[1:] ** 2)))
 
 
 def logistic_fit(Z: np.ndarray, y: np.ndarray, *, ridge: float = _RIDGE, max_iter: int = 100,
@@ -80,7 +79,9 @@ def logistic_fit(Z: np.ndarray, y: np.ndarray, *, ridge: float = _RIDGE, max_ite
     """Ridge-penalised logistic regression by Newton's method with step halving.
 
     Z : (N, m) design whose first column is the intercept (not penalised); y : (N,) 0/1.
-    Returns ``(beta, iterations, converged)``.
+    Returns ``(beta, iterations, converged)``. Each step costs one pass over Z for the
+    gradient and Hessian and one per trial step (the accepted step's linear predictor
+    is kept for the next).
     """
     N, m = Z.shape
     lam = ridge * N
@@ -89,9 +90,10 @@ def logistic_fit(Z: np.ndarray, y: np.ndarray, *, ridge: float = _RIDGE, max_ite
     beta = np.zeros(m)
     ybar = float(y.mean())
     beta[0] = np.log(ybar / (1 - ybar)) if 0 < ybar < 1 else 0.0
-    loss = _loss(Z, y, beta, lam)
+    eta = Z @ beta
+    loss = _loss(eta, y, beta, lam)
     for it in range(1, max_iter + 1):
-        p = _expit(Z @ beta)
+        p = _expit(eta)
         grad = Z.T @ (y - p) - pen * beta
         w = p * (1 - p)
         H = (Z * w[:, None]).T @ Z
@@ -103,12 +105,13 @@ def logistic_fit(Z: np.ndarray, y: np.ndarray, *, ridge: float = _RIDGE, max_ite
         t = 1.0
         while True:
             new = beta + t * step
-            new_loss = _loss(Z, y, new, lam)
+            new_eta = Z @ new
+            new_loss = _loss(new_eta, y, new, lam)
             if new_loss <= loss + 1e-12 * abs(loss) or t < 1e-8:
                 break
             t /= 2
         done = abs(loss - new_loss) <= tol * max(1.0, abs(loss)) and float(np.max(np.abs(t * step))) < 1e-6
-        beta, loss = new, new_loss
+        beta, eta, loss = new, new_eta, new_loss
         if done:
             return beta, it, True
     return beta, max_iter, False
