@@ -352,3 +352,23 @@ def test_compare_columns_and_gate(census_path, tmp_path):
     res = run_cli("compare", census_path, "--methods", "mdav", "--k", "3", "--max-scenarios", 2, "-q",
                   "--format", "csv")
     assert res.exit_code == 0 and "CI overlap,pMSE ratio" in res.output.splitlines()[0]
+
+
+def test_schema_refuses_original_group_figures_without_internal(household_pair):
+    import copy
+
+    import jsonschema
+
+    src, out = household_pair
+    res = run_cli("evaluate", src, out, "-c", "expend,income", "--by", "urbrur", "--max-scenarios", 1,
+                  "--format", "json", "-q")
+    assert res.exit_code == 0
+    rep = json.loads(res.stdout)
+    schemas.validate(rep)
+    leaked = copy.deepcopy(rep)
+    leaked["measures"]["utility"]["groups"]["rows"][0]["columns"]["income"]["median_original"] = 1.0
+    with pytest.raises(jsonschema.ValidationError):
+        schemas.validate(leaked)
+    leaked["internal"] = True  # the same figure is allowed in an internal report
+    leaked.pop("internal_details", None)
+    schemas.validate(leaked)
