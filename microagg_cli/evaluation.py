@@ -672,7 +672,7 @@ class _AnalysisInputs:
                 raise DataError(f"--weights {w!r}: row {int(rows[bad[0]]) + 1} of the original file has weight "
                                 f"{weights[bad[0]]!r}; weights must be positive numbers")
         codes = labels = None
-        by = list(request.by or [])
+        by = list(request.by if request.by is not None else (request.strata or []))
         if by:
             if len(set(by)) != len(by):
                 raise InvalidParameterError("--by: a column is named twice")

@@ -353,7 +353,10 @@ class EvaluateRequest(_Request):
               "and weighted totals in the group table.")
     by: list[str] | None = opt(
         None, "Group table by these columns (strata or categories): n, means, medians and weighted totals "
-              "per group, original vs protected (default: all records as one group).")
+              "per group, original vs protected (default: --strata, else all records as one group).")
+    strata: list[str] | None = opt(
+        None, "The strata the file was protected within (sdc protect --strata): the group table's default "
+              "--by.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
@@ -380,6 +383,7 @@ class EvaluateRequest(_Request):
             "models": list(self.models) if self.models is not None else None,
             "weights": self.weights,
             "by": list(self.by) if self.by is not None else None,
+            "strata": list(self.strata) if self.strata is not None else None,
         }
 
 

@@ -372,3 +372,16 @@ def test_schema_refuses_original_group_figures_without_internal(household_pair):
     leaked["internal"] = True  # the same figure is allowed in an internal report
     leaked.pop("internal_details", None)
     schemas.validate(leaked)
+
+
+def test_strata_is_the_default_grouping_and_by_overrides_it(household_pair):
+    src, out = household_pair
+    base = ["evaluate", src, out, "-c", "expend,income", "--max-scenarios", 1, "--format", "json", "-q"]
+    res = run_cli(*base, "--strata", "urbrur")
+    g = json.loads(res.stdout)["measures"]["utility"]["groups"]
+    assert g["by"] == ["urbrur"] and g["count"] == 2
+    res = run_cli(*base, "--strata", "urbrur", "--by", "sex")
+    assert json.loads(res.stdout)["measures"]["utility"]["groups"]["by"] == ["sex"]
+    res = run_cli(*base)
+    g = json.loads(res.stdout)["measures"]["utility"]["groups"]
+    assert g["by"] == [] and g["count"] == 1 and g["rows"][0]["n"] == 4580

@@ -24,7 +24,7 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
     "protect": ("1.3", "dfe38a54e0760f5449dae927549edfde63e60465ee5fca1018ea1a305c99eb3b"),
-    "evaluate": ("1.3", "d9c983cb7e8dbdb39cdabdbae7cb2d0ff2e9b9b1eafbdcf5e379661c418ee1ce"),
+    "evaluate": ("1.3", "b6f54801a5bfb3ca671ab09d82d824c1e3c1ca6af960cf52dce6863efd85c249"),
     "compare": ("1.3", "1ecdc0d4a3bac7f274de8968f7df1a8fe69c0550e881854fe93f100b0ece37b2"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
 }

@@ -40,6 +40,7 @@ __all__ = ["evaluate_command"]
 @field_option(E, "models", "--model", "models", multiple=True, metavar="\"Y ~ X1 + X2\"", default=())
 @field_option(E, "weights", "--weights", metavar="COL")
 @field_option(E, "by", "--by", metavar="A,B")
+@field_option(E, "strata", "--strata", metavar="A,B")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: nothing (text: the summary goes to stderr) or the JSON report.")
 @field_option(E, "report", "-r", "--report", metavar="FILE.json")
@@ -53,9 +54,9 @@ __all__ = ["evaluate_command"]
 @input_options
 @verbosity_options
 def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
-                     dr_weights, score_weights, scale, bound, time_limit, missing, models, weights, by, fmt, report,
-                     html, internal, max_dld, max_id, max_score, min_kprime, max_il, min_ci_overlap, gate_on, force,
-                     jobs, input_format, delimiter, decimal, quiet, verbose):
+                     dr_weights, score_weights, scale, bound, time_limit, missing, models, weights, by, strata, fmt,
+                     report, html, internal, max_dld, max_id, max_score, min_kprime, max_il, min_ci_overlap, gate_on,
+                     force, jobs, input_format, delimiter, decimal, quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
     Both files hold the same records (same order, or matched with --key). For the
@@ -93,9 +94,9 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     fitted on both files (--model, repeatable; default each evaluated column on the
     others; --weights for weighted least squares), the propensity-score pMSE and its
     ratio to the null expectation (above 100,000 records on a seeded sample), and a
-    group table (--by: n, means, medians and weighted totals per group, original vs
-    protected; without --internal, groups smaller than k and original medians are
-    held back).
+    group table (--by, default --strata: n, means, medians and weighted totals per
+    group, original vs protected; without --internal, groups smaller than k and
+    original medians are held back).
 
     \b
     Examples:
@@ -123,7 +124,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         score_weights=parse_weights(score_weights, "--score-weights"),
         gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
                                  max_il=max_il, min_ci_overlap=min_ci_overlap)),
-        models=list(models) or None, weights=weights, by=split_names(by),
+        models=list(models) or None, weights=weights, by=split_names(by), strata=split_names(strata),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
     )
