@@ -385,3 +385,23 @@ def test_strata_is_the_default_grouping_and_by_overrides_it(household_pair):
     res = run_cli(*base)
     g = json.loads(res.stdout)["measures"]["utility"]["groups"]
     assert g["by"] == [] and g["count"] == 1 and g["rows"][0]["n"] == 4580
+
+
+def test_default_models_from_one_r_factor_equal_the_separate_fits(rng):
+    """model_utility fits every default model from one R factor per file; the same
+    models fitted one by one give the same intervals."""
+    X = rng.normal(size=(300, 4))
+    X = np.column_stack([X, X[:, 0] - X[:, 2]])  # an exactly collinear column, left out
+    Xp = X + rng.normal(scale=0.2, size=X.shape)
+    w = rng.uniform(0.5, 2.0, size=300)
+    names = ["a", "b", "c", "d", "e"]
+    fast = model_utility(X, Xp, names=names, weights=w)["ci_overlap"]
+    models, left = default_models(names, X=X)
+    slow = ci_overlap(_cols(X, names), _cols(Xp, names), models, weights=w, strict=False)
+    assert fast["left_out"] == left and len(left) == 1
+    assert [m["model"] for m in fast["models"]] == [m["model"] for m in slow["models"]]
+    for mf, ms in zip(fast["models"], slow["models"]):
+        for cf, cs in zip(mf["coefficients"], ms["coefficients"]):
+            assert cf["ci_original"] == pytest.approx(cs["ci_original"], rel=1e-9, abs=1e-12)
+            assert cf["ci_protected"] == pytest.approx(cs["ci_protected"], rel=1e-9, abs=1e-12)
+    assert fast["mean"] == pytest.approx(slow["mean"], rel=1e-9)

@@ -45,6 +45,7 @@ __all__ = [
     "parse_model",
     "default_models",
     "independent_columns",
+    "independent_from_r",
     "ci_overlap_matrix",
     "fit_ols",
     "fit_from_r",
@@ -191,21 +192,41 @@ def independent_columns(X: np.ndarray) -> np.ndarray:
     return np.sort(live[piv[:rank]])
 
 
+def independent_from_r(R: np.ndarray) -> np.ndarray:
+    """:func:`independent_columns` of X from the R factor of ``[1, X]`` (:func:`r_factor`,
+    weighted or not): R[1:, 1:] is the geometry of the centred columns, so no second
+    pass over the data is needed."""
+    from scipy.linalg import qr
+
+    B = R[1:, 1:]
+    total = np.sqrt((R[:, 1:] ** 2).sum(axis=0))
+    centred = np.sqrt((B ** 2).sum(axis=0))
+    live = np.flatnonzero(centred > 1e-10 * np.maximum(total, 1e-300))
+    if live.size == 0:
+        return live
+    _q, R2, piv = qr(B[:, live] / centred[live], mode="economic", pivoting=True, check_finite=False)
+    diag = np.abs(np.diag(R2))
+    rank = int((diag > 1e-8 * diag[0]).sum())
+    return np.sort(live[piv[:rank]])
+
+
 def default_models(columns: Sequence[str], max_models: int = DEFAULT_MAX_MODELS,
-                   X: np.ndarray | None = None) -> tuple[list[Model], list[str]]:
+                   X: np.ndarray | None = None, *, keep: Sequence[int] | None = None
+                   ) -> tuple[list[Model], list[str]]:
     """Each column regressed on all the others (the first ``max_models`` columns as
     responses); one column: the intercept-only model (the interval of its mean).
 
-    With the original values ``X`` (columns in ``columns``' order), columns that are
-    constant or exact linear combinations of the others are left out first (a model
-    would be singular, or fit its response exactly): returns ``(models, left_out)``.
+    With the original values ``X`` (columns in ``columns``' order), or the positions
+    ``keep`` of :func:`independent_columns`, columns that are constant or exact linear
+    combinations of the others are left out first (a model would be singular, or fit
+    its response exactly): returns ``(models, left_out)``.
     """
     cols = list(columns)
     left_out: list[str] = []
-    if X is not None:
-        keep = set(independent_columns(X).tolist())
-        left_out = [c for j, c in enumerate(cols) if j not in keep]
-        cols = [c for j, c in enumerate(cols) if j in keep]
+    if X is not None or keep is not None:
+        kept = set((independent_columns(X) if keep is None else np.asarray(keep)).tolist())
+        left_out = [c for j, c in enumerate(cols) if j not in kept]
+        cols = [c for j, c in enumerate(cols) if j in kept]
     return [Model(y, tuple(c for c in cols if c != y)) for y in cols[:max(1, int(max_models))]], left_out
 
 
@@ -300,6 +321,7 @@ def ci_overlap(
     weights: np.ndarray | None = None,
     level: float = CI_LEVEL,
     strict: bool = True,
+    factors: dict[tuple[Any, ...], tuple[list[str], np.ndarray, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """Confidence-interval overlap of every coefficient of every model.
 
@@ -313,6 +335,9 @@ def ci_overlap(
     strict : a model whose design is singular (on either file) or has no residual
         degree of freedom raises :class:`DataError`; with False it is reported with
         ``skipped`` (the default models).
+    factors : R factors already computed, keyed ``(sorted column names, intercept)``
+        -> ``(those names, R original, R protected)`` of ``[1, columns]`` on every
+        record (only for models whose columns have no missing value).
 
     Returns
     -------
@@ -327,7 +352,7 @@ def ci_overlap(
     out_models: list[dict[str, Any]] = []
     values: list[float] = []
     skipped = 0
-    factors: dict[tuple[Any, ...], tuple[list[str], np.ndarray, np.ndarray]] = {}
+    factors = {} if factors is None else dict(factors)
     for model in models:
         used = [model.response, *model.predictors]
         ok = np.ones(len(next(iter(original.values()))), dtype=bool)
