@@ -92,9 +92,7 @@ def one(n: int, version: str, measure: int | None) -> dict:
 
         names = [f"c{j}" for j in range(P)]
         t = time.perf_counter()
-        models, _left = regression.default_models(names, X=X)
-        regression.ci_overlap({c: X[:, j] for j, c in enumerate(names)},
-                              {c: Xp[:, j] for j, c in enumerate(names)}, models, strict=False)
+        regression.default_ci_overlap(X, Xp, names)
         sec["ci_overlap"] = time.perf_counter() - t
         t = time.perf_counter()
         pmse.pmse(X, Xp, rng=np.random.default_rng(0))

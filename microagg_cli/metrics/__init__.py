@@ -456,24 +456,12 @@ def _model_utility(X: np.ndarray, Xp: np.ndarray, *, names: Sequence[str] | None
         orig.update(model_columns[0])
         prot.update(model_columns[1])
     given = models is not None
-    left_out: list[str] = []
-    factors = None
-    if not given:
-        # one pass over each file: R of [1, X] gives the collinear columns and every
-        # default model (each kept column on the others)
-        w_ok = weights is None or bool(np.isfinite(weights).all())
-        ones = np.ones((X.shape[0], 1))
-        Ro = regression.r_factor(np.hstack([ones, X]), weights if w_ok else None)
-        models, left_out = regression.default_models(names, keep=regression.independent_from_r(Ro))
-        kept = sorted(c for c in names if c not in left_out)
-        if w_ok and kept and len(models) > 0:
-            Rp = regression.r_factor(np.hstack([ones, Xp]), weights)
-            idx = [0] + [1 + names.index(c) for c in kept]
-            factors = {(tuple(kept), True): (kept, np.linalg.qr(Ro[:, idx], mode="r"),
-                                             np.linalg.qr(Rp[:, idx], mode="r"))}
-    ci = regression.ci_overlap(orig, prot, list(models or []), weights=weights, strict=given, factors=factors)
+    if given:
+        ci = regression.ci_overlap(orig, prot, list(models or []), weights=weights, strict=True)
+        ci["left_out"] = []
+    else:
+        ci = regression.default_ci_overlap(X, Xp, names, weights=weights)
     ci["models_given"] = given
-    ci["left_out"] = left_out
     if codes is None:
         codes, labels, by = np.zeros(X.shape[0], dtype=np.int64), [()], ()
     table = groups.group_table(X, Xp, codes, list(labels or []), names=names, by=list(by), k=k,

@@ -47,6 +47,7 @@ __all__ = [
     "independent_columns",
     "independent_from_r",
     "ci_overlap_matrix",
+    "default_ci_overlap",
     "fit_ols",
     "fit_from_r",
     "r_factor",
@@ -423,10 +424,33 @@ def ci_overlap(
     }
 
 
+def default_ci_overlap(X: np.ndarray, Xp: np.ndarray, names: Sequence[str], *,
+                       weights: np.ndarray | None = None) -> dict[str, Any]:
+    """:func:`ci_overlap` of the default models (:func:`default_models`) on two complete
+    matrices with columns ``names``, plus ``left_out`` (the constant or collinear columns).
+
+    One pass over each file: the R factor of ``[1, X]`` gives the collinear columns
+    (:func:`independent_from_r`) and, re-triangularised on the kept columns, every
+    default model (each kept column on the others).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Xp = np.asarray(Xp, dtype=np.float64)
+    names = list(names)
+    ones = np.ones((X.shape[0], 1))
+    Ro = r_factor(np.hstack([ones, X]), weights)
+    models, left_out = default_models(names, keep=independent_from_r(Ro))
+    kept = sorted(c for c in names if c not in left_out)
+    factors = None
+    if kept:
+        Rp = r_factor(np.hstack([ones, Xp]), weights)
+        idx = [0] + [1 + names.index(c) for c in kept]
+        factors = {(tuple(kept), True): (kept, np.linalg.qr(Ro[:, idx], mode="r"), np.linalg.qr(Rp[:, idx], mode="r"))}
+    out = ci_overlap({c: X[:, j] for j, c in enumerate(names)}, {c: Xp[:, j] for j, c in enumerate(names)},
+                     models, weights=weights, strict=False, factors=factors)
+    out["left_out"] = left_out
+    return out
+
+
 def ci_overlap_matrix(X: np.ndarray, Xp: np.ndarray, **options: Any) -> float | None:
     """The mean overlap of the default models on two matrices (columns ``c0, c1, ...``)."""
-    names = [f"c{j}" for j in range(np.shape(X)[1])]
-    X, Xp = np.asarray(X, dtype=np.float64), np.asarray(Xp, dtype=np.float64)
-    o = {c: X[:, j] for j, c in enumerate(names)}
-    p = {c: Xp[:, j] for j, c in enumerate(names)}
-    return ci_overlap(o, p, default_models(names, X=X)[0], strict=False, **options)["mean"]
+    return default_ci_overlap(X, Xp, [f"c{j}" for j in range(np.shape(X)[1])], **options)["mean"]
