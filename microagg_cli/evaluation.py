@@ -687,10 +687,16 @@ class _AnalysisInputs:
                     keys.append(values[rows])
                 else:
                     text = orig.pandas_column(col).tolist()
-                    keys.append(np.array(["(missing)" if v is None or v != v or str(v).strip() == "" else str(v)
-                                          for v in (text[i] for i in rows)], dtype=object).astype(str))
+                    keys.append(np.array([_group_key(text[i]) for i in rows], dtype=object).astype(str))
             codes, labels = group_codes(keys)
         return cls(models, extra, weights, codes, labels, by)
+
+
+def _group_key(value: Any) -> str:
+    """A --by cell as text; empty and missing cells form the group "(missing)"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+        return "(missing)"
+    return str(value)
 
 
 def _add_model_utility(section: dict[str, Any], X: np.ndarray, Xp: np.ndarray, names: list[str],

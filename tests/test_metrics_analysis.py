@@ -405,3 +405,16 @@ def test_default_models_from_one_r_factor_equal_the_separate_fits(rng):
             assert cf["ci_original"] == pytest.approx(cs["ci_original"], rel=1e-9, abs=1e-12)
             assert cf["ci_protected"] == pytest.approx(cs["ci_protected"], rel=1e-9, abs=1e-12)
     assert fast["mean"] == pytest.approx(slow["mean"], rel=1e-9)
+
+
+def test_by_column_with_text_and_missing_cells(tmp_path):
+    o, p = tmp_path / "o.csv", tmp_path / "p.csv"
+    o.write_text("a,b,g\n1,2,x\n2,3,\n3,5,y\n4,4,x\n5,1,x\n")
+    p.write_text("a,b,g\n2,2,x\n2,4,\n3,4,y\n4,4,x\n6,1,x\n")
+    res = run_cli("evaluate", o, p, "-k", 2, "--by", "g", "--format", "json", "-q")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["measures"]["utility"]["groups"]["rows"]
+    assert [(r["group"]["g"], r["n"], r["suppressed"]) for r in rows] == [
+        ("(missing)", 1, True), ("x", 3, False), ("y", 1, True)]
+    # group x: a from 1, 4, 5 (mean 10/3) to 2, 4, 6 (mean 4)
+    assert rows[1]["columns"]["a"]["mean_change"] == pytest.approx(100 * (4 - 10 / 3) / (10 / 3))
