@@ -7,8 +7,9 @@ scenarios):
 
 - **per measure** (a child process per size and code version, one thread): the
   seconds of the shared set-up (ranks, interval hits, PLD pair table, DLD tree and
-  candidates), of k', DLD, PLD, ID + SDID over the scenarios, of the IL family and of
-  LB_NN; ``after`` is today's code, ``before`` the implementation frozen in
+  candidates), of k', DLD, PLD, ID + SDID over the scenarios, of the IL family, of
+  LB_NN and of the analysis-utility measures (CI overlap of the default regressions,
+  pMSE with its seeded sample above 100,000 records, the group table with 50 groups); ``after`` is today's code, ``before`` the implementation frozen in
   ``tests/reference_risk.py`` (only up to ``--before-max`` records: it is quadratic);
   with ``--measure-scenarios M`` only M scenarios (evenly spread) are timed and the
   per-scenario figures are scaled to all of them (marked ``~``; DLD's layered pass
@@ -45,7 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 P = 10
 K = 3
-STAGES = ("setup", "k_prime", "dld", "pld", "id_sdid", "il_family", "lb_nn")
+STAGES = ("setup", "k_prime", "dld", "pld", "id_sdid", "il_family", "lb_nn", "ci_overlap", "pmse", "groups")
 
 
 def peak_mb(who: int = resource.RUSAGE_SELF) -> float:
@@ -86,6 +87,20 @@ def one(n: int, version: str, measure: int | None) -> dict:
     t = time.perf_counter()
     utility.optimality_gap(X, Xp, K)
     sec["lb_nn"] = time.perf_counter() - t
+    if version == "after":  # the analysis-utility measures (not in the old code)
+        from microagg_cli.metrics import groups, pmse, regression
+
+        names = [f"c{j}" for j in range(P)]
+        t = time.perf_counter()
+        regression.default_ci_overlap(X, Xp, names)
+        sec["ci_overlap"] = time.perf_counter() - t
+        t = time.perf_counter()
+        pmse.pmse(X, Xp, rng=np.random.default_rng(0))
+        sec["pmse"] = time.perf_counter() - t
+        t = time.perf_counter()  # --by with 50 groups
+        codes = np.arange(n) % 50
+        groups.group_table(X, Xp, codes, [(g,) for g in range(50)], names=names, by=["g"], k=K)
+        sec["groups"] = time.perf_counter() - t
     t = time.perf_counter()
     ev = risk.RiskEvaluator(X, Xp, k=K, workers=1)
     if version == "after":  # what every scenario's DLD shares (rows, order, candidates)

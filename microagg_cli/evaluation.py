@@ -24,7 +24,9 @@ from ._version import __version__
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, ThresholdExceeded, check_k_value
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
-from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays
+from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays, model_utility
+from .metrics.groups import group_codes
+from .metrics.regression import parse_model
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
 from .protection import ProtectResult
@@ -34,11 +36,11 @@ from .report import scenario_text
 __all__ = [
     "EVALUATION_SCHEMA_VERSION", "Gate", "GATES", "FORMULAS", "known_positions", "scenario_sampling",
     "scenario_subsets", "measure", "scenario_risk", "evaluate_matrices", "evaluate_tables", "check_gates",
-    "raise_for_gates", "evaluate_protected",
+    "raise_for_gates", "evaluate_protected", "model_summary", "MODEL_FORMULAS",
 ]
 
 #: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
-EVALUATION_SCHEMA_VERSION = "1.2"
+EVALUATION_SCHEMA_VERSION = "1.3"
 
 
 @dataclass(frozen=True)
@@ -577,7 +579,9 @@ def evaluate_tables(
         Xp = Xp[order]
     rows = _complete_rows(X, Xp, names, request.missing)
     X, Xp = X[rows], Xp[rows]
+    analysis = _AnalysisInputs.read(orig, prot, order, rows, names, request)
     section = evaluate_matrices(X, Xp, names, blist, request, progress=progress)
+    _add_model_utility(section, X, Xp, names, analysis, request)
 
     def file_entry(table: Table) -> dict[str, Any]:
         return {**file_fingerprint(table), "format": table.fmt, "rows": int(table.n_rows),
@@ -610,6 +614,119 @@ def evaluate_tables(
         }
     rep["gates"] = _gates(rep, gates, gate_on)
     return rep
+
+
+# ------------------------------------------------------- regression, pMSE, group table
+# The analysis-utility measures of sdc evaluate (and sdc compare's default models):
+# columns named by --model, --weights and --by are read here; the measures themselves are
+# computed by microagg_cli.metrics.model_utility.
+
+
+@dataclass(frozen=True)
+class _AnalysisInputs:
+    """What --model, --weights and --by need from the files, on the evaluated rows."""
+
+    models: list[Any] | None
+    extra: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
+    weights: np.ndarray | None
+    codes: np.ndarray | None
+    labels: list[tuple[Any, ...]] | None
+    by: list[str]
+
+    @classmethod
+    def read(cls, orig: Table, prot: Table, order: np.ndarray | None, rows: np.ndarray, names: list[str],
+             request: EvaluateRequest) -> "_AnalysisInputs":
+        def aligned(table: Table, col: str, protected: bool) -> np.ndarray:
+            values = numeric_matrix(table, [col], allow_missing=True)[:, 0]
+            if protected and order is not None:
+                values = values[order]
+            return values[rows]
+
+        def check(col: str, option: str, *, both: bool) -> None:
+            if col == request.key:
+                raise InvalidParameterError(f"{option}: {col!r} is the --key column")
+            for table, what in ((orig, "original"), (prot, "protected"))[: 2 if both else 1]:
+                if col not in table.columns:
+                    raise DataError(f"{option}: no column {col!r} in the {what} file")
+
+        models = None
+        extra: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] = ({}, {})
+        if request.models is not None:
+            models = [parse_model(text, names) for text in request.models]
+            for model in models:
+                for col in (model.response, *model.predictors):
+                    if col in names or col in extra[0]:
+                        continue
+                    check(col, f"--model {model.text!r}", both=True)
+                    extra[0][col] = aligned(orig, col, False)
+                    extra[1][col] = aligned(prot, col, True)
+        weights = None
+        if request.weights is not None:
+            w = request.weights
+            check(w, "--weights", both=False)
+            if w in names:
+                raise InvalidParameterError(f"--weights: {w!r} is an evaluated column; weights are not protected")
+            weights = aligned(orig, w, False)
+            bad = np.flatnonzero(~(np.isfinite(weights) & (weights > 0)))
+            if bad.size:
+                raise DataError(f"--weights {w!r}: row {int(rows[bad[0]]) + 1} of the original file has weight "
+                                f"{weights[bad[0]]!r}; weights must be positive numbers")
+        codes = labels = None
+        by = list(request.by if request.by is not None else (request.strata or []))
+        if by:
+            if len(set(by)) != len(by):
+                raise InvalidParameterError("--by: a column is named twice")
+            keys = []
+            for col in by:
+                check(col, "--by", both=False)
+                if col in names:
+                    raise InvalidParameterError(f"--by: {col!r} is an evaluated (protected) column; group by a "
+                                                "stratum or category")
+                values, bad = column_values(orig, col)
+                if not bad.any() and not np.isnan(values).any():
+                    keys.append(values[rows])
+                else:
+                    text = orig.pandas_column(col).tolist()
+                    keys.append(np.array([_group_key(text[i]) for i in rows], dtype=object).astype(str))
+            codes, labels = group_codes(keys)
+        return cls(models, extra, weights, codes, labels, by)
+
+
+def _group_key(value: Any) -> str:
+    """A --by cell as text; empty and missing cells form the group "(missing)"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+        return "(missing)"
+    return str(value)
+
+
+def _add_model_utility(section: dict[str, Any], X: np.ndarray, Xp: np.ndarray, names: list[str],
+                       inputs: _AnalysisInputs, request: EvaluateRequest) -> None:
+    """CI overlap, pMSE and the group table into an evaluation section (``measures.utility``,
+    ``summary``, ``formulas``)."""
+    util = model_utility(
+        X, Xp, names=names, models=inputs.models, model_columns=inputs.extra, weights=inputs.weights,
+        codes=inputs.codes, labels=inputs.labels, by=inputs.by, k=int(section["parameters"]["k"]),
+        internal=request.internal, rng=np.random.default_rng(np.random.SeedSequence(int(request.seed)).spawn(1)[0]),
+    )
+    section["measures"]["utility"].update(util)
+    section["summary"].update(model_summary(util))
+    section["formulas"].update(MODEL_FORMULAS)
+
+
+#: The formulas of the analysis-utility measures (from :data:`METRICS`).
+MODEL_FORMULAS: dict[str, str] = {name: METRICS[name].formula for name in ("ci_overlap", "pmse_ratio",
+                                                                            "group_mean_change")}
+
+
+def model_summary(util: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of :func:`microagg_cli.metrics.model_utility`'s result."""
+    return {
+        "ci_overlap": _dig(util, "ci_overlap", "mean"),
+        "ci_overlap_min": _dig(util, "ci_overlap", "min"),
+        "pmse": _dig(util, "pmse", "pmse"),
+        "pmse_ratio": _dig(util, "pmse", "ratio"),
+        "group_mean_change": _dig(util, "groups", "max_abs_mean_change"),
+    }
 
 
 def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> dict[str, float]:

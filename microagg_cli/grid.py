@@ -52,8 +52,8 @@ import numpy as np
 from . import audit, threads
 from ._version import __version__
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
-from .errors import DataError, InfeasibleError, InvalidParameterError, check_k_value, k_message
-from .evaluation import known_positions, measure
+from .errors import DataError, InfeasibleError, InvalidParameterError, ThresholdExceeded, check_k_value, k_message
+from .evaluation import GATES, known_positions, measure
 from .io import (
     Table,
     OutputSet,
@@ -76,7 +76,7 @@ from .report.compare import (  # rendering lives in report/; re-exported for cal
     table_text,
     to_csv,
 )
-from .metrics import METRICS, disclosure_risk
+from .metrics import METRICS, disclosure_risk, model_utility
 from .protection import protect_table
 from .request import DEFAULT_COMPARE_SCENARIOS, CompareRequest, RunOptions
 
@@ -112,7 +112,7 @@ __all__ = [
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc compare`` JSON layout; bumped on any incompatible change.
-COMPARE_SCHEMA_VERSION = "1.2"
+COMPARE_SCHEMA_VERSION = "1.3"
 
 #: Default cap on the intruder scenarios evaluated per cell (see the module notes).
 DEFAULT_MAX_SCENARIOS = DEFAULT_COMPARE_SCENARIOS  # defined once, with the request
@@ -121,7 +121,7 @@ DEFAULT_MAX_SCENARIOS = DEFAULT_COMPARE_SCENARIOS  # defined once, with the requ
 #: figures are means over the intruder scenarios of each cell.
 _FORMULAS = {
     **{name: METRICS[name].formula + ("; mean over the intruder scenarios" if METRICS[name].kind == "risk" else "")
-       for name in ("il_sse", "il_score", "dld", "pld", "id", "k_prime")},
+       for name in ("il_sse", "il_score", "dld", "pld", "id", "k_prime", "ci_overlap", "pmse_ratio")},
     "labels": "a scenario's label mG says how many blocks of the plan its known columns touch",
 }
 
@@ -537,6 +537,9 @@ def run_cell(
             max_scenarios=options.max_scenarios, seed=options.seed, dr_weights=options.dr_weights,
             score_weights=options.score_weights, partition_based=spec.output == "labels", per_scenario=False,
         )
+        # regression and propensity-score utility: the default models, unweighted
+        analysis = model_utility(X, Xp, names=names, k=cell.k,
+                                 rng=np.random.default_rng(np.random.SeedSequence(options.seed).spawn(1)[0]))
         t2 = time.perf_counter()
     saved = None
     if save_dir is not None:
@@ -581,6 +584,8 @@ def run_cell(
         "share_below_k": risk["anonymity"]["share_below_k"],
         "lb_nn": opt["lb_nn"]["overall"] if opt else None,
         "optimality_gap": opt["gap"]["overall"] if opt else None,
+        "ci_overlap": analysis["ci_overlap"]["mean"],
+        "pmse_ratio": analysis["pmse"]["ratio"],
         "scenarios": {"mode": risk["scenarios"]["mode"], "count": risk["scenarios"]["count"]},
         "by_label": by_label,
         "pld_skipped_reason": risk.get("pld_skipped_reason"),
@@ -793,6 +798,45 @@ def build_document(
     }
 
 
+# ---------------------------------------------------------------------- gates
+
+
+def check_grid_gates(gates: Mapping[str, float] | None) -> dict[str, float]:
+    """The gates of ``sdc compare`` (keys of :data:`microagg_cli.evaluation.GATES` whose
+    figure every row holds: ``min_ci_overlap``)."""
+    gates = dict(gates or {})
+    for key in gates:
+        if key not in GATES or GATES[key].stat != "overall" or GATES[key].field not in _ROW_GATE_FIELDS:
+            raise InvalidParameterError(f"unknown compare gate {key!r} (known: "
+                                        f"{', '.join(g.key for g in GATES.values() if g.field in _ROW_GATE_FIELDS)})")
+    return gates
+
+
+#: Row fields a compare gate may check (figures with one value per cell).
+_ROW_GATE_FIELDS = ("ci_overlap",)
+
+
+def raise_for_grid_gates(doc: Mapping[str, Any], gates: Mapping[str, float] | None) -> None:
+    """Raise :class:`ThresholdExceeded` (exit code 5) naming the cells that fail a gate."""
+    parts = []
+    for key, threshold in check_grid_gates(gates).items():
+        gate = GATES[key]
+        bad = []
+        for r in doc["rows"]:
+            v = r.get(gate.field)
+            if v is None or (v < threshold if gate.direction == "min" else v > threshold):
+                bad.append((r, v))
+        if bad:
+            worst = min(bad, key=lambda rv: -1e300 if rv[1] is None else rv[1]) if gate.direction == "min" else \
+                max(bad, key=lambda rv: 1e300 if rv[1] is None else rv[1])
+            r, v = worst
+            shown = "not computed" if v is None else f"{v:.4g}"
+            parts.append(f"{gate.option} {threshold:g}: {len(bad)} of {len(doc['rows'])} cell(s) fail, worst "
+                         f"{r['label']} k={r['k']} ({r['plan']}): {gate.measure} {shown}")
+    if parts:
+        raise ThresholdExceeded("gate failed: " + "; ".join(parts))
+
+
 # ---------------------------------------------------------------------- the file API
 
 _FORMATS = ("table", "csv", "json")
@@ -824,6 +868,7 @@ def grid_options(request: CompareRequest) -> tuple[Preset | None, list[MethodCho
     max_scenarios, methods, k, mic1d_k = r.max_scenarios, r.methods, r.k, r.mic1d_k
     seed, known, dr_weights, score_weights = r.seed, r.known, r.dr_weights, r.score_weights
     pre = resolve_preset(preset) if preset is not None else None
+    check_grid_gates(r.gates)
     if plans and strategies:
         raise InvalidParameterError("give either --plans or --strategies, not both")
     if (plans or (pre is not None and pre.plans and not strategies)) and columns is not None:

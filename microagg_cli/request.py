@@ -358,6 +358,19 @@ class EvaluateRequest(_Request):
     time_limit: float | None = opt(
         600.0, "Seconds for --bound cg over all blocks; the bound stays valid when stopped (weaker), "
                "and the report says whether the LP was solved (cg_status optimal) or stopped.")
+    models: list[str] | None = opt(
+        None, "A linear model for the confidence-interval overlap, R-style: \"y ~ x1 + x2\", \"y ~ .\" (the other "
+              "evaluated columns), \"y ~ 1\" (the mean); repeatable (default: each evaluated column on the others, "
+              "the first 10 as responses).")
+    weights: str | None = opt(
+        None, "Weight column of the original file: weighted least squares for --model, weighted group means "
+              "and weighted totals in the group table.")
+    by: list[str] | None = opt(
+        None, "Group table by these columns (strata or categories): n, means, medians and weighted totals "
+              "per group, original vs protected (default: --strata, else all records as one group).")
+    strata: list[str] | None = opt(
+        None, "The strata the file was protected within (sdc protect --strata): the group table's default "
+              "--by.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
@@ -381,6 +394,10 @@ class EvaluateRequest(_Request):
             "blocks_given": [list(b) for b in self.blocks] if self.blocks is not None else None,
             "plan": plan.source.name if plan is not None and plan.source is not None else None,
             "key": self.key,
+            "models": list(self.models) if self.models is not None else None,
+            "weights": self.weights,
+            "by": list(self.by) if self.by is not None else None,
+            "strata": list(self.strata) if self.strata is not None else None,
         }
 
 
@@ -431,6 +448,8 @@ class CompareRequest(_Request):
                        "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
                        "workers x threads never exceeds them. The results do not depend on N.")
     force: bool = opt(False, "Replace existing output, HTML and saved files.")
+    gates: Mapping[str, float] | None = opt(
+        None, "Gates checked on every cell after the grid is written: {\"min_ci_overlap\": 0.8}.")
     read: ReadOptions = _nested(ReadOptions)
 
 

@@ -36,7 +36,7 @@ CLI_ONLY = {"quiet", "verbose", "help", "jobs", "list_methods", "list_presets", 
 API_ONLY = {
     ProtectRequest: set(),
     EvaluateRequest: {"gates", "thousands", "na_values"},  # gates: --max-dld, --max-id, ... (one per gate)
-    CompareRequest: {"thousands", "na_values"},
+    CompareRequest: {"gates", "thousands", "na_values"},  # gates: --min-ci-overlap
     BlocksRequest: {"stat", "decimal", "thousands", "na_values"},
 }
 

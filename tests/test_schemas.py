@@ -25,8 +25,8 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
     "protect": ("1.3", "dfe38a54e0760f5449dae927549edfde63e60465ee5fca1018ea1a305c99eb3b"),
-    "evaluate": ("1.2", "db4ef11808c506984a5f8e23539abd7279f2eaf370cd80b438ff39cd9000bf05"),
-    "compare": ("1.2", "ba5da3c0a4adf41186c4509211b72fca4acc3a4628bd289150e78ca565b5b474"),
+    "evaluate": ("1.3", "b6f54801a5bfb3ca671ab09d82d824c1e3c1ca6af960cf52dce6863efd85c249"),
+    "compare": ("1.3", "1ecdc0d4a3bac7f274de8968f7df1a8fe69c0550e881854fe93f100b0ece37b2"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
     "roles": ("1.0", "1068fc3ef5ac177c612cee3886ed333e2bcfb34e910acc08fb3cc1c739990051"),
 }

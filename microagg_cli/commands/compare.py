@@ -60,6 +60,9 @@ def _presets_text() -> str:
 @field_option(C, "jobs", "-j", "--jobs", type=int, show_default=True, metavar="N")
 @field_option(C, "seed", "-s", "--seed", type=click.IntRange(min=0), show_default=True)
 @field_option(C, "force", "-f", "--force", is_flag=True)
+@click.option("--min-ci-overlap", "min_ci_overlap", type=float, default=None, metavar="J",
+              help="Fail (exit code 5, after the outputs are written) when a cell's mean confidence-interval "
+                   "overlap of the regression coefficients is below J (0 to 1).")
 @field_option(C, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
 @field_option(C, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
 @field_option(C, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
@@ -68,7 +71,7 @@ def _presets_text() -> str:
 @verbosity_options
 def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, preset, known,
                     max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,
-                    force, input_format, delimiter, decimal, quiet, verbose):
+                    force, min_ci_overlap, input_format, delimiter, decimal, quiet, verbose):
     """Compare methods, k values and blocking plans on INPUT: information loss against risk.
 
     Every combination ("cell") of a method, a k and a plan is protected in memory
@@ -79,6 +82,10 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
     then k (--format csv or json for machines), and with --html a page holding the
     tables and a risk-utility map: one labelled marker per cell, lower left is
     better. The figures do not depend on --jobs; only timings do.
+
+    Every cell also gets the mean confidence-interval overlap of the default
+    regressions (each column on the others) and the pMSE ratio, as in sdc evaluate;
+    --min-ci-overlap fails (exit code 5) when a cell falls below it.
 
     Intruder scenarios are capped at --max-scenarios per cell (64 by default: a
     grid of 15 cells on Census takes well under a minute); every cell of a plan
@@ -118,6 +125,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         input_format=input_format,
         delimiter=delimiter,
         decimal=decimal,
+        gates={"min_ci_overlap": min_ci_overlap} if min_ci_overlap is not None else None,
     )
     if max_scenarios is not None and max_scenarios < 0:
         raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")
@@ -142,6 +150,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
     elif not quiet:
         stderr_console().print(f"sdc compare: {doc['finished']} cells written to {kwargs['output']}"
                                + (f"; HTML page {html}" if html else ""))
+    grid.raise_for_grid_gates(doc, request.gates)
 
 
 def _with_progress(input: str, request: CompareRequest) -> dict:

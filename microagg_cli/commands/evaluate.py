@@ -37,6 +37,10 @@ __all__ = ["evaluate_command"]
 @field_option(E, "bound", "--bound", type=click.Choice(["nn", "cg"]), show_default=True)
 @field_option(E, "time_limit", "--time-limit", type=click.FloatRange(min=0), show_default=True, metavar="S")
 @field_option(E, "missing", "--missing", type=click.Choice(["error", "complete"]), show_default=True)
+@field_option(E, "models", "--model", "models", multiple=True, metavar="\"Y ~ X1 + X2\"", default=())
+@field_option(E, "weights", "--weights", metavar="COL")
+@field_option(E, "by", "--by", metavar="A,B")
+@field_option(E, "strata", "--strata", metavar="A,B")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: nothing (text: the summary goes to stderr) or the JSON report.")
 @field_option(E, "report", "-r", "--report", metavar="FILE.json")
@@ -50,9 +54,9 @@ __all__ = ["evaluate_command"]
 @input_options
 @verbosity_options
 def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
-                     dr_weights, score_weights, scale, bound, time_limit, missing, fmt, report, html, internal, max_dld, max_id,
-                     max_score, min_kprime, max_il, gate_on, force, jobs, input_format, delimiter, decimal,
-                     quiet, verbose):
+                     dr_weights, score_weights, scale, bound, time_limit, missing, models, weights, by, strata, fmt,
+                     report, html, internal, max_dld, max_id, max_score, min_kprime, max_il, min_ci_overlap, gate_on,
+                     force, jobs, input_format, delimiter, decimal, quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
     Both files hold the same records (same order, or matched with --key). For the
@@ -83,8 +87,16 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     A summary goes to stderr (-q: none); --format json prints the JSON report on
     stdout, --report and --html write it to files. The reports hold no original
     value of a protected attribute unless --internal is given. Gates (--max-dld,
-    --max-id, --max-score, --min-kprime, --max-il) end with exit code 5 and one line
-    naming the failed gate, after the reports are written.
+    --max-id, --max-score, --min-kprime, --max-il, --min-ci-overlap) end with exit
+    code 5 and one line naming the failed gate, after the reports are written.
+
+    Analysis utility: the confidence-interval overlap of regression coefficients
+    fitted on both files (--model, repeatable; default each evaluated column on the
+    others; --weights for weighted least squares), the propensity-score pMSE and its
+    ratio to the null expectation (above 100,000 records on a seeded sample), and a
+    group table (--by, default --strata: n, means, medians and weighted totals per
+    group, original vs protected; without --internal, groups smaller than k and
+    original medians are held back).
 
     \b
     Examples:
@@ -94,6 +106,8 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
           --report eval.json --max-dld 20 --min-kprime 3
       sdc evaluate survey.csv released.csv --key hh_id --columns income,expend \\
           --known income --known income,expend --format json -q
+      sdc evaluate survey.csv released.csv --model "income ~ expend + age" --weights w \\
+          --by region --min-ci-overlap 0.8
     """
     setup_logging(quiet, verbose)
     if fmt == "json" and report == "-":
@@ -109,7 +123,8 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         dr_weights=parse_weights(dr_weights, "--dr-weights"),
         score_weights=parse_weights(score_weights, "--score-weights"),
         gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
-                                 max_il=max_il)),
+                                 max_il=max_il, min_ci_overlap=min_ci_overlap)),
+        models=list(models) or None, weights=weights, by=split_names(by), strata=split_names(strata),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
     )

@@ -27,6 +27,8 @@ or removing one is a breaking change)::
                                         "attributes", "skipped"}}
       optimality               None, or {"k", "il_sse", "lb_nn", "gap", "ratio"}, each
                                (except k) {"overall", "per_block"}; gap = IL_SSE - LB_NN
+      ci_overlap, pmse, groups not from evaluate_arrays: :func:`model_utility` computes
+                               them (sdc evaluate and sdc compare add them here)
     risk:
       parameters               {"distance", "rank", "pld_window", "pld_window_share",
                                 "pld_method" ("exact" | "sampled"), "pld_exact_max",
@@ -73,7 +75,7 @@ from ..progress import phase as progress_phase
 from ..progress import set_done as progress_set
 from ..threads import limit as thread_limit
 from ..threads import limited as threads_limited
-from . import risk, scenarios, utility
+from . import groups, pmse, regression, risk, scenarios, utility
 from . import scenarios as _scenarios
 from .risk import (
     DEFAULT_DR_WEIGHTS,
@@ -141,6 +143,10 @@ __all__ = [
     "risk",
     "scenarios",
     "utility",
+    "regression",
+    "pmse",
+    "groups",
+    "model_utility",
 ]
 
 #: Version tag of the dict returned by :func:`evaluate_arrays`.
@@ -394,6 +400,76 @@ def evaluate_arrays(
 
 
 # ---------------------------------------------------------------------------------
+# analysis utility: regression, propensity score, group statistics
+
+
+def model_utility(
+    X: np.ndarray,
+    Xp: np.ndarray,
+    *,
+    names: Sequence[str] | None = None,
+    models: Sequence[regression.Model] | None = None,
+    model_columns: tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]] | None = None,
+    weights: np.ndarray | None = None,
+    codes: np.ndarray | None = None,
+    labels: Sequence[tuple[Any, ...]] | None = None,
+    by: Sequence[str] = (),
+    k: int = 1,
+    internal: bool = False,
+    rng: np.random.Generator | None = None,
+) -> dict[str, Any]:
+    """The analysis-utility measures of one file pair, beside :func:`evaluate_arrays`'s:
+    ``{"ci_overlap", "pmse", "groups"}`` (the evaluate report's ``measures.utility``).
+
+    ``X``, ``Xp``: (n, p) original and protected values of the protected columns
+    ``names`` (default ``c0, c1, ...``). ``models``: the regressions of
+    :func:`microagg_cli.metrics.regression.ci_overlap` (default: each column on the
+    others, at most :data:`~microagg_cli.metrics.regression.DEFAULT_MAX_MODELS`, columns
+    that are constant or exact linear combinations of others left out (``left_out``);
+    a protected design that is singular is skipped, a given model's is an error);
+    ``model_columns``: ``(original, protected)`` name -> values of further columns the
+    models name. ``weights``: weights of the fits, the group means and totals.
+    ``codes``/``labels``/``by``: the groups of the table (default: one group of every
+    record); ``k`` and ``internal``: what the table may show
+    (:mod:`microagg_cli.metrics.groups`). ``rng``: pMSE's row sample above
+    :data:`~microagg_cli.metrics.pmse.PMSE_MAX_ROWS` records.
+    """
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: a product split over threads sums in another order, and the
+    # figures must not depend on the CPUs (sdc compare --jobs); these are cheap anyway
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _model_utility(X, Xp, names=names, models=models, model_columns=model_columns, weights=weights,
+                              codes=codes, labels=labels, by=by, k=k, internal=internal, rng=rng)
+
+
+def _model_utility(X: np.ndarray, Xp: np.ndarray, *, names: Sequence[str] | None,
+                   models: Sequence[regression.Model] | None,
+                   model_columns: tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]] | None,
+                   weights: np.ndarray | None, codes: np.ndarray | None, labels: Sequence[tuple[Any, ...]] | None,
+                   by: Sequence[str], k: int, internal: bool, rng: np.random.Generator | None) -> dict[str, Any]:
+    X, Xp = _check_pair(X, Xp)
+    names = [f"c{j}" for j in range(X.shape[1])] if names is None else list(names)
+    orig = {c: X[:, j] for j, c in enumerate(names)}
+    prot = {c: Xp[:, j] for j, c in enumerate(names)}
+    if model_columns is not None:
+        orig.update(model_columns[0])
+        prot.update(model_columns[1])
+    given = models is not None
+    if given:
+        ci = regression.ci_overlap(orig, prot, list(models or []), weights=weights, strict=True)
+        ci["left_out"] = []
+    else:
+        ci = regression.default_ci_overlap(X, Xp, names, weights=weights)
+    ci["models_given"] = given
+    if codes is None:
+        codes, labels, by = np.zeros(X.shape[0], dtype=np.int64), [()], ()
+    table = groups.group_table(X, Xp, codes, list(labels or []), names=names, by=list(by), k=k,
+                               weights=weights, internal=internal)
+    return {"ci_overlap": ci, "pmse": pmse.pmse(X, Xp, rng=rng), "groups": table}
+
+
+# ---------------------------------------------------------------------------------
 # registry
 
 
@@ -536,6 +612,24 @@ _SPECS: tuple[MetricSpec, ...] = (
                "ratio", "lower", "utility.data_quality.pc1.loading_change", _MS_DF,
                func=lambda X, Xp: data_quality(X, Xp)["pc1"]["loading_change"], identity=0.0,
                heading="PC1 loadings", digits=3),
+    MetricSpec("ci_overlap", "utility",
+               "mean confidence-interval overlap of regression coefficients fitted on both files (1 = same)",
+               "ratio", "higher", "utility.ci_overlap.mean", regression.REFERENCE,
+               func=lambda X, Xp: regression.ci_overlap_matrix(X, Xp), identity=1.0,
+               heading="CI overlap", digits=3, formula=regression.CI_OVERLAP_FORMULA,
+               gate=GateSpec("--min-ci-overlap", "min", "overall", "ci_overlap", "J",
+                             "Fail (exit code 5) when the mean confidence-interval overlap of the regression "
+                             "coefficients (--model) is below J (0 to 1).")),
+    MetricSpec("pmse_ratio", "utility",
+               "pMSE over its null expectation: how well a logistic model tells protected from original rows",
+               "ratio", "lower", "utility.pmse.ratio", pmse.REFERENCE,
+               func=lambda X, Xp: pmse.pmse(X, Xp)["ratio"], identity=0.0,
+               heading="pMSE ratio", digits=3, formula=pmse.PMSE_FORMULA),
+    MetricSpec("group_mean_change", "utility",
+               "largest |relative change| of a group mean (--by groups; all records as one group by default)",
+               "percent", "lower", "utility.groups.max_abs_mean_change", groups.REFERENCE,
+               func=lambda X, Xp: groups.group_mean_change(X, Xp), identity=0.0,
+               heading="group mean change", digits=3, formula=groups.GROUP_FORMULA),
     MetricSpec("lb_nn", "utility",
                "lower bound on IL_SSE of any k-partition (k-1 nearest neighbours)",
                "percent", "lower", "utility.optimality.lb_nn.overall",
@@ -607,5 +701,6 @@ _SPECS: tuple[MetricSpec, ...] = (
 #: formulas of every report and the headings of every table derive from it.
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
 
-#: The gates, in CLI option order (--max-dld, --max-id, --max-score, --min-kprime, --max-il).
-GATE_ORDER: tuple[str, ...] = ("dld", "id", "score", "k_prime", "il_sse")
+#: The gates, in CLI option order (--max-dld, --max-id, --max-score, --min-kprime, --max-il,
+#: --min-ci-overlap).
+GATE_ORDER: tuple[str, ...] = ("dld", "id", "score", "k_prime", "il_sse", "ci_overlap")
