@@ -516,6 +516,9 @@ def evaluate_tables(
     columns, key, blocks, plan = request.columns, request.key, request.blocks, request.plan
     gate_on, internal = request.gate_on, request.internal
     gates = check_gates(request.gates, gate_on)
+    if request.k is not None:  # an option error comes before any data error (the pairing proof's)
+        check_k_value(request.k)
+    scenario_sampling(1, request.max_scenarios)
     key = key_columns(key)
     order, matching = pair_records(orig, prot, key=key, pairing_file=request.pairing_file)
     unshared = unshared_columns(orig, prot, exclude=key)
