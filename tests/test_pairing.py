@@ -320,8 +320,9 @@ def test_values_written_with_fewer_digits_pass(fmt, tmp_path, rng):
 
 
 def test_text_quantum_reads_the_last_digit():
-    got = _text_quantum(np.array([12.34, 45500.0, 91416.33333333333, 1e-05, 0.0, 1.5e20]))
-    assert got == pytest.approx([0.005, 50.0, 5e-12, 5e-6, 5e-12, 5e18])
+    got = _text_quantum(np.array([12.34, 45500.0, 1e-05, 1.5e20, 4.56e4, 3.0, 91416.33333333333, 0.0, np.nan]))
+    assert got[:6] == pytest.approx([0.005, 50.0, 5e-6, 5e18, 50.0, 0.5])
+    assert 0 < got[6] <= 1e-10 and got[7] == got[6] and got[8] == 0
 
 
 def test_mic1d_needs_the_explicit_opt_out(census_path, tmp_path):
