@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.3"
+REPORT_SCHEMA_VERSION = "1.4"
 
 
 
