@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -61,8 +61,11 @@ PAIRING_HEADER = "original_row"
 #: Relative rounding tolerance of a class statistic (times the column's largest magnitude).
 REL_TOL = 1e-9
 
-#: A column whose classes meet their means at least this often, but not always, is named.
+#: A column whose classes of differing originals meet their means at least this often (and
+#: at least MIN_INFORMATIVE of them) is a mean release: every other class must be another
+#: group statistic of its originals.
 NEAR_MEAN_SHARE = 0.9
+MIN_INFORMATIVE = 5
 
 #: What the check requires, in the report.
 RULE = ("in every evaluated column, each class of records sharing a released value holds that value "
@@ -274,7 +277,8 @@ def _classes(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray] | None:
         lo = np.fmin.reduceat(np.where(known, xs, np.nan), starts)
         hi = np.fmax.reduceat(np.where(known, xs, np.nan), starts)
     return {"value": ys[starts], "size": np.diff(np.append(starts, ys.size)), "first": rows[order[starts]],
-            "count": count, "mean": np.divide(total, np.maximum(count, 1)), "lo": lo, "hi": hi}
+            "count": count, "mean": np.divide(total, np.maximum(count, 1)), "lo": lo, "hi": hi,
+            "starts": starts, "members": rows[order], "originals": xs}
 
 
 def _check_column(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
@@ -310,10 +314,29 @@ def _check_column(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     informative = checked & (cls["lo"] < cls["hi"])  # classes whose originals differ
     return {"classes": int(v.size), "checked": int(checked.sum()), "off_range": first_bad,
             "off_mean": int((~at_mean & checked).sum()), "informative": int(informative.sum()),
-            "informative_at_mean": int((at_mean & informative).sum()), "cls": cls}
+            "informative_at_mean": int((at_mean & informative).sum()), "cls": cls,
+            "off_mean_classes": np.flatnonzero(~at_mean & checked), "tol": tol, "blanked": int(blanked.sum())}
 
 
-def _failure(name: str, cls: dict[str, np.ndarray], i: int, by: str, rows_of: np.ndarray | None) -> str:
+def _explained(originals: np.ndarray, members: np.ndarray, value: float, q: float,
+               weights: Sequence[np.ndarray]) -> bool:
+    """Whether a class's released value is another group statistic of its originals: a
+    trimmed mean (any cut), the median, the one-step estimate, or a weighted mean with one
+    of the candidate ``weights`` (columns of both files, unchanged and positive)."""
+    from .partition import onestep  # the statistic sdc protect releases
+
+    known = np.isfinite(originals)
+    srt = np.sort(originals[known])
+    m = srt.size
+    candidates = [float(np.median(srt)), onestep(srt)] + [float(srt[c:m - c].mean()) for c in range(1, (m + 1) // 2)]
+    for w in weights:
+        ww = w[members][known]
+        candidates.append(float(np.sum(ww * originals[known]) / np.sum(ww)))
+    return any(abs(c - value) <= q for c in candidates)
+
+
+def _failure(name: str, cls: dict[str, np.ndarray], i: int, by: str, rows_of: np.ndarray | None,
+             mean: tuple[int, int] | None = None) -> str:
     size = int(cls["size"][i])
     first = int(cls["first"][i])
     row = first if rows_of is None else int(rows_of[first])
@@ -328,13 +351,18 @@ def _failure(name: str, cls: dict[str, np.ndarray], i: int, by: str, rows_of: np
                "(--regenerate-ids replaces it)?")
     else:
         how = "records are paired by --pairing-file: is it the one written with this protected file?"
-    return (f"the records are not paired right: in column {name!r} {where} is outside the range of the paired "
-            f"original values, which no group statistic gives; {how}; for a release that is not made of group "
-            "statistics (noise, mic1d) use --no-pairing-check")
+    if mean is None:
+        what = "is outside the range of the paired original values, which no group statistic gives"
+    else:
+        what = (f"is no group statistic of the paired original values, though {mean[0]} of the {mean[1]} classes "
+                "of differing values hold their mean")
+    return (f"the records are not paired right: in column {name!r} {where} {what}; {how}; for a release that is "
+            "not made of group statistics (noise, mic1d) use --no-pairing-check")
 
 
 def check_pairing(X: np.ndarray, Xp: np.ndarray, names: Sequence[str], matching: dict[str, Any], *,
-                  check: bool = True, rows_of: np.ndarray | None = None) -> dict[str, Any]:
+                  check: bool = True, rows_of: np.ndarray | None = None,
+                  candidate_weights: Callable[[], Sequence[np.ndarray]] | None = None) -> dict[str, Any]:
     """Prove the pairing of ``X`` (originals) and ``Xp`` (protected, paired row by row) on
     the evaluated columns ``names``; return ``matching`` with its ``check`` entry.
 
@@ -351,6 +379,7 @@ def check_pairing(X: np.ndarray, Xp: np.ndarray, names: Sequence[str], matching:
         return {**matching, "check": {"passed": None, "skipped": "--no-pairing-check: the pairing was not proven"}}
     columns: dict[str, str] = {}
     near_mean: list[str] = []
+    weights: list[np.ndarray] | None = None
     classes = checked = 0
     for j, name in enumerate(names):
         res = _check_column(np.asarray(X[:, j], dtype=np.float64), np.asarray(Xp[:, j], dtype=np.float64))
@@ -364,12 +393,36 @@ def check_pairing(X: np.ndarray, Xp: np.ndarray, names: Sequence[str], matching:
             columns[name] = "mean"
         else:
             columns[name] = "range"
-            if res["informative"] and res["informative_at_mean"] >= NEAR_MEAN_SHARE * res["informative"]:
+            if (res["informative"] >= MIN_INFORMATIVE
+                    and res["informative_at_mean"] >= NEAR_MEAN_SHARE * res["informative"]):
+                if weights is None:
+                    weights = list(candidate_weights()) if candidate_weights is not None else []
+                _check_mean_release(name, res, weights, matching["by"], rows_of)
                 near_mean.append(f"{name!r} ({res['off_mean']} of {res['checked']} classes)")
     if checked == 0:
         raise DataError("the pairing cannot be proven: no evaluated column holds a released value with an "
                         "original value; pair the records with --key COL")
     if near_mean:
-        log.warning("released values equal their class means except in a few classes of %s: a trimmed or "
-                    "weighted release, or a few records paired wrongly", ", ".join(near_mean))
+        log.info("released values equal their class means except in a few classes, each another group statistic "
+                 "of its records (trimmed, median, one-step or weighted): %s", ", ".join(near_mean))
     return {**matching, "check": {"passed": True, "rule": RULE, "classes": classes, "columns": columns}}
+
+
+def _check_mean_release(name: str, res: dict[str, Any], weights: Sequence[np.ndarray], by: str,
+                        rows_of: np.ndarray | None) -> None:
+    """A mean release (nearly every class equals its mean): each other class must be another
+    group statistic of its originals (a trimmed or weighted mean, the median, the one-step
+    estimate), or one of as many classes as there are cells blanked after grouping."""
+    off = res["off_mean_classes"]
+    if off.size <= res["blanked"]:
+        return
+    cls = res["cls"]
+    ends = np.append(cls["starts"][1:], cls["originals"].size)
+    q = res["tol"] + _text_quantum(cls["value"][off])
+    unexplained = [i for i, qi in zip(off.tolist(), q.tolist())
+                   if not _explained(cls["originals"][cls["starts"][i]:ends[i]],
+                                     cls["members"][cls["starts"][i]:ends[i]], float(cls["value"][i]), qi, weights)]
+    if len(unexplained) <= res["blanked"]:
+        return
+    first = min(unexplained, key=lambda i: int(cls["first"][i]))
+    raise DataError(_failure(name, cls, first, by, rows_of, mean=(res["informative_at_mean"], res["informative"])))

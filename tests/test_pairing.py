@@ -358,3 +358,48 @@ def test_the_proof_is_fast_at_50k_by_10(rng):
     t0 = time.perf_counter()
     check_pairing(X, Xp, [f"c{j}" for j in range(10)], {"by": "order"})
     assert time.perf_counter() - t0 < 2.0
+
+
+def test_a_few_swapped_records_in_a_mean_release_are_caught(census_path, census_runs, tmp_path):
+    """Two records swapped: their classes keep a value within range but lose their mean."""
+    plain = pd.read_csv(census_runs["plain"])
+    swapped = plain.copy()
+    swapped.iloc[[0, 500]] = plain.iloc[[500, 0]].to_numpy()
+    path = tmp_path / "swapped.csv"
+    swapped.to_csv(path, index=False)
+    res = run_cli("evaluate", census_path, path, "-q")
+    assert res.exit_code == 3
+    line = only_error_line(res)
+    assert "not paired right" in line and ("classes of differing values hold their mean" in line
+                                           or "outside the range" in line)
+
+
+def test_a_mean_release_may_hold_other_group_statistics(rng):
+    """Nearly every class holds its mean; the others are a trimmed mean (a larger last
+    group), or a weighted mean with weights that are constant in most groups."""
+    X = rng.normal(50, 10, size=(62, 2))
+    labels = np.minimum(np.arange(62) // 3, 19)  # 19 groups of 3, the last of 5
+    Xp = _release(X, labels, "trimmed:0.2")
+    assert check_pairing(X, Xp, ["a", "b"], {"by": "order"})["check"]["columns"] == {"a": "range", "b": "range"}
+    w = np.ones(62)
+    w[:3] = [1.0, 2.0, 5.0]
+    Xw = _release(X, labels, weights=w)
+    with pytest.raises(DataError, match="though 19 of the 20 classes of differing values hold their mean"):
+        check_pairing(X, Xw, ["a", "b"], {"by": "order"})
+    out = check_pairing(X, Xw, ["a", "b"], {"by": "order"}, candidate_weights=lambda: [np.ones(62) * 7, w])
+    assert out["check"]["passed"] is True
+
+
+def test_weighted_release_with_its_weight_column_passes(tmp_path, rng):
+    n = 60
+    orig = pd.DataFrame({"x": rng.normal(100, 20, n).round(1), "y": rng.normal(10, 2, n).round(2),
+                         "w": np.ones(n)})
+    orig.loc[0, "w"] = 5.0  # one group's weights vary: its class is no plain mean
+    o, p = tmp_path / "o.csv", tmp_path / "p.csv"
+    orig.to_csv(o, index=False)
+    assert run_cli("protect", o, "-o", p, "-k", 3, "--columns", "x,y", "--weights", "w", "-q").exit_code == 0
+    released = pd.read_csv(p)
+    with pytest.raises(DataError, match="hold their mean"):  # without the weight column, it would not pass
+        check_pairing(orig[["x", "y"]].to_numpy(), released[["x", "y"]].to_numpy(), ["x", "y"], {"by": "order"})
+    rep = api.evaluate(o, p, k=3)
+    assert rep["matching"]["check"]["passed"] is True and rep["columns"]["evaluated"] == ["x", "y"]
