@@ -24,7 +24,7 @@ from ._version import __version__
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, ThresholdExceeded, check_k_value
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
-from .pairing import check_pairing, key_columns, pair_records, unshared_columns
+from .pairing import check_pairing, key_columns, pair_records, unshared_columns, weight_candidates
 from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
@@ -529,7 +529,8 @@ def evaluate_tables(
     if order is not None:
         Xp = Xp[order]
     # the proof that the records are paired right, before any figure
-    matching = check_pairing(X, Xp, names, matching, check=request.pairing_check, rows_of=order)
+    matching = check_pairing(X, Xp, names, matching, check=request.pairing_check, rows_of=order,
+                             candidate_weights=lambda: weight_candidates(orig, prot, order, [*names, *key]))
     rows = _complete_rows(X, Xp, names, request.missing)
     X, Xp = X[rows], Xp[rows]
     section = evaluate_matrices(X, Xp, names, blist, request, progress=progress)

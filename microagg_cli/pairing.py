@@ -21,16 +21,18 @@ any figure is computed:
   grouping) are not in any class; missing original cells do not count in a class's
   range. A cell blanked after grouping (an original value, a blank release) took a
   member out of one class: as many classes as there are such cells may lie within
-  range only once the blanked originals count. A column in which every class equals the mean of its originals is reported
-  as a mean release; other columns (medians, trimmed, weighted or one-step means) as
-  range releases, and a column whose classes nearly all equal their means but a few
-  do not is named in a warning (a few wrongly paired records, or a trimmed or weighted
-  release).
+  range only once the blanked originals count. A column in which nearly every class
+  whose originals differ equals their mean (90 %, at least 5 classes) is a mean
+  release: there every other class must be another group statistic of its originals
+  (a trimmed mean, the median, the one-step estimate, or a weighted mean with a column
+  of both files that is unchanged and positive, as ``--weights`` releases it), which
+  catches a few swapped records. The report names each column ``mean`` (every class
+  equals its mean) or ``range``.
 
 The tolerance is ``1e-9`` times the column's largest magnitude (the rounding of a
 mean) plus, for a value read back from text, half a unit in the last digit the text
 shows (a release written with 2 decimals or 6 significant digits). A release whose
-values are not class statistics (added noise, ``mic1d``, rounding) cannot be proven
+values are not class statistics (added noise, ``mic1d``, perturbed values) cannot be proven
 this way: evaluate it with ``check=False`` (``--no-pairing-check``), which the report
 records.
 
@@ -50,8 +52,8 @@ import numpy as np
 from .errors import DataError, InvalidParameterError
 from .io import Table, column_values
 
-__all__ = ["PAIRING_HEADER", "pair_records", "check_pairing", "unshared_columns", "write_pairing",
-           "read_pairing", "pairing_text", "key_columns"]
+__all__ = ["PAIRING_HEADER", "pair_records", "check_pairing", "unshared_columns", "weight_candidates",
+           "write_pairing", "read_pairing", "pairing_text", "key_columns"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -231,6 +233,27 @@ def unshared_columns(orig: Table, prot: Table, exclude: Sequence[str] = ()) -> d
 
 
 # ----------------------------------------------------------------- the proof
+
+
+def weight_candidates(orig: Table, prot: Table, order: np.ndarray | None, exclude: Sequence[str]) -> list[np.ndarray]:
+    """Columns that may be the sampling weights of a weighted-mean release: numeric in both
+    files, not evaluated, equal in both under the pairing, every value finite and > 0
+    (``sdc protect --weights`` releases its weight column unchanged). Original row order."""
+    out = []
+    for name in orig.columns:
+        if name in exclude or name not in prot.columns:
+            continue
+        a, bad_a = column_values(orig, name)
+        if bad_a.any() or not (np.isfinite(a).all() and (a > 0).all()):
+            continue
+        b, bad_b = column_values(prot, name)
+        if bad_b.any():
+            continue
+        if order is not None:
+            b = b[order]
+        if np.array_equal(a, b):
+            out.append(a)
+    return out
 
 
 def _text_quantum(values: np.ndarray) -> np.ndarray:
