@@ -403,3 +403,11 @@ def test_weighted_release_with_its_weight_column_passes(tmp_path, rng):
         check_pairing(orig[["x", "y"]].to_numpy(), released[["x", "y"]].to_numpy(), ["x", "y"], {"by": "order"})
     rep = api.evaluate(o, p, k=3)
     assert rep["matching"]["check"]["passed"] is True and rep["columns"]["evaluated"] == ["x", "y"]
+
+
+def test_a_release_stored_in_single_precision_passes(rng):
+    X = rng.lognormal(8, 1, size=(300, 2))
+    Xp = _release(X, np.arange(300) // 3).astype(np.float32).astype(np.float64)
+    assert check_pairing(X, Xp, ["a", "b"], {"by": "order"})["check"]["passed"] is True
+    with pytest.raises(DataError):
+        check_pairing(X, Xp[::-1], ["a", "b"], {"by": "order"})
