@@ -264,6 +264,8 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     if str(original) == "-" and str(protected) == "-":
         raise InvalidParameterError("the original and the protected file cannot both come from stdin")
     srcs = tuple(None if str(s) == "-" else Path(s) for s in (original, protected))
+    if req.pairing_file is not None:  # an input too: never overwritten by a report
+        srcs = (*srcs, Path(req.pairing_file))
     rep_path = html_path = None
     if report is not None:
         rep_path = check_output_path(report, force=force, inputs=srcs, what="report")

@@ -411,3 +411,11 @@ def test_a_release_stored_in_single_precision_passes(rng):
     assert check_pairing(X, Xp, ["a", "b"], {"by": "order"})["check"]["passed"] is True
     with pytest.raises(DataError):
         check_pairing(X, Xp[::-1], ["a", "b"], {"by": "order"})
+
+
+def test_a_report_never_overwrites_the_pairing_file(census_path, census_runs):
+    pairing = census_runs["pairing"]
+    before = pairing.read_bytes()
+    res = run_cli("evaluate", census_path, census_runs["paired"], "--pairing-file", pairing, "--report", pairing,
+                  "--force", "-q")
+    assert res.exit_code in (2, 3) and pairing.read_bytes() == before
