@@ -43,6 +43,7 @@ from .io import (
     write_table,
 )
 from .methods import get_method
+from .pairing import write_pairing
 from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
@@ -81,7 +82,11 @@ def protect(input: str | Path, output: str | Path, **options: Any) -> dict[str, 
         (keys, stratum, protected values) rows to hold at least k records.
     strata, small_strata, weights, missing : see :func:`microagg_cli.protection.protect_table`.
     shuffle_rows : write the rows in a seeded random order, so that the output order
-        does not reveal the groups.
+        does not reveal the groups. :func:`evaluate` then pairs the records by ``key``
+        (an identifier column kept with ``id_column``) or by ``pairing_file``.
+    pairing_file : with ``shuffle_rows``: write the private pairing here (the original
+        row number of each released row; mode 0600, never to be released), read by
+        :func:`evaluate`'s ``pairing_file``.
     id_column, regenerate_ids : replace the identifier column with fresh random ids
         (a seeded permutation of 1..n), breaking the link to the original ids.
     partition_size : partitioned mode (see :func:`microagg_cli.protection.protect_table`).
@@ -138,6 +143,14 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if rda is not None and rda.separator and read.delimiter is None and in_fmt == "csv":
         req = req.replace(delimiter=rda.separator)  # the .rda says how its free-format file is cut
         read = req.read
+    pairing_path = None
+    if req.pairing_file is not None:  # the private pairing of --shuffle-rows: never beside the release by mistake
+        pairing_path = check_output_path(req.pairing_file, force=req.force, inputs=(src,), what="pairing file")
+        if pairing_path is None:
+            raise InvalidParameterError("--pairing-file needs a file name (the pairing is private: not stdout)")
+        for other, what in ((out_path, "output"), (rep_path, "report")):
+            if other is not None and other.resolve() == pairing_path.resolve():
+                raise InvalidParameterError(f"the pairing file and the {what} are the same file")
     with progress_phase(f"reading {'stdin' if src is None else src.name}", unit="bytes"):
         table = read_table(input, read, fmt=in_fmt)
     if read.decimal == "," and table.delimiter == ",":
@@ -178,6 +191,8 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         )
         rep["audit"] = audit.trail(t0, files=[audit.file_entry(None if out_path is None else output, "output", since=t0)],
                                    reproduce=audit.reproduce_entry(req, plan))
+        if pairing_path is not None:
+            files.add_file(pairing_path, write_pairing(result.original_rows), what="pairing file", private=True)
         if req.report is not None:
             rep["timing"]["seconds"] = time.perf_counter() - t0
             write_json(rep, rep_path, force=req.force, into=files)
@@ -204,8 +219,15 @@ def evaluate(original: str | Path, protected: str | Path, *, progress: Any = Non
     original, protected : CSV or Parquet files (by extension or ``input_format``).
     columns : evaluated columns (one block). Default: the numeric columns of both
         files whose values differ between them.
-    key : identifier column present in both files; rows are matched by it. Duplicate,
-        empty or unmatched keys are a :class:`DataError`.
+    key : identifier column(s) present in both files (a name or a list); records are
+        paired by it. Duplicate, empty or unmatched keys are a :class:`DataError`.
+    pairing_file : the private pairing file of ``protect(shuffle_rows=True,
+        pairing_file=...)``; records are paired by it.
+    pairing_check : prove the pairing before measuring (default True): in every
+        evaluated column, each class of records sharing a released value must hold it
+        within the range of their original values; a failure is a :class:`DataError`.
+        False skips the proof (releases that are not group statistics: noise, mic1d);
+        the report's ``matching.check`` says so.
     blocks : attribute blocks as lists of column names (they are the evaluated
         columns); scenarios are labelled 1G, 2G... by the blocks they touch.
     plan : a :class:`BlockPlan` (its blocks and k) instead of ``columns``/``blocks``.
@@ -259,6 +281,8 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     if str(original) == "-" and str(protected) == "-":
         raise InvalidParameterError("the original and the protected file cannot both come from stdin")
     srcs = tuple(None if str(s) == "-" else Path(s) for s in (original, protected))
+    if req.pairing_file is not None:  # an input too: never overwritten by a report
+        srcs = (*srcs, Path(req.pairing_file))
     rep_path = html_path = None
     if report is not None:
         rep_path = check_output_path(report, force=force, inputs=srcs, what="report")

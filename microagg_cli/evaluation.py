@@ -24,6 +24,7 @@ from ._version import __version__
 from .blocking import BlockPlan
 from .errors import DataError, InvalidParameterError, ThresholdExceeded, check_k_value
 from .io import Table, column_values, file_fingerprint, numeric_columns, numeric_matrix
+from .pairing import check_pairing, key_columns, pair_records, unshared_columns, weight_candidates
 from .metrics import GATE_ORDER, METRICS, MeasureOptions, evaluate_arrays, model_utility
 from .metrics.groups import group_codes
 from .metrics.regression import parse_model
@@ -74,72 +75,13 @@ FORMULAS: dict[str, str] = {
 }
 
 
-def _key_strings(table: Table, key: str, numeric: bool) -> np.ndarray:
-    """The key column as comparable strings (numbers normalised when both sides are numeric)."""
-    if numeric:
-        values, _ = column_values(table, key)
-        return np.array([format(v, ".17g") for v in values], dtype=object)
-    col = table.pandas_column(key)
-    return np.array([("" if v is None else str(v)).strip() for v in col.tolist()], dtype=object)
-
-
-def _all_numeric(table: Table, key: str) -> bool:
-    values, bad = column_values(table, key)
-    return not bad.any() and not np.isnan(values).any()
-
-
-def _match_rows(orig: Table, prot: Table, key: str | None) -> tuple[np.ndarray | None, dict[str, Any]]:
-    """Positions of the protected rows matching the original's rows (None = same order)."""
-    import pandas as pd  # only to match rows by a key
-
-    n_o, n_p = orig.n_rows, prot.n_rows
-    if key is None:
-        if n_o != n_p:
-            raise DataError(
-                f"the original has {n_o} rows and the protected file {n_p}; rows are matched by "
-                "order, so the counts must agree (or match them by an identifier with --key COL)"
-            )
-        return None, {"by": "order"}
-    for table, what in ((orig, "original"), (prot, "protected")):
-        if key not in table.columns:
-            raise DataError(f"--key: no column {key!r} in the {what} file")
-    numeric = _all_numeric(orig, key) and _all_numeric(prot, key)
-    keys_o = _key_strings(orig, key, numeric)
-    keys_p = _key_strings(prot, key, numeric)
-    for keys, what in ((keys_o, "original"), (keys_p, "protected")):
-        empty = np.flatnonzero(keys == "")
-        if empty.size:
-            raise DataError(f"--key {key!r}: row {int(empty[0]) + 1} of the {what} file has no key")
-        index = pd.Index(keys)
-        if not index.is_unique:
-            dup = index[index.duplicated()][0]
-            count = int((keys == dup).sum())
-            raise DataError(
-                f"--key {key!r}: key {dup!r} occurs {count} times in the {what} file; keys must be unique"
-            )
-    pos = pd.Index(keys_p).get_indexer(keys_o)
-    missing = np.flatnonzero(pos < 0)
-    if missing.size:
-        raise DataError(
-            f"--key {key!r}: {missing.size} record(s) of the original have no match in the protected "
-            f"file (first: key {keys_o[missing[0]]!r})"
-        )
-    if n_p > n_o:
-        extra = np.setdiff1d(np.arange(n_p), pos)
-        raise DataError(
-            f"--key {key!r}: {extra.size} record(s) of the protected file have no match in the original "
-            f"(first: key {keys_p[extra[0]]!r})"
-        )
-    return pos.astype(np.int64), {"by": "key", "key": key}
-
-
-def _check_names(names: list[str], orig: Table, prot: Table, key: str | None, option: str) -> None:
+def _check_names(names: list[str], orig: Table, prot: Table, key: list[str], option: str) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
             raise InvalidParameterError(f"{option}: column {name!r} is named twice")
         seen.add(name)
-        if key is not None and name == key:
+        if name in key:
             raise InvalidParameterError(f"{option}: the --key column {name!r} cannot be evaluated")
         for table, what in ((orig, "original"), (prot, "protected")):
             if name not in table.columns:
@@ -153,9 +95,10 @@ def _columns(
     order: np.ndarray | None,
     *,
     columns: list[str] | None,
-    key: str | None,
+    key: list[str],
     blocks: list[list[str]] | None,
     plan: BlockPlan | None,
+    unshared: dict[str, list[str]] | None = None,
 ) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
     """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
     info: dict[str, Any] = {}
@@ -183,7 +126,7 @@ def _columns(
     prot_numeric = set(numeric_columns(prot))
     names, unchanged, skipped = [], [], []
     for name in numeric_columns(orig):
-        if name == key:
+        if name in key or name not in prot.columns:  # not in both files: named by unshared_columns
             continue
         if name not in prot_numeric:
             skipped.append(name)
@@ -195,9 +138,13 @@ def _columns(
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         (unchanged if same.all() else names).append(name)
     if not names:
+        apart = "; ".join(f"{what}: {', '.join(repr(c) for c in cols)}" for what, cols in (
+            ("only in the original", (unshared or {}).get("only_in_original")),
+            ("only in the protected file", (unshared or {}).get("only_in_protected"))) if cols)
         raise DataError(
             "no numeric column differs between the original and the protected file; "
-            "name the protected columns with --columns"
+            + (f"columns not in both files are not evaluated ({apart}); " if apart else "")
+            + "name the protected columns with --columns"
         )
     info.update(selection="numeric columns whose values differ", unchanged=unchanged,
                 not_numeric_in_protected=skipped)
@@ -571,12 +518,21 @@ def evaluate_tables(
     columns, key, blocks, plan = request.columns, request.key, request.blocks, request.plan
     gate_on, internal = request.gate_on, request.internal
     gates = check_gates(request.gates, gate_on)
-    order, matching = _match_rows(orig, prot, key)
-    names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan)
+    if request.k is not None:  # an option error comes before any data error (the pairing proof's)
+        check_k_value(request.k)
+    scenario_sampling(1, request.max_scenarios)
+    key = key_columns(key)
+    order, matching = pair_records(orig, prot, key=key, pairing_file=request.pairing_file)
+    unshared = unshared_columns(orig, prot, exclude=key)
+    names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan,
+                                       unshared=unshared)
     X = numeric_matrix(orig, names, allow_missing=True)
     Xp = numeric_matrix(prot, names, allow_missing=True)
     if order is not None:
         Xp = Xp[order]
+    # the proof that the records are paired right, before any figure
+    matching = check_pairing(X, Xp, names, matching, check=request.pairing_check, rows_of=order,
+                             candidate_weights=lambda: weight_candidates(orig, prot, order, [*names, *key]))
     rows = _complete_rows(X, Xp, names, request.missing)
     X, Xp = X[rows], Xp[rows]
     analysis = _AnalysisInputs.read(orig, prot, order, rows, names, request)
@@ -596,7 +552,7 @@ def evaluate_tables(
         "protected": file_entry(prot),
         "matching": matching,
         "records": {"evaluated": int(rows.size), "left_out_incomplete": int(orig.n_rows - rows.size)},
-        "columns": {"evaluated": names, **selection},
+        "columns": {"evaluated": names, **selection, **unshared},
         "blocks": section["blocks"],
         "parameters": {**section["parameters"], **request.parameters()},
         "formulas": section["formulas"],

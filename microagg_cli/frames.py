@@ -95,7 +95,7 @@ _BLOCKS_FILES = ("output", "force", "input_format", "delimiter", "decimal", "tho
 
 #: Options of :func:`microagg_cli.api.protect` that name files: no meaning for a frame.
 _FILE_ONLY = ("report", "force", "input_format", "output_format", "delimiter", "decimal", "thousands",
-              "na_values", "regenerate_ids", "engine", "scheduler")
+              "na_values", "regenerate_ids", "engine", "scheduler", "pairing_file")
 
 
 def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, dict[str, Any]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InvalidParameterError
@@ -251,7 +252,12 @@ class ProtectRequest(_Request):
     report: Any = opt(None, "Write the JSON report here ('-' = stdout).")
     force: bool = opt(False, "Replace OUTPUT/report if they exist.")
     output_format: str | None = opt(None, "Output format (default: from the extension).")
-    shuffle_rows: bool = opt(False, "Write rows in a seeded random order so the order does not reveal groups.")
+    shuffle_rows: bool = opt(
+        False, "Write rows in a seeded random order so the order does not reveal groups; sdc evaluate then "
+               "pairs the records with --key (a kept --id-column) or --pairing-file.")
+    pairing_file: Any = opt(
+        None, "With --shuffle-rows: write the private pairing here (the original row number of each released "
+              "row; created 0600, never to be released) for sdc evaluate --pairing-file.")
     metadata: Any = opt(
         None, "A mu-ARGUS metadata file (.rda): <RECODABLE> variables are categorical keys, <NUMERIC> ones "
               "continuous, <WEIGHT> the weight, <HOUSE_ID> an identifier; the missing codes after each width "
@@ -277,6 +283,9 @@ class ProtectRequest(_Request):
     def __post_init__(self) -> None:
         if self.regenerate_ids and not self.id_column:
             raise InvalidParameterError("--regenerate-ids needs --id-column COL")
+        if self.pairing_file is not None and not self.shuffle_rows:
+            raise InvalidParameterError("--pairing-file records the order of --shuffle-rows; add --shuffle-rows "
+                                        "(without it the rows keep their order and need no pairing file)")
 
     @property
     def regenerated_id(self) -> str | None:
@@ -315,9 +324,17 @@ class EvaluateRequest(_Request):
     columns: list[str] | None = opt(
         None, "Columns to evaluate as one block (default: the numeric columns whose values differ "
               "between the two files).")
-    key: str | None = opt(
-        None, "Match rows by this identifier column (in both files) instead of by order; duplicate, "
-              "empty or unmatched keys are an error.")
+    key: list[str] | str | None = opt(
+        None, "Pair records by these identifier columns (in both files, unique per record) instead of by "
+              "position; duplicate, empty or unmatched keys are an error.")
+    pairing_file: Any = opt(
+        None, "Pair records by the private pairing file of sdc protect --shuffle-rows --pairing-file "
+              "(the original row of each released row) instead of by position.")
+    pairing_check: bool = opt(
+        True, "Prove the pairing before measuring: in every evaluated column, each class of records sharing "
+              "a released value must hold it within the range of their original values (every group "
+              "statistic does). --no-pairing-check skips the proof, for releases that are not group "
+              "statistics (noise, mic1d); the report says the pairing was not proven.")
     blocks: list[list[str]] | None = opt(
         None, "Attribute blocks protected separately, ';' between blocks: scenarios are labelled 1G, "
               "2G... by the blocks they touch, IL_SSE and LB_NN are given per block.")
@@ -393,11 +410,13 @@ class EvaluateRequest(_Request):
             "columns_given": list(self.columns) if self.columns is not None else None,
             "blocks_given": [list(b) for b in self.blocks] if self.blocks is not None else None,
             "plan": plan.source.name if plan is not None and plan.source is not None else None,
-            "key": self.key,
+            "key": self.key[0] if isinstance(self.key, (list, tuple)) and len(self.key) == 1 else self.key,
             "models": list(self.models) if self.models is not None else None,
             "weights": self.weights,
             "by": list(self.by) if self.by is not None else None,
             "strata": list(self.strata) if self.strata is not None else None,
+            **({"pairing_file": Path(self.pairing_file).name} if self.pairing_file is not None else {}),
+            **({} if self.pairing_check else {"pairing_check": False}),
         }
 
 

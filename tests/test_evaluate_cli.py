@@ -125,12 +125,14 @@ def test_key_reorders_rows(pair, tmp_path):
     shuffled = write(tmp_path / "shuffled.csv", prot.iloc[[5, 2, 7, 0, 3, 6, 1, 4]])
     ordered = api.evaluate(orig_path, prot_path, columns=["a", "b"], k=2)
     by_key = api.evaluate(orig_path, shuffled, columns=["a", "b"], key="id", k=2)
-    assert by_key["matching"] == {"by": "key", "key": "id"}
+    assert {k: v for k, v in by_key["matching"].items() if k != "check"} == {"by": "key", "key": "id"}
+    assert by_key["matching"]["check"]["passed"] is True
     assert by_key["measures"] == ordered["measures"]
     assert ordered["summary"]["il_sse"] > 0
-    # without the key the shuffled rows are matched by position: a different (wrong) answer
-    wrong = api.evaluate(orig_path, shuffled, columns=["a", "b"], k=2)
-    assert wrong["summary"]["il_sse"] > 10 * ordered["summary"]["il_sse"]
+    # without the key the shuffled rows would be paired by position: the pairing proof refuses them
+    # (it used to give a wrong answer, IL_SSE more than 10 times too high)
+    with pytest.raises(DataError, match="not paired right: in column 'a'.*--key COL"):
+        api.evaluate(orig_path, shuffled, columns=["a", "b"], k=2)
 
 
 def test_key_matches_numeric_ids_across_text_spellings(tmp_path):
@@ -244,13 +246,17 @@ def test_max_scenarios_samples_and_known_replaces(tmp_path, rng):
     cols = list("abcde")
     o = write(tmp_path / "o.csv", pd.DataFrame(X, columns=cols))
     p = write(tmp_path / "p.csv", pd.DataFrame(X + 0.5, columns=cols))
-    rep = api.evaluate(o, p, max_scenarios=8, seed=4)
+    # a shifted release is not made of group statistics: its pairing cannot be proven
+    with pytest.raises(DataError, match="--no-pairing-check"):
+        api.evaluate(o, p, max_scenarios=8, seed=4)
+    rep = api.evaluate(o, p, max_scenarios=8, seed=4, pairing_check=False)
+    assert rep["matching"]["check"]["passed"] is None
     sc = rep["measures"]["risk"]["scenarios"]
     assert (sc["mode"], sc["count"]) == ("sample", 8)
-    again = api.evaluate(o, p, max_scenarios=8, seed=4)
+    again = api.evaluate(o, p, max_scenarios=8, seed=4, pairing_check=False)
     assert [s["attributes"] for s in again["measures"]["risk"]["per_scenario"]] == \
         [s["attributes"] for s in rep["measures"]["risk"]["per_scenario"]]
-    every = api.evaluate(o, p, max_scenarios=31)
+    every = api.evaluate(o, p, max_scenarios=31, pairing_check=False)
     assert every["measures"]["risk"]["scenarios"]["mode"] == "all"
     assert every["measures"]["risk"]["scenarios"]["count"] == 31
 

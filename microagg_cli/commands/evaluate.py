@@ -27,7 +27,10 @@ __all__ = ["evaluate_command"]
 @click.argument("original", metavar="ORIGINAL", type=click.Path(dir_okay=True, allow_dash=True))
 @click.argument("protected", metavar="PROTECTED", type=click.Path(dir_okay=True, allow_dash=True))
 @field_option(E, "columns", "-c", "--columns", metavar="A,B,C")
-@field_option(E, "key", "--key", metavar="COL")
+@field_option(E, "key", "--key", metavar="COL[,COL]")
+@field_option(E, "pairing_file", "--pairing-file", metavar="FILE")
+@field_option(E, "pairing_check", "--pairing-check/--no-pairing-check", "pairing_check", default=True,
+              show_default=True)
 @field_option(E, "blocks", "--blocks", metavar="A,B;C,D")
 @field_option(E, "plan", "--plan", metavar="PLAN")
 @scenario_options
@@ -53,13 +56,21 @@ __all__ = ["evaluate_command"]
                    "0 = the CPUs this process may use. The report does not depend on it.")
 @input_options
 @verbosity_options
-def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
-                     dr_weights, score_weights, scale, bound, time_limit, missing, models, weights, by, strata, fmt,
-                     report, html, internal, max_dld, max_id, max_score, min_kprime, max_il, min_ci_overlap, gate_on,
-                     force, jobs, input_format, delimiter, decimal, quiet, verbose):
+def evaluate_command(original, protected, columns, key, pairing_file, pairing_check, blocks, plan, k, known,
+                     max_scenarios, seed, dr_weights, score_weights, scale, bound, time_limit, missing, models,
+                     weights, by, strata, fmt, report, html, internal, max_dld, max_id, max_score, min_kprime,
+                     max_il, min_ci_overlap, gate_on, force, jobs, input_format, delimiter, decimal, quiet,
+                     verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
-    Both files hold the same records (same order, or matched with --key). For the
+    Both files hold the same records, paired by position, by key columns (--key)
+    or by the private pairing file of sdc protect --shuffle-rows (--pairing-file).
+    Before any figure the pairing is proven: in every evaluated column, each class of
+    records sharing a released value must hold it within the range of their original
+    values, as every group statistic does (mean, weighted mean, median, trimmed
+    mean, one-step); a shuffled, re-sorted or unrelated file fails with exit code 3
+    (--no-pairing-check skips the proof for releases that are not group statistics,
+    such as noise; the report says so). Columns found in one file only are named. For the
     evaluated columns it computes the information loss (IL_SSE per block and
     overall, on z-scores and, with --scale raw, on the unstandardised values too;
     IL1-IL5, IL_score, IL1s, sdcMicro's eigenvalue figures eigen and robeigen,
@@ -118,7 +129,8 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
 
         block_plan = load_plan(plan, default_k=k)
     request = EvaluateRequest.build(
-        columns=split_names(columns), key=key, blocks=parse_blocks(blocks), plan=block_plan, k=k,
+        columns=split_names(columns), key=split_names(key), pairing_file=pairing_file,
+        pairing_check=pairing_check, blocks=parse_blocks(blocks), plan=block_plan, k=k,
         known=parse_known(known), max_scenarios=max_scenarios, seed=seed,
         dr_weights=parse_weights(dr_weights, "--dr-weights"),
         score_weights=parse_weights(score_weights, "--score-weights"),

@@ -68,6 +68,7 @@ def methods_text() -> str:
 @field_option(R, "weights", "--weights", metavar="COL")
 @field_option(R, "missing", "--missing", type=click.Choice(list(MISSING_POLICIES)), show_default=True)
 @field_option(R, "shuffle_rows", "--shuffle-rows", is_flag=True)
+@field_option(R, "pairing_file", "--pairing-file", metavar="FILE")
 @field_option(R, "id_column", "--id-column", metavar="COL")
 @field_option(R, "regenerate_ids", "--regenerate-ids", is_flag=True)
 @field_option(R, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True)
@@ -87,8 +88,8 @@ def methods_text() -> str:
 @listing_option("--list-methods", methods_text, "List every method with its parameters and reference, then exit.")
 @verbosity_options
 def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
-                    weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, thousands, na_values, keys,
-                    categorical, ordinal, metadata, evaluate_risk,
+                    weights, missing, shuffle_rows, pairing_file, id_column, regenerate_ids, decimal, thousands,
+                    na_values, keys, categorical, ordinal, metadata, evaluate_risk,
                     bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
                     verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
@@ -131,6 +132,7 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
             keys=split_names(keys), categorical=split_names(categorical), ordinal=split_names(ordinal),
             metadata=metadata, strata=split_names(strata), small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows,
+            pairing_file=pairing_file,
             id_column=id_column, regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk,
             partition_size=partition_size, engine=engine, scheduler=scheduler,
             bound={flag: mode for mode, flag in BOUND_FLAG.items()}[bound],

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
@@ -68,7 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.3"
+REPORT_SCHEMA_VERSION = "1.4"
 
 
 
@@ -121,12 +122,15 @@ class ProtectResult:
     blocks : per-block results (values in input row order).
     report : the JSON report (filled by :func:`protect_run`).
     overall : the file's IL_SSE (and LB_NN) over all blocks.
+    original_rows : with ``--shuffle-rows``, the input row (0-based) of each output row
+        (the private pairing; never written into the output), else None.
     """
 
     data: Any
     blocks: list[BlockResult]
     report: dict[str, Any]
     overall: dict[str, Any] = field(default_factory=dict)
+    original_rows: Any = None
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -664,12 +668,32 @@ def output_hygiene(result: ProtectResult, *, seed: int, shuffle_rows: bool, id_c
     data = result.data
     n = data.num_rows
     if shuffle_rows:
-        data = take_rows(data, rng.permutation(n))
+        result.original_rows = rng.permutation(n)
+        data = take_rows(data, result.original_rows)
     if id_column is not None:
         ids = rng.permutation(n) + 1
         data = with_column(data, id_column, ids, type=id_type(data.schema.field(id_column).type))
     result.data = data
     return {"rows_shuffled": bool(shuffle_rows), "ids_regenerated": id_column}
+
+
+def shuffled_pairing(request: ProtectRequest, regenerated: str | None) -> dict[str, Any]:
+    """How ``sdc evaluate`` pairs a shuffled release with its input: by the kept identifier
+    column, by the private pairing file, or (neither) it cannot: the report says so."""
+    kept = request.id_column if request.id_column and not regenerated else None
+    pairing = None if request.pairing_file is None else Path(request.pairing_file).name
+    if kept is not None:
+        how = f"sdc evaluate INPUT OUTPUT --key {kept}"
+    elif pairing is not None:
+        how = f"sdc evaluate INPUT OUTPUT --pairing-file {pairing}"
+    else:
+        how = None
+    out: dict[str, Any] = {"pairing_file": pairing, "evaluate_with": how}
+    if how is None:
+        out["pairing_note"] = ("the rows are shuffled and nothing in the release pairs them with the input: "
+                               "sdc evaluate needs --key COL (keep an identifier with --id-column COL) or the "
+                               "private pairing file (sdc protect --shuffle-rows --pairing-file FILE)")
+    return out
 
 
 def method_entry(name: str) -> dict[str, str]:
@@ -816,6 +840,8 @@ def protect_run(
             if name not in exempt:
                 check_release(table, name)
     hygiene = output_hygiene(result, seed=run.seed, shuffle_rows=request.shuffle_rows, id_column=id_column)
+    if request.shuffle_rows:
+        hygiene.update(shuffled_pairing(request, id_column))
     rep = build_report(table, plan, result, request, output=output, seconds=time.perf_counter() - t0)
     rep["parameters"].update(thousands=table.thousands, na_values=list(table.na_values))
     rep["output_hygiene"] = hygiene

@@ -74,6 +74,23 @@ def _title(rep: dict[str, Any]) -> str:
             f"{sc['count']} intruder scenario(s) ({sc['mode']})")
 
 
+def pairing_text(rep: dict[str, Any]) -> str:
+    """How the records were paired and whether the pairing was proven."""
+    match = rep.get("matching") or {}
+    by = match.get("by")
+    if by == "key":
+        key = match.get("key")
+        how = "by key column(s) " + (key if isinstance(key, str) else ", ".join(key or []))
+    elif by == "pairing file":
+        how = f"by the pairing file {match.get('pairing_file')}"
+    else:
+        how = "by position"
+    check = match.get("check") or {}
+    if check.get("skipped"):
+        return f"records paired {how}; the pairing was NOT proven (--no-pairing-check)"
+    return f"records paired {how}" + ("; the pairing was proven" if check.get("passed") else "")
+
+
 def _risk_table(section: dict[str, Any], title: str):
     from rich import box
     from rich.table import Table
@@ -166,6 +183,9 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
 
     console = console or Console(stderr=True, highlight=False)
     console.print(_title(rep))
+    match = rep.get("matching") or {}
+    if match.get("by") != "order" or (match.get("check") or {}).get("skipped"):
+        console.print(pairing_text(rep), markup=False, highlight=False)
     if rep["records"]["left_out_incomplete"]:
         console.print(f"{rep['records']['left_out_incomplete']} record(s) with a missing value left out")
     print_risk_summary(rep, console)
@@ -718,7 +738,7 @@ def _parameters_section(h: Html, rep: dict[str, Any]) -> None:
     match = rep.get("matching") or {}
     rec = rep.get("records") or {}
     lines = [
-        ["rows matched", "by order" if match.get("by") == "order" else f"by key column {match.get('key')}"],
+        ["records paired", pairing_text(rep)],
         ["records evaluated", rec.get("evaluated")],
         ["records left out (missing values)", rec.get("left_out_incomplete")],
         ["evaluated columns", ", ".join(rep["columns"]["evaluated"])],

@@ -54,6 +54,12 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
                   f"dropped {len(cols['dropped'])} column(s); k-check passed.")
     passed = cols["passthrough"]
     console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}", markup=False)
+    hygiene = rep.get("output_hygiene") or {}
+    if hygiene.get("rows_shuffled"):
+        if hygiene.get("evaluate_with"):
+            console.print(f"rows shuffled; evaluate with: {hygiene['evaluate_with']}", markup=False, highlight=False)
+        else:
+            console.print(f"rows shuffled: {hygiene.get('pairing_note')}", markup=False, highlight=False)
     _print_statfile(rep, console)
     eng = rep.get("engine")
     if eng:
