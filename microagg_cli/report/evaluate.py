@@ -735,7 +735,6 @@ def _parameters_section(h: Html, rep: dict[str, Any]) -> None:
         f = rep[role]
         rows.append([role, f["name"], f["format"], f["rows"], f["columns"], f.get("sha256") or "-"])
     h.table(["file", "name", "format", "rows", "columns", "SHA-256"], rows, left=3)
-    match = rep.get("matching") or {}
     rec = rep.get("records") or {}
     lines = [
         ["records paired", pairing_text(rep)],
