@@ -47,6 +47,7 @@ from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
+from .protection.mixed import split_plan
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "REPORT_SCHEMA_VERSION"]
@@ -109,6 +110,9 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         plan = plan.with_passthrough(req.passthrough)
         req = req.replace(plan=plan)
     streamed = req.engine is not None or req.scheduler is not None
+    if (streamed or (str(input) != "-" and Path(input).is_dir())) and (run.categorical or run.ordinal):
+        raise InvalidParameterError("--categorical/--ordinal keys are grouped in memory: leave out --engine/"
+                                    "--scheduler (and give a file, not a dataset directory)")
     if streamed and str(input) != "-" and not Path(input).is_dir() \
             and detect_format(input, read.input_format) in STAT_FORMATS:  # #28
         raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
@@ -139,6 +143,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if plan is None:
         plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
                            drop=req.drop, passthrough=req.passthrough, roles=req.roles)
+    plan, _ = split_plan(plan, run)  # keys named in a plan block join that block's grouping
     check_id_column(table.columns, plan, req.id_column)
     check_keys(table.columns, plan, run.keys, run.strata)
 

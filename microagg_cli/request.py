@@ -200,6 +200,15 @@ class RunOptions(_Request):
         None, "Released columns that identify records together with the protected ones (e.g. a region "
               "code): every class of identical (strata, keys, protected values) rows must hold >= K records, "
               "or nothing is written (exit 4).")
+    categorical: list[str] | None = opt(
+        None, "Nominal key columns grouped together with the protected columns (mixed microaggregation) "
+              "and released as each group's mode, so k holds on every released key.")
+    ordinal: list[str] | None = opt(
+        None, "Ordered key columns grouped together with the protected columns (by rank) and released "
+              "as each group's median category.")
+    mixed_weights: Mapping[str, float] | None = opt(
+        None, "Weights of the mixed distance's parts, e.g. categorical=2,ordinal=1,continuous=1 (the "
+              "defaults): squared z-score differences, squared rank differences, mismatches (0/1).")
 
     def __post_init__(self) -> None:
         if self.bound not in BOUND_MODES:
@@ -220,7 +229,8 @@ class RunOptions(_Request):
         return {"partition_size": self.partition_size, "strata": list(self.strata or []),
                 "small_strata": self.small_strata, "strata_missing": self.strata_missing,
                 "weights": self.weights, "missing": self.missing, "bound": self.bound,
-                "keys": list(self.keys or [])}
+                "keys": list(self.keys or []),
+                "categorical": list(self.categorical or []), "ordinal": list(self.ordinal or [])}
 
 
 @dataclass(frozen=True)
@@ -275,7 +285,8 @@ class ProtectRequest(_Request):
     def roles(self) -> list[str]:
         """Columns with a role (strata, keys, weights, identifier): never protected by default."""
         run = self.run
-        return list(run.strata or []) + list(run.keys or []) + [c for c in (run.weights, self.id_column) if c]
+        return (list(run.strata or []) + list(run.keys or []) + list(run.categorical or [])
+                + list(run.ordinal or []) + [c for c in (run.weights, self.id_column) if c])
 
     def parameters(self, plan: Any = None, *, stat: str | None = None, **tail: Any) -> dict[str, Any]:
         """The report's ``parameters`` section, made from this request (so that what ran and

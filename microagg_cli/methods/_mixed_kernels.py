@@ -1,0 +1,161 @@
+"""numba kernel of heterogeneous MDAV (:func:`microagg_cli.methods.mixed.mixed_mdav`).
+
+One function, no allocation inside (``_nrt=False``), as in :mod:`._fast_mdav`: every
+buffer is made by the caller. The records still to group are kept in input order in
+working copies that are compacted (stably) whenever a quarter of them has left, so the
+scans read memory in order and ties fall to the earlier record.
+
+Per MDAV iteration three scans over the remaining records answer the four queries:
+the record ``r`` farthest from the centroid; in one scan the distances to ``r`` give
+both ``s`` (the farthest from ``r``) and the k-1 nearest of ``r``; a last scan the k-1
+nearest of ``s``. The centroid is the mean of the continuous coordinates, the mode of
+each nominal column (ties: the smallest code, i.e. the category met first in input
+order) and the lower median category of each ordinal column, all kept up to date from
+running sums and per-level counts as records leave.
+"""
+
+from __future__ import annotations
+
+from .._jit import njit
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def mixed_mdav_core(W, KN, wn, KO, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med):
+    """Heterogeneous MDAV on working copies; writes ``labels`` (input order); returns groups.
+
+    W (m, pc) continuous coordinates, KN (m, pn) nominal codes with weights ``wn``,
+    KO (m, po) ordinal codes with level coordinates ``co`` (po, L); ``cnt_n``/``cnt_o``
+    per-level counts of the remaining records, ``csum`` their coordinate sums; ``idx``
+    input index of each working row; ``alive`` working flags; ``bd``/``bi``/``gr``
+    (k) scratch; ``cen``/``mode``/``med`` the centroid.
+    """
+    m = W.shape[0]
+    pc = W.shape[1]
+    pn = KN.shape[1]
+    po = KO.shape[1]
+    n_alive = m
+    dead = 0
+    g = 0
+    while n_alive > 0:
+        # -- compaction (stable) when a quarter has left
+        if dead * 4 > m:
+            t = 0
+            for i in range(m):
+                if alive[i]:
+                    if t != i:
+                        for j in range(pc):
+                            W[t, j] = W[i, j]
+                        for j in range(pn):
+                            KN[t, j] = KN[i, j]
+                        for j in range(po):
+                            KO[t, j] = KO[i, j]
+                        idx[t] = idx[i]
+                    alive[t] = True
+                    t += 1
+            m = t
+            dead = 0
+        if n_alive < 2 * k:
+            for i in range(m):
+                if alive[i]:
+                    labels[idx[i]] = g
+            return g + 1
+        # -- centroid: mean, modes (smallest code on ties), lower medians
+        for j in range(pc):
+            cen[j] = csum[j] / n_alive
+        for j in range(pn):
+            best = -1
+            bm = 0
+            for lv in range(cnt_n.shape[1]):
+                if cnt_n[j, lv] > best:
+                    best = cnt_n[j, lv]
+                    bm = lv
+            mode[j] = bm
+        half = (n_alive - 1) // 2
+        for j in range(po):
+            acc = 0
+            for lv in range(cnt_o.shape[1]):
+                acc += cnt_o[j, lv]
+                if acc > half:
+                    med[j] = lv
+                    break
+        # -- r: farthest from the centroid (first in input order on ties)
+        r = -1
+        dmax = -1.0
+        for i in range(m):
+            if not alive[i]:
+                continue
+            d = 0.0
+            for j in range(pc):
+                t2 = W[i, j] - cen[j]
+                d += t2 * t2
+            for j in range(pn):
+                if KN[i, j] != mode[j]:
+                    d += wn[j]
+            for j in range(po):
+                t2 = co[j, KO[i, j]] - co[j, med[j]]
+                d += t2 * t2
+            if d > dmax:
+                dmax = d
+                r = i
+        three = n_alive >= 3 * k
+        for step in range(2):
+            q = r
+            # -- distances to q: its k-1 nearest, and (first step) the farthest s
+            nb = 0
+            s = -1
+            dmax = -1.0
+            for i in range(m):
+                if not alive[i] or i == q:
+                    continue
+                d = 0.0
+                for j in range(pc):
+                    t2 = W[i, j] - W[q, j]
+                    d += t2 * t2
+                for j in range(pn):
+                    if KN[i, j] != KN[q, j]:
+                        d += wn[j]
+                for j in range(po):
+                    t2 = co[j, KO[i, j]] - co[j, KO[q, j]]
+                    d += t2 * t2
+                if d > dmax:
+                    dmax = d
+                    s = i
+                if nb < k - 1 or d < bd[nb - 1]:
+                    pos = nb if nb < k - 1 else k - 2
+                    while pos > 0 and bd[pos - 1] > d:
+                        bd[pos] = bd[pos - 1]
+                        bi[pos] = bi[pos - 1]
+                        pos -= 1
+                    bd[pos] = d
+                    bi[pos] = i
+                    if nb < k - 1:
+                        nb += 1
+            gr[0] = q
+            for t in range(k - 1):
+                gr[t + 1] = bi[t]
+            for t in range(k):
+                i = gr[t]
+                alive[i] = False
+                labels[idx[i]] = g
+                for j in range(pc):
+                    csum[j] -= W[i, j]
+                for j in range(pn):
+                    cnt_n[j, KN[i, j]] -= 1
+                for j in range(po):
+                    cnt_o[j, KO[i, j]] -= 1
+            g += 1
+            n_alive -= k
+            dead += k
+            if not three:
+                break  # 2k <= remaining < 3k: one group around r, the rest form the last
+            if not alive[s]:  # s joined r's group: the next remaining record in input order
+                t = s
+                while t < m and not alive[t]:
+                    t += 1
+                if t == m:
+                    t = 0
+                    while not alive[t]:
+                        t += 1
+                s = t
+            r = s
+    return g
