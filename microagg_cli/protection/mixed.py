@@ -4,8 +4,8 @@ the continuous columns of one block, and released as each group's mode / median.
 The keys are read once (:func:`read_keys`: integer codes, the first record holding each
 category), join exactly one block of the plan (:func:`split_plan`), are grouped with
 that block's continuous columns in every stratum (:func:`protect_mixed_rows`, running
-:func:`microagg_cli.methods.mixed.mixed_mdav` and, for ``ils``, the local search of
-:mod:`microagg_cli.methods.mixed_refine`), and are released by taking, for every
+:func:`microagg_cli.methods.mixed.mixed_mdav` then the local search of
+:mod:`microagg_cli.methods.mixed_refine`, for ``mdav`` and ``ils`` alike), and are released by taking, for every
 record, the cell of the first record in the input holding its group's mode or median
 category (:func:`released_columns`): the released cell is a cell of the input, byte
 for byte -- CSV text as written, SPSS/Stata codes with their value labels.
@@ -27,6 +27,7 @@ from ..blocking import Block, BlockPlan
 from ..errors import DataError, InvalidParameterError, PrivacyCheckError
 from ..methods import get_method
 from ..methods.mixed import MIXED_METHODS, REFERENCE, check_weights, mixed_mdav
+from ..methods.mixed_refine import mixed_local_search
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
 from ..request import RunOptions
@@ -220,11 +221,8 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
     t0 = time.perf_counter()
     labels = mixed_mdav(Z, k, nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o, weights=keys.weights)
     params = dict(block.params)
-    if spec.name == "ils":
-        from ..methods.mixed_refine import mixed_local_search
-
-        labels = mixed_local_search(Z, labels, k, nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o,
-                                    weights=keys.weights, params=params, seed=seed)
+    labels = mixed_local_search(Z, labels, k, nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o,
+                                weights=keys.weights, params=params, seed=seed)
     seconds = time.perf_counter() - t0
     labels = canonical_labels(labels)
     check_min_group_size(labels, k, where=f"block {name!r}")
@@ -262,6 +260,8 @@ def mixed_stats(keys: MixedKeys, released: np.ndarray, grouped: np.ndarray) -> d
         "distance": ("w_continuous * squared z-score differences + w_ordinal * squared differences of the "
                      "z-scored mid-ranks + w_categorical * mismatches (0/1)"),
         "release": {"categorical": TIE_RULE, "ordinal": MEDIAN_RULE},
+        "grouping": "heterogeneous MDAV, then a local search on the mixed objective (moves and swaps "
+                    "between neighbouring groups; never worse than the MDAV start)",
         "reference": REFERENCE,
         "changed_share": changed,
         "mean_changed_share": float(np.mean([v for v in changed.values() if v is not None])) if rows.size else None,

@@ -731,7 +731,8 @@ def build_report(
     counts.
     """
     protected = plan.columns
-    passthrough = [c for c in table.columns if c not in protected and c not in plan.drop]
+    mixed_keys = list(request.run.categorical or []) + list(request.run.ordinal or [])
+    passthrough = [c for c in table.columns if c not in protected and c not in plan.drop and c not in mixed_keys]
     blocks = []
     for r in result.blocks:
         entry = {
@@ -752,7 +753,9 @@ def build_report(
         "command": "protect",
         "input": {**fp, "format": table.fmt, "rows": int(table.n_rows), "columns": len(table.columns)},
         "output": {"name": output, "rows": int(result.data.num_rows), "columns": int(result.data.num_columns)},
-        "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough},
+        "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough,
+                    **({"categorical": list(request.run.categorical or []),
+                        "ordinal": list(request.run.ordinal or [])} if mixed_keys else {})},
         "parameters": request.parameters(plan, stat=check_stat(request.run.stat), **parameters),
         "privacy_check": {
             "passed": True,
