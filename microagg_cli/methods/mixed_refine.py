@@ -21,7 +21,7 @@ it already lowers both the numeric loss and the share of changed categories of t
 heterogeneous MDAV start.
 
 Cost: O(n g p) per pass for the nearest centroids (g groups), O(n G k^2 p) for the
-moves and swaps.
+moves and swaps; above ``MAX_RECORDS`` records (per stratum) the search is skipped.
 """
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from .mixed import _prepare
 
-__all__ = ["mixed_local_search", "NEIGHBOURS", "MAX_PASSES"]
+__all__ = ["mixed_local_search", "NEIGHBOURS", "MAX_PASSES", "MAX_RECORDS"]
 
 #: Groups (by nearest centroid) a record may move or swap into.
 NEIGHBOURS = 6
 #: Passes over the records at most.
 MAX_PASSES = 20
+#: Above this many records the search is skipped (the nearest-centroid scan costs
+#: O(n^2 / k) per pass): the MDAV partition is returned as it is.
+MAX_RECORDS = 20000
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
@@ -241,7 +244,7 @@ def mixed_local_search(
     labels = canonical_labels(np.asarray(labels)).astype(np.int64)
     g = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=g).astype(np.int64)
-    if sizes.max() > 2 * k - 1 or g < 2:
+    if sizes.max() > 2 * k - 1 or g < 2 or labels.size > MAX_RECORDS:
         return labels
     members = np.zeros((g, 2 * k), dtype=np.int64)
     fill = np.zeros(g, dtype=np.int64)

@@ -27,7 +27,7 @@ from ..blocking import Block, BlockPlan
 from ..errors import DataError, InvalidParameterError, PrivacyCheckError
 from ..methods import get_method
 from ..methods.mixed import MIXED_METHODS, REFERENCE, check_weights, mixed_mdav
-from ..methods.mixed_refine import mixed_local_search
+from ..methods.mixed_refine import MAX_RECORDS, mixed_local_search
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
 from ..request import RunOptions
@@ -261,7 +261,8 @@ def mixed_stats(keys: MixedKeys, released: np.ndarray, grouped: np.ndarray) -> d
                      "z-scored mid-ranks + w_categorical * mismatches (0/1)"),
         "release": {"categorical": TIE_RULE, "ordinal": MEDIAN_RULE},
         "grouping": "heterogeneous MDAV, then a local search on the mixed objective (moves and swaps "
-                    "between neighbouring groups; never worse than the MDAV start)",
+                    "between neighbouring groups; never worse than the MDAV start; skipped in strata of more "
+                    f"than {MAX_RECORDS} records)",
         "reference": REFERENCE,
         "changed_share": changed,
         "mean_changed_share": float(np.mean([v for v in changed.values() if v is not None])) if rows.size else None,
