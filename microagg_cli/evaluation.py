@@ -154,6 +154,7 @@ def _columns(
     key: str | None,
     blocks: list[list[str]] | None,
     plan: BlockPlan | None,
+    exclude: Sequence[str] = (),
 ) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
     """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
     info: dict[str, Any] = {}
@@ -181,7 +182,7 @@ def _columns(
     prot_numeric = set(numeric_columns(prot))
     names, unchanged, skipped = [], [], []
     for name in numeric_columns(orig):
-        if name == key:
+        if name == key or name in exclude:  # categorical keys are measured as categories
             continue
         if name not in prot_numeric:
             skipped.append(name)
@@ -570,7 +571,8 @@ def evaluate_tables(
     gate_on, internal = request.gate_on, request.internal
     gates = check_gates(request.gates, gate_on)
     order, matching = _match_rows(orig, prot, key)
-    names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan)
+    names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan,
+                                       exclude=request.categorical or ())
     X = numeric_matrix(orig, names, allow_missing=True)
     Xp = numeric_matrix(prot, names, allow_missing=True)
     if order is not None:
@@ -608,8 +610,37 @@ def evaluate_tables(
                 for j, c in enumerate(names)
             ],
         }
+    if request.categorical:
+        rep["categorical"] = _categorical(orig, prot, order, rows, request, Xp, names)
     rep["gates"] = _gates(rep, gates, gate_on)
     return rep
+
+
+def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.ndarray, request: EvaluateRequest,
+                 Xp: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """The report's ``categorical`` section (:func:`microagg_cli.metrics.categorical.categorical_measures`)
+    over the evaluated records; categories are compared as the files' text (a missing
+    cell is a category of its own)."""
+    import pandas as pd
+
+    from .metrics.categorical import categorical_measures
+
+    cats = list(request.categorical or [])
+    _check_names(cats, orig, prot, request.key, "--categorical")
+    both = [c for c in cats if c in names]
+    if both:
+        raise InvalidParameterError(f"--categorical: column {both[0]!r} is also an evaluated (continuous) column")
+    o_codes, r_codes = [], []
+    for c in cats:
+        a = orig.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
+        b = prot.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
+        if order is not None:
+            b = b[order]
+        codes = pd.factorize(np.concatenate([a[rows], b[rows]]))[0]
+        o_codes.append(codes[:rows.size])
+        r_codes.append(codes[rows.size:])
+    k = request.k if request.k is not None else 3
+    return categorical_measures(cats, np.column_stack(o_codes), np.column_stack(r_codes), Xp, names, k)
 
 
 def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> dict[str, float]:

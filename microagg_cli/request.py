@@ -355,6 +355,10 @@ class EvaluateRequest(_Request):
     time_limit: float | None = opt(
         600.0, "Seconds for --bound cg over all blocks; the bound stays valid when stopped (weaker), "
                "and the report says whether the LP was solved (cg_status optimal) or stopped.")
+    categorical: list[str] | None = opt(
+        None, "Categorical (or ordinal) key columns released as group categories: per key the share of "
+              "records whose category changed, total-variation distances of the one- and two-way tables, "
+              "and k over these keys and the evaluated columns together.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:

@@ -272,3 +272,40 @@ def test_statfile_round_trip_keeps_codes_and_labels(tmp_path, ext):
     released = np.column_stack([d1["region"], d1["sex"], d1["income"]])
     assert row_classes(released)[0].min() >= 3
     assert d1["w"].tolist() == d0["w"].tolist()
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def test_categorical_measures_hand_case():
+    from microagg_cli.metrics.categorical import categorical_measures, released_k, tv_distance
+
+    o = np.array([[0, 0], [0, 1], [1, 1], [1, 0]])
+    r = np.array([[0, 1], [0, 1], [1, 1], [1, 1]])
+    # key 2: original 0,1,1,0 (half each), released 1,1,1,1: TV = (|.5-0| + |.5-1|) / 2 = 0.5
+    assert tv_distance(o[:, 1], r[:, 1]) == 0.5
+    # pairs: original (0,0),(0,1),(1,1),(1,0) a quarter each; released (0,1) and (1,1) half each:
+    # TV = (.25 + .25 + .25 + .25) / 2 = 0.5
+    m = categorical_measures(["a", "b"], o, r, np.array([1.0, 1.0, 2.0, 2.0]), ["x"], 2)
+    assert [e["changed_share"] for e in m["per_key"]] == [0.0, 0.5]
+    assert [e["tv_one_way"] for e in m["per_key"]] == [0.0, 0.5]
+    assert m["tv_two_way"] == [{"keys": ["a", "b"], "tv": 0.5}]
+    assert m["released_k"]["k_min"] == 2 and m["released_k"]["k_anonymous"]
+    assert released_k(np.array([[0.0], [0.0], [1.0]]), 2)["records_below_k"] == 1
+
+
+def test_evaluate_cli_categorical(tmp_path):
+    out, html = tmp_path / "o.csv", tmp_path / "r.html"
+    assert run_cli("protect", HOUSEHOLD, "-o", out, "-k", 3, "--categorical", "urbrur,sex",
+                   "--columns", "income,expend", "-q").exit_code == 0
+    res = run_cli("evaluate", HOUSEHOLD, out, "--columns", "income,expend", "--categorical", "urbrur,sex",
+                  "--max-scenarios", 3, "--format", "json", "-q", "--html", html)
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    orig, prot = pd.read_csv(HOUSEHOLD, dtype=str), pd.read_csv(out, dtype=str)
+    shares = [float((orig[c] != prot[c]).mean()) for c in ("urbrur", "sex")]
+    assert [e["changed_share"] for e in rep["categorical"]["per_key"]] == pytest.approx(shares)
+    assert rep["categorical"]["released_k"]["k_min"] >= 3
+    assert rep["columns"]["evaluated"] == ["income", "expend"]
+    text = html.read_text()
+    assert "Categorical keys" in text and "urbrur" in text

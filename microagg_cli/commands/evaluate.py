@@ -30,6 +30,7 @@ __all__ = ["evaluate_command"]
 @field_option(E, "key", "--key", metavar="COL")
 @field_option(E, "blocks", "--blocks", metavar="A,B;C,D")
 @field_option(E, "plan", "--plan", metavar="PLAN")
+@field_option(E, "categorical", "--categorical", metavar="COL[,COL]")
 @scenario_options
 @field_option(E, "dr_weights", "--dr-weights", metavar="dld=W,pld=W,id=W")
 @field_option(E, "score_weights", "--score-weights", metavar="il=W,dr=W")
@@ -49,7 +50,7 @@ __all__ = ["evaluate_command"]
                    "0 = the CPUs this process may use. The report does not depend on it.")
 @input_options
 @verbosity_options
-def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
+def evaluate_command(original, protected, columns, key, blocks, plan, categorical, k, known, max_scenarios, seed,
                      dr_weights, score_weights, scale, bound, time_limit, missing, fmt, report, html, internal, max_dld, max_id,
                      max_score, min_kprime, max_il, gate_on, force, jobs, input_format, delimiter, decimal,
                      quiet, verbose):
@@ -94,6 +95,8 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
           --report eval.json --max-dld 20 --min-kprime 3
       sdc evaluate survey.csv released.csv --key hh_id --columns income,expend \\
           --known income --known income,expend --format json -q
+      sdc evaluate sample_data/household.csv hh.csv --columns age,expend,income,savings \\
+          --categorical urbrur,roof,walls,water,electcon,relat,sex,hhcivil
     """
     setup_logging(quiet, verbose)
     if fmt == "json" and report == "-":
@@ -112,6 +115,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
                                  max_il=max_il)),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
+        categorical=split_names(categorical),
     )
     failure: ThresholdExceeded | None = None
     # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise
