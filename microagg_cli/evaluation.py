@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: Version of the ``sdc evaluate`` JSON layout; bumped on any incompatible change.
-EVALUATION_SCHEMA_VERSION = "1.2"
+EVALUATION_SCHEMA_VERSION = "1.3"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from .._jit import njit
 def mixed_mdav_core(W, KN, wn, KO, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med):
     """Heterogeneous MDAV on working copies; writes ``labels`` (input order); returns groups.
 
+    A numba kernel: its arrays come one by one (no allocation inside, see module doc).
+
     W (m, pc) continuous coordinates, KN (m, pn) nominal codes with weights ``wn``,
     KO (m, po) ordinal codes with level coordinates ``co`` (po, L); ``cnt_n``/``cnt_o``
     per-level counts of the remaining records, ``csum`` their coordinate sums; ``idx``

@@ -41,7 +41,7 @@ from ..errors import InvalidParameterError
 from ..partition import aggregate_codes, canonical_labels
 from ._common import check_k
 
-__all__ = ["DEFAULT_WEIGHTS", "ROLES", "MIXED_METHODS", "check_weights", "ordinal_coordinates", "mixed_mdav",
+__all__ = ["prepare", "DEFAULT_WEIGHTS", "ROLES", "MIXED_METHODS", "check_weights", "ordinal_coordinates", "mixed_mdav",
            "mixed_objective", "first_codes", "REFERENCE"]
 
 #: The roles of a mixed distance and their default weights (see the module doc).
@@ -106,8 +106,11 @@ def ordinal_coordinates(codes: np.ndarray, levels: int) -> np.ndarray:
     return coord
 
 
-def _prepare(Z: np.ndarray, nominal: np.ndarray | None, ordinal: np.ndarray | None,
-             ordinal_levels: list[int] | None, weights: Mapping[str, float] | None):
+def prepare(Z: np.ndarray, nominal: np.ndarray | None, ordinal: np.ndarray | None,
+            ordinal_levels: list[int] | None, weights: Mapping[str, float] | None):
+    """The kernels' inputs: weighted continuous coordinates ``W``, nominal codes renumbered
+    by first appearance with their mismatch weights ``wn``, ordinal codes with their
+    weighted level coordinates ``co``, and the role weights."""
     n = Z.shape[0]
     w = check_weights(weights)
     W = np.ascontiguousarray(np.asarray(Z, dtype=np.float64) * np.sqrt(w["continuous"]))
@@ -187,7 +190,7 @@ def mixed_mdav(
     check_k(Z if Z.shape[1] else np.zeros((Z.shape[0], 1)), k)
     from ._mixed_kernels import mixed_mdav_core
 
-    W, KN, wn, KO, co, _ = _prepare(Z, nominal, ordinal, ordinal_levels, weights)
+    W, KN, wn, KO, co, _ = prepare(Z, nominal, ordinal, ordinal_levels, weights)
     n = W.shape[0]
     Ln = max([int(KN[:, j].max()) + 1 for j in range(KN.shape[1])], default=1)
     cnt_n = np.zeros((KN.shape[1], Ln), dtype=np.int64)
@@ -224,7 +227,7 @@ def mixed_objective(
     >>> mixed_objective(Z, np.array([0, 0, 1, 1]), nominal=np.array([[0], [1], [1], [1]]))
     6.0
     """
-    W, KN, wn, KO, co, _ = _prepare(np.asarray(Z, dtype=np.float64), nominal, ordinal, ordinal_levels, weights)
+    W, KN, wn, KO, co, _ = prepare(np.asarray(Z, dtype=np.float64), nominal, ordinal, ordinal_levels, weights)
     labels = canonical_labels(np.asarray(labels))
     g = int(labels.max()) + 1
     counts = np.bincount(labels, minlength=g).astype(np.float64)

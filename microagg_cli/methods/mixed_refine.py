@@ -33,7 +33,7 @@ import numpy as np
 from .._jit import njit
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
-from .mixed import _prepare
+from .mixed import prepare
 
 __all__ = ["mixed_local_search", "NEIGHBOURS", "MAX_PASSES", "MAX_RECORDS"]
 
@@ -93,7 +93,9 @@ def _group_cost(members, size, W, KN, wn, KO, co, cnt, cnt_o, mean):
 @njit(cache=True, nogil=True, _nrt=False)
 def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
             members, sizes, cen, modes, cost, near, neard, a_buf, b_buf, cnt, cnt_o, mean):
-    """Moves and swaps (see module doc); ``members`` (g, 2k) and ``sizes`` are the groups."""
+    """Moves and swaps (see module doc); ``members`` (g, 2k) and ``sizes`` are the groups.
+
+    A numba kernel: its arrays and scratch buffers come one by one (no allocation inside)."""
     n = W.shape[0]
     pc = W.shape[1]
     pn = KN.shape[1]
@@ -240,7 +242,7 @@ def mixed_local_search(
         raise InvalidParameterError(
             f"ils with categorical/ordinal keys runs a local search on the mixed objective and takes no "
             f"parameters (got {', '.join(sorted(params))})")
-    W, KN, wn, KO, co, _ = _prepare(np.asarray(Z, dtype=np.float64), nominal, ordinal, ordinal_levels, weights)
+    W, KN, wn, KO, co, _ = prepare(np.asarray(Z, dtype=np.float64), nominal, ordinal, ordinal_levels, weights)
     labels = canonical_labels(np.asarray(labels)).astype(np.int64)
     g = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=g).astype(np.int64)
