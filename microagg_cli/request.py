@@ -408,6 +408,9 @@ class CompareRequest(_Request):
               "single, random (see sdc blocks).")
     block_size: int | None = opt(None, "Block size for --strategies correlated, cross and random.")
     columns: list[str] | None = opt(None, "Columns to protect (default: every numeric column); not with --plans.")
+    categorical: list[str] | None = opt(
+        None, "Categorical key columns grouped with the protected columns in every cell (mdav, ils): adds "
+              "the mean share of changed categories and the smallest class over every released key.")
     preset: str | None = opt(
         None, "Reproduce a literature experiment on the sample data (see --list-presets); --methods, "
               "-k, --mic1d-k, --plans and --strategies override its parts.")

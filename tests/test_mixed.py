@@ -309,3 +309,21 @@ def test_evaluate_cli_categorical(tmp_path):
     assert rep["columns"]["evaluated"] == ["income", "expend"]
     text = html.read_text()
     assert "Categorical keys" in text and "urbrur" in text
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_categorical_columns(tmp_path):
+    out = tmp_path / "grid.json"
+    res = run_cli("compare", HOUSEHOLD, "--columns", "income,expend", "--categorical", "urbrur,sex", "-k", 3,
+                  "--max-scenarios", 2, "-o", out, "-q")
+    assert res.exit_code == 0, res.output
+    row = json.loads(out.read_text())["rows"][0]
+    direct = protect(HOUSEHOLD, tmp_path / "p.csv", k=3, columns=["income", "expend"],
+                     categorical=["urbrur", "sex"])
+    assert row["categorical_changed"] == pytest.approx(100 * direct["blocks"][0]["mixed"]["mean_changed_share"])
+    assert row["k_released"] == direct["blocks"][0]["k_released"]["k_min"] >= 3
+    bad = run_cli("compare", HOUSEHOLD, "--columns", "income,expend", "--categorical", "urbrur", "--methods",
+                  "vmdav", "-k", 3, "-q")
+    assert bad.exit_code == 2 and "does not group categorical" in bad.output
