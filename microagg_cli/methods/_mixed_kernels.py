@@ -1,17 +1,21 @@
-"""numba kernel of heterogeneous MDAV (:func:`microagg_cli.methods.mixed.mixed_mdav`).
+"""numba kernels of heterogeneous MDAV (:func:`microagg_cli.methods.mixed.mixed_mdav`).
 
-One function, no allocation inside (``_nrt=False``), as in :mod:`._fast_mdav`: every
-buffer is made by the caller. The records still to group are kept in input order in
-working copies that are compacted (stably) whenever a quarter of them has left, so the
-scans read memory in order and ties fall to the earlier record.
+No allocation inside (``_nrt=False``), as in :mod:`._fast_mdav`: every buffer is made
+by the caller. The records still to group are kept in input order in column-major
+working copies (one contiguous row per attribute), compacted (stably) whenever a
+quarter of them has left, so that a query fills a buffer of distances attribute by
+attribute over contiguous memory (loops the compiler vectorises), and ties fall to the
+earlier record.
 
-Per MDAV iteration three scans over the remaining records answer the four queries:
-the record ``r`` farthest from the centroid; in one scan the distances to ``r`` give
-both ``s`` (the farthest from ``r``) and the k-1 nearest of ``r``; a last scan the k-1
+Per MDAV iteration three passes over the remaining records answer the four queries:
+the record ``r`` farthest from the centroid; in one pass the distances to ``r`` give
+both ``s`` (the farthest from ``r``) and the k-1 nearest of ``r``; a last pass the k-1
 nearest of ``s``. The centroid is the mean of the continuous coordinates, the mode of
 each nominal column (ties: the smallest code, i.e. the category met first in input
 order) and the lower median category of each ordinal column, all kept up to date from
-running sums and per-level counts as records leave.
+running sums and per-level counts as records leave. A squared distance adds, in this
+order, the continuous terms left to right, the nominal mismatches, the ordinal terms
+(so without keys the distances are bit for bit those of MDAV's reference).
 """
 
 from __future__ import annotations
@@ -19,22 +23,49 @@ from __future__ import annotations
 from .._jit import njit
 
 
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _fill(D, m, WT, KNT, wn, KOT, co, qc, qn, qo):
+    """D[:m] = squared mixed distances of the working records to the point (qc, qn, qo)."""
+    for i in range(m):
+        D[i] = 0.0
+    for j in range(WT.shape[0]):
+        q = qc[j]
+        row = WT[j]
+        for i in range(m):
+            t = row[i] - q
+            D[i] += t * t
+    for j in range(KNT.shape[0]):
+        q = qn[j]
+        w = wn[j]
+        row = KNT[j]
+        for i in range(m):  # branch-free, so the loop vectorises
+            D[i] += w * (row[i] != q)
+    for j in range(KOT.shape[0]):
+        q = co[j, qo[j]]
+        row = KOT[j]
+        for i in range(m):
+            t = co[j, row[i]] - q
+            D[i] += t * t
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def mixed_mdav_core(W, KN, wn, KO, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med):
+def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med,
+                    D, qc, qn, qo):
     """Heterogeneous MDAV on working copies; writes ``labels`` (input order); returns groups.
 
     A numba kernel: its arrays come one by one (no allocation inside, see module doc).
 
-    W (m, pc) continuous coordinates, KN (m, pn) nominal codes with weights ``wn``,
-    KO (m, po) ordinal codes with level coordinates ``co`` (po, L); ``cnt_n``/``cnt_o``
+    WT (pc, m) continuous coordinates, KNT (pn, m) nominal codes with weights ``wn``,
+    KOT (po, m) ordinal codes with level coordinates ``co`` (po, L); ``cnt_n``/``cnt_o``
     per-level counts of the remaining records, ``csum`` their coordinate sums; ``idx``
-    input index of each working row; ``alive`` working flags; ``bd``/``bi``/``gr``
-    (k) scratch; ``cen``/``mode``/``med`` the centroid.
+    input index of each working record; ``alive`` working flags; ``bd``/``bi``/``gr``
+    (k) scratch; ``cen``/``mode``/``med`` the centroid; ``D`` (m) distances; ``qc``,
+    ``qn``, ``qo`` a query record.
     """
-    m = W.shape[0]
-    pc = W.shape[1]
-    pn = KN.shape[1]
-    po = KO.shape[1]
+    m = WT.shape[1]
+    pc = WT.shape[0]
+    pn = KNT.shape[0]
+    po = KOT.shape[0]
     n_alive = m
     dead = 0
     g = 0
@@ -46,11 +77,11 @@ def mixed_mdav_core(W, KN, wn, KO, co, cnt_n, cnt_o, csum, idx, alive, labels, k
                 if alive[i]:
                     if t != i:
                         for j in range(pc):
-                            W[t, j] = W[i, j]
+                            WT[j, t] = WT[j, i]
                         for j in range(pn):
-                            KN[t, j] = KN[i, j]
+                            KNT[j, t] = KNT[j, i]
                         for j in range(po):
-                            KO[t, j] = KO[i, j]
+                            KOT[j, t] = KOT[j, i]
                         idx[t] = idx[i]
                     alive[t] = True
                     t += 1
@@ -81,44 +112,31 @@ def mixed_mdav_core(W, KN, wn, KO, co, cnt_n, cnt_o, csum, idx, alive, labels, k
                     med[j] = lv
                     break
         # -- r: farthest from the centroid (first in input order on ties)
+        _fill(D, m, WT, KNT, wn, KOT, co, cen, mode, med)
         r = -1
         dmax = -1.0
         for i in range(m):
-            if not alive[i]:
-                continue
-            d = 0.0
-            for j in range(pc):
-                t2 = W[i, j] - cen[j]
-                d += t2 * t2
-            for j in range(pn):
-                if KN[i, j] != mode[j]:
-                    d += wn[j]
-            for j in range(po):
-                t2 = co[j, KO[i, j]] - co[j, med[j]]
-                d += t2 * t2
-            if d > dmax:
-                dmax = d
+            if alive[i] and D[i] > dmax:
+                dmax = D[i]
                 r = i
         three = n_alive >= 3 * k
         for step in range(2):
             q = r
-            # -- distances to q: its k-1 nearest, and (first step) the farthest s
+            for j in range(pc):
+                qc[j] = WT[j, q]
+            for j in range(pn):
+                qn[j] = KNT[j, q]
+            for j in range(po):
+                qo[j] = KOT[j, q]
+            _fill(D, m, WT, KNT, wn, KOT, co, qc, qn, qo)
+            # -- its k-1 nearest, and (first step) the farthest s
             nb = 0
             s = -1
             dmax = -1.0
             for i in range(m):
                 if not alive[i] or i == q:
                     continue
-                d = 0.0
-                for j in range(pc):
-                    t2 = W[i, j] - W[q, j]
-                    d += t2 * t2
-                for j in range(pn):
-                    if KN[i, j] != KN[q, j]:
-                        d += wn[j]
-                for j in range(po):
-                    t2 = co[j, KO[i, j]] - co[j, KO[q, j]]
-                    d += t2 * t2
+                d = D[i]
                 if d > dmax:
                     dmax = d
                     s = i
@@ -140,11 +158,11 @@ def mixed_mdav_core(W, KN, wn, KO, co, cnt_n, cnt_o, csum, idx, alive, labels, k
                 alive[i] = False
                 labels[idx[i]] = g
                 for j in range(pc):
-                    csum[j] -= W[i, j]
+                    csum[j] -= WT[j, i]
                 for j in range(pn):
-                    cnt_n[j, KN[i, j]] -= 1
+                    cnt_n[j, KNT[j, i]] -= 1
                 for j in range(po):
-                    cnt_o[j, KO[i, j]] -= 1
+                    cnt_o[j, KOT[j, i]] -= 1
             g += 1
             n_alive -= k
             dead += k

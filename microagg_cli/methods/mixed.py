@@ -201,10 +201,12 @@ def mixed_mdav(
         cnt_o[j] = np.bincount(KO[:, j], minlength=co.shape[1])
     labels = np.full(n, -1, dtype=np.int64)
     pc, pn, po = W.shape[1], KN.shape[1], KO.shape[1]
-    mixed_mdav_core(W.copy(), KN.copy(), wn, KO.copy(), co, cnt_n, cnt_o, W.sum(axis=0),
-                    np.arange(n, dtype=np.int64), np.ones(n, dtype=np.bool_), labels, int(k),
-                    np.zeros(k), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
-                    np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
+    mixed_mdav_core(np.ascontiguousarray(W.T), np.ascontiguousarray(KN.T), wn, np.ascontiguousarray(KO.T), co,
+                    cnt_n, cnt_o, W.sum(axis=0), np.arange(n, dtype=np.int64), np.ones(n, dtype=np.bool_), labels,
+                    int(k), np.zeros(k), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
+                    np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64),
+                    np.zeros(n), np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64),
+                    np.zeros(max(po, 1), dtype=np.int64))
     return canonical_labels(labels)
 
 
