@@ -7,7 +7,7 @@ the clusters with noise. Timed, on one core, after a warm-up that compiles the k
 * numeric MDAV (``sdc``'s exact fast MDAV) on the 10 columns, z-scored;
 * heterogeneous MDAV (:func:`microagg_cli.methods.mixed.mixed_mdav`) on the 5
   continuous + 5 categorical keys, k = 3 (the grouping ``sdc protect --categorical``
-  runs; above 20,000 records per stratum its local search is skipped).
+  runs without its local search, which follows it in a protect run).
 
 Peak memory is the Python heap's (tracemalloc) peak during the call.
 

@@ -6,7 +6,10 @@ mean, the squared deviations of the ordinal coordinates from the median category
 and the weighted mismatches with the group's mode. Starting from a k-partition
 (heterogeneous MDAV), every record in input order tries
 
-* a move into one of the ``NEIGHBOURS`` groups whose centroids are nearest to it, when
+* a move into one of the ``NEIGHBOURS`` groups whose centroids are nearest to it (above
+  ``FULL_SCAN`` records, among the ``WINDOW`` groups on either side of its own in the
+  order of the groups' MDAV centroids projected on the first principal axis of the
+  continuous keys), when
   its own group keeps at least k records and the receiving one stays below 2k;
 * a swap with a record of one of those groups (sizes unchanged: MDAV's groups mostly
   hold exactly k records, so moves alone rarely apply);
@@ -20,8 +23,9 @@ iterated local search (Lourenco, Martin & Stuetzle 2003) without kicks: on mixed
 it already lowers both the numeric loss and the share of changed categories of the
 heterogeneous MDAV start.
 
-Cost: O(n g p) per pass for the nearest centroids (g groups), O(n G k^2 p) for the
-moves and swaps; above ``MAX_RECORDS`` records (per stratum) the search is skipped.
+Cost: O(n g p) per pass for the nearest centroids (g groups; O(n W p) above
+``FULL_SCAN`` records), O(n G k^2 p) for the moves and swaps; above ``MAX_RECORDS``
+records (per stratum) the search is skipped.
 """
 
 from __future__ import annotations
@@ -35,15 +39,19 @@ from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from .mixed import prepare
 
-__all__ = ["mixed_local_search", "NEIGHBOURS", "MAX_PASSES", "MAX_RECORDS"]
+__all__ = ["mixed_local_search", "NEIGHBOURS", "FULL_SCAN", "WINDOW", "MAX_PASSES", "MAX_RECORDS"]
 
 #: Groups (by nearest centroid) a record may move or swap into.
 NEIGHBOURS = 6
 #: Passes over the records at most.
 MAX_PASSES = 20
-#: Above this many records the search is skipped (the nearest-centroid scan costs
-#: O(n^2 / k) per pass): the MDAV partition is returned as it is.
-MAX_RECORDS = 20000
+#: Up to this many records, a record's ``NEIGHBOURS`` nearest groups are sought among all
+#: groups; above, among the ``WINDOW`` groups on either side of its own in the order of
+#: the groups' projections on the first principal axis (linear cost per pass).
+FULL_SCAN = 5000
+WINDOW = 64
+#: Above this many records the search is skipped: the MDAV partition is returned as it is.
+MAX_RECORDS = 50000
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
@@ -92,7 +100,7 @@ def _group_cost(members, size, W, KN, wn, KO, co, cnt, cnt_o, mean):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
-            members, sizes, cen, modes, cost, near, neard, a_buf, b_buf, cnt, cnt_o, mean):
+            members, sizes, cen, modes, cost, near, neard, a_buf, b_buf, cnt, cnt_o, mean, order, rank, window):
     """Moves and swaps (see module doc); ``members`` (g, 2k) and ``sizes`` are the groups.
 
     A numba kernel: its arrays and scratch buffers come one by one (no allocation inside)."""
@@ -127,9 +135,13 @@ def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
                 modes[g, j] = bm
         for i in range(n):
             a = labels[i]
-            # the nearest group centroids other than its own
+            # the nearest group centroids other than its own, among the groups next to it
+            # along the first principal axis
             nb = 0
-            for g in range(n_groups):
+            lo = rank[a] - window if rank[a] > window else 0
+            hi = rank[a] + window + 1 if rank[a] + window + 1 < n_groups else n_groups
+            for u in range(lo, hi):
+                g = order[u]
                 if g == a:
                     continue
                 d = 0.0
@@ -256,9 +268,22 @@ def mixed_local_search(
     pc, pn = W.shape[1], KN.shape[1]
     levels_n = int(KN.max()) + 1 if KN.size else 1
     nb = min(NEIGHBOURS, g - 1)
+    # groups ordered along the first principal axis of the continuous coordinates
+    sums = np.zeros((g, W.shape[1]))
+    np.add.at(sums, labels, W)
+    cen0 = sums / sizes[:, None]
+    if W.shape[1]:
+        _, _, vt = np.linalg.svd(W - W.mean(axis=0), full_matrices=False)
+        proj = cen0 @ vt[0]
+    else:
+        proj = np.zeros(g)
+    order = np.argsort(proj, kind="stable").astype(np.int64)
+    pos = np.empty(g, dtype=np.int64)
+    pos[order] = np.arange(g)
     _search(W, KN, wn, KO, co, labels, int(k), g, nb, MAX_PASSES, members, sizes,
             np.zeros((g, max(pc, 1))), np.zeros((g, max(pn, 1)), dtype=np.int64), np.zeros(g),
             np.zeros(nb, dtype=np.int64), np.zeros(nb), np.zeros(2 * k, dtype=np.int64),
             np.zeros(2 * k, dtype=np.int64), np.zeros(levels_n, dtype=np.int64),
-            np.zeros(co.shape[1], dtype=np.int64), np.zeros(max(pc, 1)))
+            np.zeros(co.shape[1], dtype=np.int64), np.zeros(max(pc, 1)), order, pos,
+            g if labels.size <= FULL_SCAN else WINDOW)
     return canonical_labels(labels)
