@@ -327,3 +327,24 @@ def test_compare_categorical_columns(tmp_path):
     bad = run_cli("compare", HOUSEHOLD, "--columns", "income,expend", "--categorical", "urbrur", "--methods",
                   "vmdav", "-k", 3, "-q")
     assert bad.exit_code == 2 and "does not group categorical" in bad.output
+
+
+def test_parquet_dictionary_keys_keep_their_type(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    n = 30
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(pa.table({
+        "income": pa.array(rng.normal(100, 10, n)),
+        "region": pa.array(rng.choice(["north", "south", "east"], n)).dictionary_encode(),
+        "size": pa.array(rng.integers(1, 5, n), type=pa.int8()),
+    }), src)
+    protect(src, out, k=3, columns=["income"], categorical=["region"], ordinal=["size"])
+    t0, t1 = pq.read_table(src), pq.read_table(out)
+    assert t1.schema.field("region").type == t0.schema.field("region").type
+    assert t1.schema.field("size").type == pa.int8()
+    released = np.column_stack([pd.factorize(t1.column("region").to_pandas().astype(str))[0],
+                                t1.column("size").to_numpy(), t1.column("income").to_numpy()])
+    assert row_classes(released.astype(float))[0].min() >= 3
