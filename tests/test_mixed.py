@@ -348,3 +348,58 @@ def test_parquet_dictionary_keys_keep_their_type(tmp_path):
     released = np.column_stack([pd.factorize(t1.column("region").to_pandas().astype(str))[0],
                                 t1.column("size").to_numpy(), t1.column("income").to_numpy()])
     assert row_classes(released.astype(float))[0].min() >= 3
+
+
+def _hetero_mdav_reference(W, KN, wn):
+    """Heterogeneous MDAV written out (continuous coordinates W, nominal codes KN with
+    mismatch weights wn): numpy distances in the kernel's order of operations."""
+    n, k = W.shape[0], 3
+    labels = np.full(n, -1)
+    rem = np.arange(n)
+
+    def dist(rows, qc, qn):
+        d = np.zeros(rows.size)
+        for j in range(W.shape[1]):
+            d += (W[rows, j] - qc[j]) ** 2
+        for j in range(KN.shape[1]):
+            d += wn[j] * (KN[rows, j] != qn[j])
+        return d
+
+    def centroid(rows):
+        modes = [np.argmax(np.bincount(KN[rows, j], minlength=KN[:, j].max() + 1)) for j in range(KN.shape[1])]
+        return W[rows].mean(axis=0), modes
+
+    def group(rows, centre):
+        d = dist(rows, W[centre], KN[centre])
+        d[rows == centre] = -1
+        return rows[np.lexsort((rows, d))[:k]]
+
+    g = 0
+    while rem.size >= 2 * k:
+        r = rem[np.argmax(dist(rem, *centroid(rem)))]
+        s = rem[np.argmax(np.where(rem == r, -1, dist(rem, W[r], KN[r])))]
+        grp = group(rem, r)
+        labels[grp] = g
+        g += 1
+        rem = np.setdiff1d(rem, grp)
+        if rem.size < 2 * k or rem.size + k < 3 * k:
+            break
+        if s not in rem:
+            s = rem[np.searchsorted(rem, s) % rem.size]
+        grp = group(rem, s)
+        labels[grp] = g
+        g += 1
+        rem = np.setdiff1d(rem, grp)
+    labels[rem] = g
+    from microagg_cli.partition import canonical_labels
+    return canonical_labels(labels)
+
+
+def test_mixed_mdav_equals_its_definition(rng):
+    from microagg_cli.methods.mixed import prepare
+
+    for n in (20, 61, 250):
+        Z = rng.normal(size=(n, 2))
+        nom = rng.integers(0, 4, size=(n, 2))
+        W, KN, wn, _KO, _co, _ = prepare(Z, nom, None, None, None)
+        assert mixed_mdav(Z, 3, nominal=nom).tolist() == _hetero_mdav_reference(W, KN.astype(int), wn).tolist()
