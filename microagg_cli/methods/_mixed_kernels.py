@@ -48,25 +48,9 @@ def _fill(D, m, WT, KNT, wn, KOT, co, qc, qn, qo):
             D[i] += t * t
 
 
-@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
-def _one(i, WT, KNT, wn, KOT, co, qc, qn, qo):
-    """The squared mixed distance of working record ``i`` to (qc, qn, qo), with the very
-    operations of :func:`_fill` in the same order (the same bits)."""
-    d = 0.0
-    for j in range(WT.shape[0]):
-        t = WT[j, i] - qc[j]
-        d += t * t
-    for j in range(KNT.shape[0]):
-        d += wn[j] * (KNT[j, i] != qn[j])
-    for j in range(KOT.shape[0]):
-        t = co[j, KOT[j, i]] - co[j, qo[j]]
-        d += t * t
-    return d
-
-
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med,
-                    D, qc, qn, qo, SA, c0, mode0, med0):
+                    D, qc, qn, qo):
     """Heterogeneous MDAV on working copies; writes ``labels`` (input order); returns groups.
 
     A numba kernel: its arrays come one by one (no allocation inside, see module doc).
@@ -76,14 +60,7 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
     per-level counts of the remaining records, ``csum`` their coordinate sums; ``idx``
     input index of each working record; ``alive`` working flags; ``bd``/``bi``/``gr``
     (k) scratch; ``cen``/``mode``/``med`` the centroid; ``D`` (m) distances; ``qc``,
-    ``qn``, ``qo`` a query record; ``SA`` (m) the distances (not squared) of the working
-    records to a reference centroid (``c0``, ``mode0``, ``med0``).
-
-    The farthest record from the centroid c is sought with the bound
-    ``d(x, c) <= d(x, c0) + d(c0, c)`` (the mixed distance is Euclidean in the one-hot
-    embedding, where modes and medians are points too): only records whose bound reaches
-    the best distance so far are measured. When that costs more than a quarter of a
-    pass, the reference becomes the current centroid (one full pass).
+    ``qn``, ``qo`` a query record.
     """
     m = WT.shape[1]
     pc = WT.shape[0]
@@ -92,7 +69,6 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
     n_alive = m
     dead = 0
     g = 0
-    measured = m  # records measured against the reference since it was set: none set yet
     while n_alive > 0:
         # -- compaction (stable) when a quarter has left
         if dead * 4 > m:
@@ -107,7 +83,6 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
                         for j in range(po):
                             KOT[j, t] = KOT[j, i]
                         idx[t] = idx[i]
-                        SA[t] = SA[i]
                     alive[t] = True
                     t += 1
             m = t
@@ -137,44 +112,13 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
                     med[j] = lv
                     break
         # -- r: farthest from the centroid (first in input order on ties)
+        _fill(D, m, WT, KNT, wn, KOT, co, cen, mode, med)
         r = -1
         dmax = -1.0
-        if measured * 4 > n_alive:  # a new reference: the centroid itself, one full pass
-            _fill(D, m, WT, KNT, wn, KOT, co, cen, mode, med)
-            for i in range(m):
-                SA[i] = D[i] ** 0.5
-                if alive[i] and D[i] > dmax:
-                    dmax = D[i]
-                    r = i
-            for j in range(pc):
-                c0[j] = cen[j]
-            for j in range(pn):
-                mode0[j] = mode[j]
-            for j in range(po):
-                med0[j] = med[j]
-            measured = 0
-        else:
-            delta = 0.0  # d(c0, c), same formula
-            for j in range(pc):
-                t = c0[j] - cen[j]
-                delta += t * t
-            for j in range(pn):
-                delta += wn[j] * (mode0[j] != mode[j])
-            for j in range(po):
-                t = co[j, med0[j]] - co[j, med[j]]
-                delta += t * t
-            delta = delta ** 0.5
-            for i in range(m):
-                if not alive[i]:
-                    continue
-                ub = SA[i] + delta
-                if ub * ub * (1.0 + 1e-9) + 1e-12 < dmax:
-                    continue  # cannot be farther than (nor as far as) the best so far
-                measured += 1
-                d = _one(i, WT, KNT, wn, KOT, co, cen, mode, med)
-                if d > dmax:
-                    dmax = d
-                    r = i
+        for i in range(m):
+            if alive[i] and D[i] > dmax:
+                dmax = D[i]
+                r = i
         three = n_alive >= 3 * k
         for step in range(2):
             q = r

@@ -206,8 +206,7 @@ def mixed_mdav(
                     int(k), np.zeros(k), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
                     np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64),
                     np.zeros(n), np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64),
-                    np.zeros(max(po, 1), dtype=np.int64), np.zeros(n), np.zeros(max(pc, 1)),
-                    np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
+                    np.zeros(max(po, 1), dtype=np.int64))
     return canonical_labels(labels)
 
 
