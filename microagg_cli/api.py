@@ -143,7 +143,6 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if plan is None:
         plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
                            drop=req.drop, passthrough=req.passthrough, roles=req.roles)
-    plan, _ = split_plan(plan, run)  # keys named in a plan block join that block's grouping
     check_id_column(table.columns, plan, req.id_column)
     check_keys(table.columns, plan, run.keys, run.strata)
 
@@ -154,7 +153,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if req.evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
-        rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
+        rep["evaluation"] = evaluate_protected(table, split_plan(plan, run)[0], result, seed=run.seed)
     statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
     # one transaction: the output and the report appear together or not at all
     with progress_phase(f"writing {'stdout' if out_path is None else out_path.name}", unit="bytes"), \

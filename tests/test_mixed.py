@@ -403,3 +403,19 @@ def test_mixed_mdav_equals_its_definition(rng):
         nom = rng.integers(0, 4, size=(n, 2))
         W, KN, wn, _KO, _co, _ = prepare(Z, nom, None, None, None)
         assert mixed_mdav(Z, 3, nominal=nom).tolist() == _hetero_mdav_reference(W, KN.astype(int), wn).tolist()
+
+
+def test_cli_plan_block_naming_the_keys(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('version = 1\n[defaults]\nmethod = "mdav"\nk = 3\n'
+                    '[[blocks]]\nname = "money"\ncolumns = ["income", "expend", "urbrur", "sex"]\n'
+                    '[[blocks]]\nname = "other"\ncolumns = ["savings"]\n')
+    out, rep = tmp_path / "o.csv", tmp_path / "r.json"
+    res = run_cli("protect", HOUSEHOLD, "-o", out, "--plan", plan, "--categorical", "urbrur,sex", "-r", rep,
+                  "--evaluate", "-q")
+    assert res.exit_code == 0, res.output
+    report = json.loads(rep.read_text())
+    assert report["columns"]["protected"] == ["income", "expend", "savings"]
+    assert [b["columns"] for b in report["blocks"]] == [["income", "expend"], ["savings"]]
+    assert report["blocks"][0]["k_released"]["columns"] == ["urbrur", "sex", "income", "expend"]
+    assert report["evaluation"]["columns"] == ["income", "expend", "savings"]

@@ -730,8 +730,8 @@ def build_report(
     Contains no original value of a protected attribute: only sizes, losses and
     counts.
     """
-    protected = plan.columns
     mixed_keys = list(request.run.categorical or []) + list(request.run.ordinal or [])
+    protected = [c for c in plan.columns if c not in mixed_keys]  # a plan block may name the keys
     passthrough = [c for c in table.columns if c not in protected and c not in plan.drop and c not in mixed_keys]
     blocks = []
     for r in result.blocks:
@@ -843,7 +843,6 @@ def protect_run(
     """
     t0 = time.perf_counter() if started is None else started
     run = request.run
-    plan, _ = split_plan(plan, run)
     id_column = request.regenerated_id
     check_id_column(table.columns, plan, id_column)
     result = protect_table(table, plan, run, progress=progress)
