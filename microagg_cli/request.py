@@ -207,8 +207,9 @@ class RunOptions(_Request):
         None, "Ordered key columns grouped together with the protected columns (by rank) and released "
               "as each group's median category.")
     mixed_weights: Mapping[str, float] | None = opt(
-        None, "Weights of the mixed distance's parts, e.g. categorical=2,ordinal=1,continuous=1 (the "
-              "defaults): squared z-score differences, squared rank differences, mismatches (0/1).")
+        None, "Weights of the mixed distance's parts (defaults: continuous=1,ordinal=1,categorical=2): "
+              "squared z-score differences, squared differences of the z-scored mid-ranks, mismatches "
+              "(0/1, each key's divided by half its Gini-Simpson index).")
 
     def __post_init__(self) -> None:
         if self.bound not in BOUND_MODES:
