@@ -50,6 +50,7 @@ from .progress import phase as progress_phase
 from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
 from .roles import check_declared_missing, load_rda, prepare_dates, release_dates, resolve_request
+from .protection.mixed import split_plan
 from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
 
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "propose_roles",
@@ -117,6 +118,9 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         plan = plan.with_passthrough(req.passthrough)
         req = req.replace(plan=plan)
     streamed = req.engine is not None or req.scheduler is not None
+    if (streamed or (str(input) != "-" and Path(input).is_dir())) and (run.categorical or run.ordinal):
+        raise InvalidParameterError("--categorical/--ordinal keys are grouped in memory: leave out --engine/"
+                                    "--scheduler (and give a file, not a dataset directory)")
     if streamed and str(input) != "-" and not Path(input).is_dir() \
             and detect_format(input, read.input_format) in STAT_FORMATS:  # #28
         raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
@@ -175,7 +179,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if req.evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for
 
-        rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
+        rep["evaluation"] = evaluate_protected(table, split_plan(plan, run)[0], result, seed=run.seed)
     if dates:  # ... released as dates again
         result.data = release_dates(result.data, dates)
     statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight

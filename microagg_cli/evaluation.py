@@ -99,6 +99,7 @@ def _columns(
     blocks: list[list[str]] | None,
     plan: BlockPlan | None,
     unshared: dict[str, list[str]] | None = None,
+    exclude: Sequence[str] = (),
 ) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
     """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
     info: dict[str, Any] = {}
@@ -126,7 +127,7 @@ def _columns(
     prot_numeric = set(numeric_columns(prot))
     names, unchanged, skipped = [], [], []
     for name in numeric_columns(orig):
-        if name in key or name not in prot.columns:  # not in both files: named by unshared_columns
+        if name in key or name not in prot.columns or name in exclude:  # not in both files: named by unshared_columns
             continue
         if name not in prot_numeric:
             skipped.append(name)
@@ -525,7 +526,7 @@ def evaluate_tables(
     order, matching = pair_records(orig, prot, key=key, pairing_file=request.pairing_file)
     unshared = unshared_columns(orig, prot, exclude=key)
     names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan,
-                                       unshared=unshared)
+                                       unshared=unshared, exclude=request.categorical or ())
     X = numeric_matrix(orig, names, allow_missing=True)
     Xp = numeric_matrix(prot, names, allow_missing=True)
     if order is not None:
@@ -568,6 +569,8 @@ def evaluate_tables(
                 for j, c in enumerate(names)
             ],
         }
+    if request.categorical:
+        rep["categorical"] = _categorical(orig, prot, order, rows, request, Xp, names)
     rep["gates"] = _gates(rep, gates, gate_on)
     return rep
 
@@ -599,7 +602,7 @@ class _AnalysisInputs:
             return values[rows]
 
         def check(col: str, option: str, *, both: bool) -> None:
-            if col == request.key:
+            if col in key_columns(request.key):
                 raise InvalidParameterError(f"{option}: {col!r} is the --key column")
             for table, what in ((orig, "original"), (prot, "protected"))[: 2 if both else 1]:
                 if col not in table.columns:
@@ -683,6 +686,33 @@ def model_summary(util: Mapping[str, Any]) -> dict[str, Any]:
         "pmse_ratio": _dig(util, "pmse", "ratio"),
         "group_mean_change": _dig(util, "groups", "max_abs_mean_change"),
     }
+
+
+def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.ndarray, request: EvaluateRequest,
+                 Xp: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """The report's ``categorical`` section (:func:`microagg_cli.metrics.categorical.categorical_measures`)
+    over the evaluated records; categories are compared as the files' text (a missing
+    cell is a category of its own)."""
+    import pandas as pd
+
+    from .metrics.categorical import categorical_measures
+
+    cats = list(request.categorical or [])
+    _check_names(cats, orig, prot, key_columns(request.key), "--categorical")
+    both = [c for c in cats if c in names]
+    if both:
+        raise InvalidParameterError(f"--categorical: column {both[0]!r} is also an evaluated (continuous) column")
+    o_codes, r_codes = [], []
+    for c in cats:
+        a = orig.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
+        b = prot.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
+        if order is not None:
+            b = b[order]
+        codes = pd.factorize(np.concatenate([a[rows], b[rows]]))[0]
+        o_codes.append(codes[:rows.size])
+        r_codes.append(codes[rows.size:])
+    k = request.k if request.k is not None else 3
+    return categorical_measures(cats, np.column_stack(o_codes), np.column_stack(r_codes), Xp, names, k)
 
 
 def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> dict[str, float]:

@@ -200,6 +200,7 @@ class EvalOptions:
     max_scenarios: int | None
     dr_weights: Mapping[str, float] | None
     score_weights: Mapping[str, float] | None
+    categorical: tuple[str, ...] = ()
 
 
 def parse_method(text: str) -> MethodChoice:
@@ -524,7 +525,8 @@ def run_cell(
     spec = get_method(cell.method.name)
     with _captured_log(warnings):
         t0 = time.perf_counter()
-        result = protect_table(table, plan, RunOptions(seed=options.seed))
+        result = protect_table(table, plan, RunOptions(seed=options.seed,
+                                                       categorical=list(options.categorical) or None))
         t1 = time.perf_counter()
         X = numeric_matrix(table, names)
         Xp = np.column_stack([r.values for r in result.blocks])
@@ -592,7 +594,20 @@ def run_cell(
         "warnings": warnings,
         "saved": saved,
         "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
+        **_mixed_row(result, options),
     }
+
+
+def _mixed_row(result: Any, options: EvalOptions) -> dict[str, Any]:
+    """A grid with categorical keys: the mean share of changed categories (%) and the
+    smallest class over every released key (the block loop's k-check)."""
+    if not options.categorical:
+        return {}
+    held = [r for r in result.blocks if r.keys is not None]
+    mixed = held[0].stats["mixed"] if held else {}
+    share = mixed.get("mean_changed_share")
+    return {"categorical_changed": None if share is None else 100.0 * share,
+            "k_released": min(r.stats["k_released"]["k_min"] for r in held) if held else None}
 
 
 # ------------------------------------------------------------------------ the run
@@ -890,7 +905,15 @@ def grid_options(request: CompareRequest) -> tuple[Preset | None, list[MethodCho
         max_scenarios=None if max_scenarios is None else int(max_scenarios),
         dr_weights=dict(dr_weights) if dr_weights else None,
         score_weights=dict(score_weights) if score_weights else None,
+        categorical=tuple(r.categorical or ()),
     )
+    if options.categorical:
+        from .methods.mixed import MIXED_METHODS
+
+        for c in choices:
+            if c.name not in MIXED_METHODS:
+                raise InvalidParameterError(f"--categorical: method {c.name!r} does not group categorical keys; "
+                                            f"use {' or '.join(MIXED_METHODS)}")
     return pre, choices, ks, vks, options
 
 
@@ -906,6 +929,7 @@ def plan_cells(
     block_size: int | None,
     columns: Sequence[str] | None,
     seed: int,
+    roles: Sequence[str] = (),
 ) -> list[Cell]:
     """The grid's plans (given, proposed by strategies, the preset's, or one block of the
     columns) and its cells, checked against ``table``."""
@@ -925,7 +949,7 @@ def plan_cells(
         elif pre is not None and pre.plans is not None:
             cols = [c for p in pre.plans for c in p.columns]
         else:
-            cols, _ = resolve_columns(table, None, None)
+            cols, _ = resolve_columns(table, None, None, roles=list(roles) or None)
         missing = [c for c in cols if c not in table.columns]
         if missing:
             what = f"preset {pre.name!r} needs" if pre is not None else "the grid needs"
@@ -963,7 +987,8 @@ def compare_table(
 def _cells(table: Table, pre: Preset | None, choices: Sequence[MethodChoice], ks: Sequence[int],
            vks: Sequence[int] | None, request: CompareRequest) -> list[Cell]:
     return plan_cells(table, pre, choices, ks, vks, plans=request.plans, strategies=request.strategies,
-                      block_size=request.block_size, columns=request.columns, seed=request.seed)
+                      block_size=request.block_size, columns=request.columns, seed=request.seed,
+                      roles=request.categorical or ())
 
 
 def compare_file(

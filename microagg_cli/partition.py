@@ -214,3 +214,50 @@ def information_loss(Z: np.ndarray, labels: np.ndarray) -> float:
     """IL = 100 * SSE / SST of a partition of the (z-scored) matrix ``Z``."""
     total = sst(Z)
     return 100.0 * sse(Z, labels) / total if total > 0 else 0.0
+
+
+def aggregate_codes(codes: np.ndarray, labels: np.ndarray, *, ordered: bool) -> np.ndarray:
+    """Replace every record's category code by its group's mode or median category.
+
+    The aggregation of the key roles next to :func:`aggregate` (continuous columns):
+    nominal keys are released as their group's mode, ordinal keys as its median
+    category, so every released row stays constant within its group.
+
+    Parameters
+    ----------
+    codes : (n,) non-negative integer category codes. Nominal codes are numbered in
+        order of first appearance in the input; ordinal codes follow the categories'
+        order.
+    labels : (n,) partition.
+    ordered : False = mode (ties: the smallest code, i.e. the category met first in the
+        input); True = lower median (the ceil(m/2)-th smallest code of a group of m).
+
+    Returns
+    -------
+    (n,) int64: row i holds its group's released code.
+
+    Examples
+    --------
+    >>> aggregate_codes(np.array([2, 1, 1, 0, 2, 0]), np.array([0, 0, 0, 1, 1, 1]), ordered=False).tolist()
+    [1, 1, 1, 0, 0, 0]
+    >>> aggregate_codes(np.array([3, 0, 1, 2]), np.array([0, 0, 0, 0]), ordered=True).tolist()
+    [1, 1, 1, 1]
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    labels = canonical_labels(np.asarray(labels))
+    if codes.size == 0:
+        return codes.copy()
+    n_groups = int(labels.max()) + 1
+    if ordered:
+        order = np.lexsort((codes, labels))
+        sizes = np.bincount(labels, minlength=n_groups)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        released = codes[order][starts + (sizes - 1) // 2]
+        return released[labels]
+    pairs, counts = np.unique(labels * (int(codes.max()) + 1) + codes, return_counts=True)
+    group, code = np.divmod(pairs, int(codes.max()) + 1)
+    best = np.lexsort((code, -counts, group))  # per group: most frequent, then smallest code
+    first = np.flatnonzero(np.r_[True, np.diff(group[best]) != 0])
+    released = np.empty(n_groups, dtype=np.int64)
+    released[group[best][first]] = code[best][first]
+    return released[labels]

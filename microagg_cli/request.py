@@ -208,6 +208,10 @@ class RunOptions(_Request):
     ordinal: list[str] | None = opt(
         None, "Ordered key columns grouped together with the protected columns (by rank) and released "
               "as each group's median category.")
+    mixed_weights: Mapping[str, float] | None = opt(
+        None, "Weights of the mixed distance's parts (defaults: continuous=1,ordinal=1,categorical=2): "
+              "squared z-score differences, squared differences of the z-scored mid-ranks, mismatches "
+              "(0/1, each key's divided by half its Gini-Simpson index).")
 
     def __post_init__(self) -> None:
         if self.bound not in BOUND_MODES:
@@ -388,6 +392,10 @@ class EvaluateRequest(_Request):
     strata: list[str] | None = opt(
         None, "The strata the file was protected within (sdc protect --strata): the group table's default "
               "--by.")
+    categorical: list[str] | None = opt(
+        None, "Categorical (or ordinal) key columns released as group categories: per key the share of "
+              "records whose category changed, total-variation distances of the one- and two-way tables, "
+              "and k over these keys and the evaluated columns together.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
@@ -443,6 +451,9 @@ class CompareRequest(_Request):
               "single, random (see sdc blocks).")
     block_size: int | None = opt(None, "Block size for --strategies correlated, cross and random.")
     columns: list[str] | None = opt(None, "Columns to protect (default: every numeric column); not with --plans.")
+    categorical: list[str] | None = opt(
+        None, "Categorical key columns grouped with the protected columns in every cell (mdav, ils): adds "
+              "the mean share of changed categories and the smallest class over every released key.")
     preset: str | None = opt(
         None, "Reproduce a literature experiment on the sample data (see --list-presets); --methods, "
               "-k, --mic1d-k, --plans and --strategies override its parts.")

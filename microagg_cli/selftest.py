@@ -37,9 +37,10 @@ __all__ = ["COMPILED_METHODS", "ALL_CHECKS", "DEFAULT_METHODS", "CheckResult", "
 COMPILED_METHODS = ("mdav", "ils", "mdav-ls", "kward", "kward-1d", "optimal-1d", "pcp", "zscores", "sugeno",
                     "mhm", "genetic")
 
-#: Every check ``--all`` runs: the methods, then ``risk``, the kernels of the risk
-#: measures (``sdc evaluate`` and every report's risk section: DLD, PLD, k').
-ALL_CHECKS = COMPILED_METHODS + ("risk",)
+#: Every check ``--all`` runs: the methods, ``mixed`` (the kernels of the grouping with
+#: categorical keys, ``--categorical``), then ``risk``, the kernels of the risk measures
+#: (``sdc evaluate`` and every report's risk section: DLD, PLD, k').
+ALL_CHECKS = COMPILED_METHODS + ("mixed", "risk")
 
 #: What ``sdc self-test`` checks without arguments: the kernels of ``sdc protect``'s
 #: default method.
@@ -162,9 +163,33 @@ def _check_risk() -> tuple[str, str]:
     return what, ""
 
 
+def _check_mixed() -> tuple[str, str]:
+    """Heterogeneous MDAV and its local search (``--categorical``): without keys the very
+    partition of MDAV's reference; with keys groups >= k whose mixed objective the search
+    never raises."""
+    from .methods.fixed_size import mdav_reference
+    from .methods.mixed import mixed_mdav, mixed_objective
+    from .methods.mixed_refine import mixed_local_search
+
+    n = 300
+    X = _data(n, 2)
+    nominal = (np.abs(np.round(X * 3)) % 4).astype(np.int64)
+    what = f"mixed MDAV = MDAV without keys; with 2 keys groups >= {_K}, local search never worse ({n} records)"
+    if not np.array_equal(mixed_mdav(X, _K), mdav_reference(X, _K)):
+        return what, "without keys the partition differs from MDAV's reference"
+    start = mixed_mdav(X, _K, nominal=nominal)
+    labels = mixed_local_search(X, start, _K, nominal=nominal)
+    if np.bincount(labels).min() < _K or np.bincount(start).min() < _K:
+        return what, f"a group below k = {_K}"
+    if mixed_objective(X, labels, nominal=nominal) > mixed_objective(X, start, nominal=nominal) * (1 + 1e-12):
+        return what, "the local search raised the mixed objective"
+    return what, ""
+
+
 def _checks() -> dict[str, Callable[[], tuple[str, str]]]:
     checks = {name: (_check_mdav if name == "mdav" else _check_method(name)) for name in COMPILED_METHODS}
     checks["risk"] = _check_risk
+    checks["mixed"] = _check_mixed
     return checks
 
 

@@ -50,6 +50,7 @@ def test_every_kernel_module_is_covered():
     covered |= {"microagg_cli.methods._fast_mdav", "microagg_cli.methods._cones"}
     covered |= {"microagg_cli.methods._monge"}  # optimal-1d's check runs its solvers
     covered |= {"microagg_cli.methods._contiguous"}  # so do optimal-1d's, pcp's, mhm's, genetic's
+    covered |= {"microagg_cli.methods._mixed_kernels", "microagg_cli.methods.mixed_refine"}  # the mixed check
     assert kernel_modules and kernel_modules <= covered, kernel_modules - covered
 
 
@@ -96,3 +97,15 @@ def test_all_runs_the_risk_kernels_check_and_it_can_fail(monkeypatch):
     monkeypatch.setattr(risk, "_DLD_MARGIN_TOL", -1.0)
     (bad,) = selftest.run_self_test(["risk"])
     assert not bad.passed and "DLD of scenario" in bad.message
+
+
+def test_mixed_check_passes_and_can_fail(monkeypatch):
+    """``mixed`` checks heterogeneous MDAV and its local search; a search that returns a
+    worse grouping (records rotated between groups) fails it."""
+    (ok,) = selftest.run_self_test(["mixed"])
+    assert ok.passed and "mixed MDAV" in ok.check
+    from microagg_cli.methods import mixed_refine
+
+    monkeypatch.setattr(mixed_refine, "mixed_local_search", lambda X, labels, k, **kw: np.roll(labels, 1))
+    (bad,) = selftest.run_self_test(["mixed"])
+    assert not bad.passed and "raised the mixed objective" in bad.message

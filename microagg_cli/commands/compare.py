@@ -48,6 +48,7 @@ def _presets_text() -> str:
 @field_option(C, "strategies", "--strategies", metavar="S1,S2")
 @field_option(C, "block_size", "--block-size", type=int, metavar="S")
 @field_option(C, "columns", "-c", "--columns", metavar="A,B,C")
+@field_option(C, "categorical", "--categorical", metavar="COL[,COL]")
 @field_option(C, "preset", "--preset", type=click.Choice(list(grid.PRESETS)))
 @field_option(C, "known", "--known", multiple=True, metavar="A,B,C", default=())
 @field_option(C, "max_scenarios", "--max-scenarios", type=int, show_default=True, metavar="N")
@@ -69,7 +70,7 @@ def _presets_text() -> str:
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")
 @listing_option("--list-presets", _presets_text, "List the presets with their references and notes, then exit.")
 @verbosity_options
-def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, preset, known,
+def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, categorical, preset, known,
                     max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,
                     force, min_ci_overlap, input_format, delimiter, decimal, quiet, verbose):
     """Compare methods, k values and blocking plans on INPUT: information loss against risk.
@@ -109,7 +110,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         plans=_list(plans, "--plans"),
         strategies=_list(strategies, "--strategies"),
         block_size=block_size,
-        columns=split_names(columns),
+        columns=split_names(columns), categorical=split_names(categorical),
         preset=preset,
         known=parse_known(known),
         max_scenarios=max_scenarios,

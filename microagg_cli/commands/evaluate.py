@@ -33,6 +33,7 @@ __all__ = ["evaluate_command"]
               show_default=True)
 @field_option(E, "blocks", "--blocks", metavar="A,B;C,D")
 @field_option(E, "plan", "--plan", metavar="PLAN")
+@field_option(E, "categorical", "--categorical", metavar="COL[,COL]")
 @scenario_options
 @field_option(E, "dr_weights", "--dr-weights", metavar="dld=W,pld=W,id=W")
 @field_option(E, "score_weights", "--score-weights", metavar="il=W,dr=W")
@@ -56,11 +57,11 @@ __all__ = ["evaluate_command"]
                    "0 = the CPUs this process may use. The report does not depend on it.")
 @input_options
 @verbosity_options
-def evaluate_command(original, protected, columns, key, pairing_file, pairing_check, blocks, plan, k, known,
-                     max_scenarios, seed, dr_weights, score_weights, scale, bound, time_limit, missing, models,
-                     weights, by, strata, fmt, report, html, internal, max_dld, max_id, max_score, min_kprime,
-                     max_il, min_ci_overlap, gate_on, force, jobs, input_format, delimiter, decimal, quiet,
-                     verbose):
+def evaluate_command(original, protected, columns, key, pairing_file, pairing_check, blocks, plan, categorical, k,
+                     known, max_scenarios, seed, dr_weights, score_weights, scale, bound, time_limit, missing,
+                     models, weights, by, strata, fmt, report, html, internal, max_dld, max_id, max_score,
+                     min_kprime, max_il, min_ci_overlap, gate_on, force, jobs, input_format, delimiter, decimal,
+                     quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
     Both files hold the same records, paired by position, by key columns (--key)
@@ -119,6 +120,8 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
           --known income --known income,expend --format json -q
       sdc evaluate survey.csv released.csv --model "income ~ expend + age" --weights w \\
           --by region --min-ci-overlap 0.8
+      sdc evaluate sample_data/household.csv hh.csv --columns age,expend,income,savings \\
+          --categorical urbrur,roof,walls,water,electcon,relat,sex,hhcivil
     """
     setup_logging(quiet, verbose)
     if fmt == "json" and report == "-":
@@ -139,6 +142,7 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
         models=list(models) or None, weights=weights, by=split_names(by), strata=split_names(strata),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
+        categorical=split_names(categorical),
     )
     failure: ThresholdExceeded | None = None
     # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise

@@ -16,6 +16,7 @@ from ..request import (
     ProtectRequest,
     default,
 )
+from ._common_eval import parse_weights
 from ._options import (
     complete_method,
     field_option,
@@ -78,6 +79,7 @@ def methods_text() -> str:
 @field_option(R, "categorical", "--categorical", metavar="COL[,COL]")
 @field_option(R, "ordinal", "--ordinal", metavar="COL[,COL]")
 @field_option(R, "metadata", "--metadata", metavar="FILE.rda")
+@field_option(R, "mixed_weights", "--mixed-weights", metavar="ROLE=W[,ROLE=W]")
 @field_option(R, "evaluate_risk", "--evaluate", "evaluate_risk", is_flag=True)
 @field_option(R, "bound", "--bound/--no-bound", "bound", default=BOUND_FLAG[default(R, "bound")])
 @field_option(R, "partition_size", "--partition-size", type=click.IntRange(min=3), metavar="N")
@@ -89,7 +91,7 @@ def methods_text() -> str:
 @verbosity_options
 def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
                     weights, missing, shuffle_rows, pairing_file, id_column, regenerate_ids, decimal, thousands,
-                    na_values, keys, categorical, ordinal, metadata, evaluate_risk,
+                    na_values, keys, categorical, ordinal, metadata, mixed_weights, evaluate_risk,
                     bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
                     verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
@@ -109,6 +111,8 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
       sdc protect sample_data/household.csv -o hh.csv -k 3 --columns income,expend,savings \\
           --strata urbrur --weights sampling_weight --report hh.json
       sdc protect sample_data/census.csv -o blocked.csv --plan sample_data/plans/census-correlated.toml
+      sdc protect sample_data/household.csv -o hh.csv -k 3 --columns age,expend,income,savings \\
+          --categorical urbrur,roof,walls,water,electcon,relat,sex,hhcivil --weights sampling_weight
       sdc protect register/ -o protected/ -k 3 --columns income,expend --partition-size 50000 \\
           --engine dask --scheduler tcp://10.0.0.5:8786
     """
@@ -130,7 +134,8 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
             delimiter=delimiter, decimal=decimal, thousands=thousands,
             na_values=None if na_values is None else [v for v in na_values.split(",") if v.strip()],
             keys=split_names(keys), categorical=split_names(categorical), ordinal=split_names(ordinal),
-            metadata=metadata, strata=split_names(strata), small_strata=small_strata,
+            metadata=metadata, mixed_weights=parse_weights(mixed_weights, "--mixed-weights"),
+            strata=split_names(strata), small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows,
             pairing_file=pairing_file,
             id_column=id_column, regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk,

@@ -16,7 +16,8 @@ __all__ = ["selftest_command"]
 @click.argument("methods", metavar="[METHOD]...", nargs=-1)
 @click.option("--all", "all_methods", is_flag=True,
               help=f"Every method with compiled kernels ({', '.join(COMPILED_METHODS)}) and the "
-                   "risk measures' kernels (risk: sdc evaluate and the reports' risk section).")
+                   "risk measures' kernels (risk: sdc evaluate and the reports' risk section), and those "
+                   "of the grouping with categorical keys (mixed: sdc protect --categorical).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="What goes to stdout: nothing (text: the table goes to stderr) or the results as JSON.")
 @verbosity_options
@@ -31,6 +32,8 @@ def selftest_command(methods, all_methods, fmt, quiet, verbose):
     methods groups of at least k (and ils, mdav-ls and optimal-1d an SSE no higher
     than MDAV's). METHOD risk checks the kernels of the risk measures (sdc evaluate,
     the reports' risk section): DLD by layers of scenarios must equal brute force.
+    METHOD mixed checks those of sdc protect --categorical: heterogeneous MDAV must give
+    MDAV's partition without keys, and its local search never a worse grouping.
     Without METHOD: mdav, the default of sdc protect.
 
     Exit code 0 when every check passes, 1 when one fails (a bug: please report it

@@ -58,6 +58,11 @@ class BlockResult:
     stats: dict[str, Any] = field(default_factory=dict)
     #: of ``stats["seconds"]``, the time numba spent compiling kernels (first run only)
     compile_seconds: float = 0.0
+    #: mixed blocks: the released category codes of the categorical/ordinal keys (n, q),
+    #: -1 where a record is not grouped; None for a block of continuous columns only
+    keys: np.ndarray | None = None
+    #: mixed blocks: the keys themselves (:class:`microagg_cli.protection.mixed.MixedKeys`)
+    mixed: Any = None
 
 
 

@@ -53,7 +53,10 @@ from ..progress import set_done
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
+from .mixed import check_options as check_mixed_options
+from .mixed import mixed_stats, protect_mixed_rows, read_keys, released_columns, split_plan
 from .parts import protect_rows
+from ..methods.mixed import check_weights as mixed_weights
 from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions, default
 
 __all__ = [
@@ -191,11 +194,13 @@ def protect_blocks(
     (:class:`microagg_cli.request.RunOptions`, default: its defaults).
     """
     options = RunOptions() if options is None else options
+    plan, mixed_at = split_plan(plan, options)
     seed, strata, small_strata, strata_missing = options.seed, options.strata, options.small_strata, \
         options.strata_missing
     weights, missing, partition_size, bound, keys = options.weights, options.missing, options.partition_size, \
         options.bound, options.keys
     stat = check_run(source.columns, plan, options)
+    check_mixed_options(source.columns, plan, options)
     declared_keys = list(keys or [])
     n = source.n_rows
     w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
@@ -206,6 +211,7 @@ def protect_blocks(
         counts = ", ".join(f"{c}: {m}" for c, m in strata_missing_counts.items() if m)
         raise DataError(f"--strata: missing stratum values ({counts}); fix them, or give --strata-missing own "
                         "to make the missing value a stratum of its own")
+    mixed = read_keys(source, options) if mixed_at is not None else None
     results: list[BlockResult] = []
     parts: list[tuple[float, float]] = []
     for i, block in enumerate(plan.blocks):
@@ -213,6 +219,16 @@ def protect_blocks(
         check_magnitude(X, block.columns)
         nan = np.isnan(X)
         grouped = ~nan.any(axis=1) if missing == "complete" else ~nan.all(axis=1)
+        key_codes = None
+        if i == mixed_at:
+            key_codes = mixed.codes
+            absent = key_codes < 0
+            if absent.any() and missing == "error":
+                counts = ", ".join(f"{c}: {int(m)}" for c, m in zip(mixed.names, absent.sum(axis=0)) if m)
+                raise DataError(f"missing categorical/ordinal key values ({counts}); fix them, or give --missing "
+                                "complete to leave such records out (their keys and values are blanked)")
+            grouped &= ~absent.any(axis=1)
+            released_keys = np.full(key_codes.shape, -1, dtype=np.int64)
         missing_cells = int(nan.sum())
         del nan
         rows_grouped = np.flatnonzero(grouped)
@@ -247,12 +263,20 @@ def protect_blocks(
                 rows = rows_grouped[members]
                 every = rows.size == n  # one stratum holding every record: no copies
                 sname = block.name if not strata else f"{block.name}[{'/'.join(key)}]"
-                res = protect_rows(
-                    X if every else X[rows], block,
-                    seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
-                    stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
-                    partition_size=partition_size, runner=runner, progress=part_done,
-                )
+                if key_codes is not None:
+                    res = protect_mixed_rows(
+                        X if every else X[rows], key_codes[rows], mixed, block,
+                        seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
+                        stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname)
+                    released_keys[rows] = res.keys
+                    part_done(int(rows.size))
+                else:
+                    res = protect_rows(
+                        X if every else X[rows], block,
+                        seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
+                        stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
+                        partition_size=partition_size, runner=runner, progress=part_done,
+                    )
                 if every:
                     Xp = res.values
                 else:
@@ -294,7 +318,11 @@ def protect_blocks(
             "records_suppressed": int(sum(all_strata.members[all_strata.keys.index(key)].size
                                           for key in resolved.suppressed)),
         }
-        results.append(BlockResult(resolved_block, Xp, labels_all if offset else None, stats))
+        out = BlockResult(resolved_block, Xp, labels_all if offset else None, stats)
+        if key_codes is not None:
+            out.keys, out.mixed = released_keys, mixed
+            stats["mixed"] = mixed_stats(mixed, released_keys, released_keys[:, 0] >= 0)
+        results.append(out)
         parts.append(il_parts(X, Xp))
         del X
     released_check(results, key_cols, list(strata or []),
@@ -389,9 +417,9 @@ def released_check(results: list[BlockResult], strata_cols: list[np.ndarray], st
     at least k records (blocks of methods whose k counts values are exempt, as in the
     per-block check). Adds ``stats["k_released"]`` to each block; raises
     :class:`PrivacyCheckError` (exit code 4) otherwise, naming the columns."""
-    if not strata_cols and not key_cols:
+    if not strata_cols and not key_cols and all(r.keys is None for r in results):
         return
-    n = len((strata_cols or key_cols)[0])
+    n = len(strata_cols[0]) if strata_cols else len(key_cols[0]) if key_cols else results[0].values.shape[0]
     extra = np.zeros((n, 0), dtype=np.float64)
     if strata_cols:
         skeys, srow = _row_keys(strata_cols)
@@ -411,9 +439,11 @@ def released_check(results: list[BlockResult], strata_cols: list[np.ndarray], st
         rows = np.flatnonzero(~np.isnan(r.values).all(axis=1))
         if not rows.size:
             continue
-        sizes, n_classes = row_classes(np.hstack([extra[rows], r.values[rows]]))
+        mixed_keys = [] if r.keys is None else list(r.mixed.names)
+        released = extra[rows] if r.keys is None else np.hstack([extra[rows], r.keys[rows].astype(np.float64)])
+        sizes, n_classes = row_classes(np.hstack([released, r.values[rows]]))
         k_min = int(sizes.min())
-        r.stats["k_released"] = {"columns": names + list(r.block.columns), "k_min": k_min,
+        r.stats["k_released"] = {"columns": names + mixed_keys + list(r.block.columns), "k_min": k_min,
                                  "k_prime": rows.size / n_classes, "k_anonymous": k_min >= r.block.k}
         if k_min < r.block.k:
             small = int((sizes < r.block.k).sum())
@@ -424,7 +454,7 @@ def released_check(results: list[BlockResult], strata_cols: list[np.ndarray], st
                    (f" (microaggregate within the keys: --strata {','.join(keys)})" if keys else ""))
             raise PrivacyCheckError(
                 f"block {r.block.name!r}: {small} released rows fall in classes of identical "
-                f"({', '.join(names)}, protected values) smaller than k={r.block.k} (smallest {k_min}); "
+                f"({', '.join(names + mixed_keys)}, protected values) smaller than k={r.block.k} (smallest {k_min}); "
                 f"nothing was written{how}")
 
 
@@ -471,6 +501,10 @@ def protect_table(
                                     recode_merged=True)
     values = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
     out = assemble_output(table, values, plan.drop)
+    for res in results:
+        if res.keys is not None:
+            for name, column in released_columns(table, res.mixed, res.keys).items():
+                out = with_column(out, name, column)
     recoded = _recode_merged(table, results, list(strata or []))
     for name, column in recoded.items():
         out = with_column(out, name, column)
@@ -720,8 +754,9 @@ def build_report(
     Contains no original value of a protected attribute: only sizes, losses and
     counts.
     """
-    protected = plan.columns
-    passthrough = [c for c in table.columns if c not in protected and c not in plan.drop]
+    mixed_keys = list(request.run.categorical or []) + list(request.run.ordinal or [])
+    protected = [c for c in plan.columns if c not in mixed_keys]  # a plan block may name the keys
+    passthrough = [c for c in table.columns if c not in protected and c not in plan.drop and c not in mixed_keys]
     blocks = []
     for r in result.blocks:
         entry = {
@@ -742,7 +777,9 @@ def build_report(
         "command": "protect",
         "input": {**fp, "format": table.fmt, "rows": int(table.n_rows), "columns": len(table.columns)},
         "output": {"name": output, "rows": int(result.data.num_rows), "columns": int(result.data.num_columns)},
-        "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough},
+        "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough,
+                    **({"categorical": list(request.run.categorical or []),
+                        "ordinal": list(request.run.ordinal or [])} if mixed_keys else {})},
         "parameters": request.parameters(plan, stat=check_stat(request.run.stat), **parameters),
         "privacy_check": {
             "passed": True,
@@ -835,7 +872,8 @@ def protect_run(
     result = protect_table(table, plan, run, progress=progress)
     if not default_selection:
         exempt = (set(plan.columns) | set(plan.drop) | set(plan.passthrough) | set(run.strata or [])
-                  | set(run.keys or []) | {c for c in (run.weights, id_column) if c} | set(named))
+                  | set(run.keys or []) | {c for c in (run.weights, id_column) if c} | set(named)
+                  | set(run.categorical or []) | set(run.ordinal or []))
         for name in table.columns:
             if name not in exempt:
                 check_release(table, name)
@@ -844,6 +882,9 @@ def protect_run(
         hygiene.update(shuffled_pairing(request, id_column))
     rep = build_report(table, plan, result, request, output=output, seconds=time.perf_counter() - t0)
     rep["parameters"].update(thousands=table.thousands, na_values=list(table.na_values))
+    if run.categorical or run.ordinal:  # mixed keys: named in the parameters (numeric runs: as before)
+        rep["parameters"].update(categorical=list(run.categorical or []), ordinal=list(run.ordinal or []),
+                                 mixed_weights=mixed_weights(run.mixed_weights))
     rep["output_hygiene"] = hygiene
     result.report = rep
     return result, rep

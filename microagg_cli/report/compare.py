@@ -51,6 +51,17 @@ LABEL_MEASURES: tuple[tuple[str, str], ...] = tuple(
 _MAP_STEPS = (1, 2, 2.5, 3, 4, 5, 6, 8, 10)
 
 
+#: Columns of grids with categorical keys (``sdc compare --categorical``): the mean share
+#: of changed categories (%) and the smallest class over every released key.
+MIXED_MEASURES: tuple[tuple[str, str, int], ...] = (("categorical_changed", "cat. changed %", 2),
+                                                    ("k_released", "k_min keys", 0))
+
+
+def _measures(doc: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    """The row measures shown: :data:`MEASURES`, then :data:`MIXED_MEASURES` in grids with keys."""
+    return MEASURES + (MIXED_MEASURES if any("categorical_changed" in r for r in doc["rows"]) else ())
+
+
 def _labels(doc: Mapping[str, Any]) -> list[str]:
     labels = {lab for r in doc["rows"] for lab in r["by_label"]}
     return sorted(labels, key=label_order)
@@ -68,7 +79,7 @@ def to_csv(doc: Mapping[str, Any]) -> str:
     """One line per finished cell: coordinates, measures, per-label means, timings."""
     labels = _labels(doc)
     head = ["cell", "plan", "method", "label", "params", "k", "k_counts"]
-    head += [h for _k, h, _d in MEASURES] + ["k_min", "share_below_k", "LB_NN", "gap", "scenarios"]
+    head += [h for _k, h, _d in _measures(doc)] + ["k_min", "share_below_k", "LB_NN", "gap", "scenarios"]
     head += [f"{h} {lab}" for lab in labels for _k, h in LABEL_MEASURES]
     head += ["warnings", "saved", "seconds_protect", "seconds_evaluate"]
     out = io.StringIO()
@@ -77,7 +88,7 @@ def to_csv(doc: Mapping[str, Any]) -> str:
     for r in doc["rows"]:
         line = [r["cell"], r["plan"], r["method"], r["label"],
                 ";".join(f"{k}={v}" for k, v in r["params"].items()), r["k"], r["k_counts"]]
-        line += [r[k] for k, _h, _d in MEASURES]
+        line += [r[k] for k, _h, _d in _measures(doc)]
         line += [r["k_min"], r["share_below_k"], r["lb_nn"], r["optimality_gap"], r["scenarios"]["count"]]
         for lab in labels:
             entry = r["by_label"].get(lab) or {}
@@ -103,7 +114,7 @@ def _table_rows(doc: Mapping[str, Any], plan: str, labels: list[str]) -> list[tu
         first = r["label"] != last
         last = r["label"]
         cells = [r["label"] if first else "", _k_text(r, short=True)]
-        cells += [fixed(r[k], d) for k, _h, d in MEASURES]
+        cells += [fixed(r[k], d) for k, _h, d in _measures(doc)]
         for lab in labels:
             entry = r["by_label"].get(lab) or {}
             cells += [fixed(entry.get("k_prime")), fixed(entry.get("dld"))]
@@ -137,7 +148,7 @@ def rich_tables(doc: Mapping[str, Any]) -> list[Any]:
         t = RichTable(title=f"{p['name']}: {_plan_text(p)}", title_justify="left")
         t.add_column("method", justify="left", no_wrap=True)
         t.add_column("k", justify="right", no_wrap=True)
-        heads = [h for _k, h, _d in MEASURES] + [f"{m} {lab}" for lab in labels for m in ("k'", "DLD")] + ["s"]
+        heads = [h for _k, h, _d in _measures(doc)] + [f"{m} {lab}" for lab in labels for m in ("k'", "DLD")] + ["s"]
         for h in heads:
             t.add_column(h, justify="right", no_wrap=True, min_width=len(h))
         rows = _table_rows(doc, p["name"], labels)
@@ -320,7 +331,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
         blocks = "; ".join("(" + ", ".join(b["columns"]) + ")" for b in p["blocks"])
         h.el("h3", p["name"])
         h.el("p", f"{p['source']}: {blocks}", "muted")
-        head = ["method", "k"] + [hd for _k, hd, _d in MEASURES]
+        head = ["method", "k"] + [hd for _k, hd, _d in _measures(doc)]
         for lab in labels:
             head += [f"k' {lab}", f"DLD {lab}"]
         head.append("seconds")

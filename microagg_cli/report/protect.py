@@ -52,6 +52,9 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
     cols = rep["columns"]
     console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
                   f"dropped {len(cols['dropped'])} column(s); k-check passed.")
+    keys = cols.get("categorical", []) + cols.get("ordinal", [])
+    if keys:
+        console.print(f"released as each group's mode / median category: {', '.join(keys)}", markup=False)
     passed = cols["passthrough"]
     console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}", markup=False)
     hygiene = rep.get("output_hygiene") or {}
