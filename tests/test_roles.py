@@ -145,7 +145,8 @@ def test_metadata_cli_applies_roles_and_missing_codes(tmp_path):
     res = run_cli("protect", src, "-o", out, "-k", 3, "--metadata", rda)
     assert res.exit_code == 3 and "'income'" in res.stderr and "99999" in res.stderr and "s.rda" in res.stderr
     assert not out.exists()
-    res = run_cli("protect", src, "-o", out, "-k", 3, "--metadata", rda, "--missing", "available", "-r", rep, "-q")
+    # the categorical keys are grouped (mixed microaggregation), which takes --missing complete
+    res = run_cli("protect", src, "-o", out, "-k", 3, "--metadata", rda, "--missing", "complete", "-r", rep, "-q")
     assert res.exit_code == 0, res.stderr
     r = json.loads(rep.read_text())
     assert r["parameters"]["weights"] == "pweight"  # <WEIGHT>
@@ -348,7 +349,7 @@ def test_sav_default_run_never_averages_categorical_columns(tmp_path):
     import pyreadstat
 
     out, rep = tmp_path / "o.sav", tmp_path / "r.json"
-    res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "available", "-q",
+    res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "complete", "-q",
                   "-r", rep)
     assert res.exit_code == 0, res.stderr
     d0, m0 = pyreadstat.read_sav(SAMPLE / "household.sav", user_missing=True)
@@ -379,7 +380,7 @@ def test_sav_default_run_is_k_anonymous_on_every_key(tmp_path):
     import pyreadstat
 
     out = tmp_path / "o.sav"
-    res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "available", "-q")
+    res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "complete", "-q")
     assert res.exit_code == 0, res.stderr
     d1, _m1 = pyreadstat.read_sav(out)
     # the released keys and the protected columns without declared missing codes (a blanked

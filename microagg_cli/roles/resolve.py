@@ -68,7 +68,13 @@ def explicit_roles(request: Any, plan: Any = None) -> dict[str, tuple[str, str]]
             put(c, role, option, option in _OLD)
     if plan is not None:
         where = f"the plan {plan.source.name}" if getattr(plan, "source", None) else "the plan"
+        keys = {c for c, (role, _) in out.items() if role in ("categorical", "ordinal")}
+        keys |= {c for r in ("categorical", "ordinal") for c in (getattr(plan, "roles", None) or {}).get(r, ())}
+        # a block that names every key groups them (mixed microaggregation): not a second role
+        grouping = next((set(b.columns) for b in plan.blocks if keys and keys <= set(b.columns)), set())
         for c in plan.columns:
+            if c in grouping and c in keys:
+                continue
             put(c, "continuous", where, True)
         for c in plan.drop:
             put(c, "identifier", where, True)
