@@ -6,16 +6,22 @@ threads never exceeds the CPUs the process may use: ``ils`` runs its two searche
 after the other instead of side by side when it may use one thread (same result with
 ``iterations``), the kd-tree queries of LB_NN and the exact pricing of the column-generation
 bound (seeds side by side) use that many threads. Everything else
-sees :func:`available_cpus`. Results never depend on the limit. Standard library only.
+sees :func:`available_cpus`. Results never depend on the limit. :func:`in_threads` runs
+a list of items in a few daemon threads (for kernels that release the GIL, such as the
+risk measures' pair table and DLD search), :func:`one_blas_thread` keeps BLAS from
+adding threads of its own meanwhile. Standard library only (``threadpoolctl`` when
+present).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+import threading
+from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["available_cpus", "limit", "set_limit", "limited", "limit_native_pools"]
+__all__ = ["available_cpus", "limit", "set_limit", "limited", "limit_native_pools", "in_threads",
+           "one_blas_thread"]
 
 _LIMIT: list[int | None] = [None]
 
@@ -65,3 +71,82 @@ def limit_native_pools(n: int) -> bool:
         return False
     threadpool_limits(limits=max(1, int(n)))
     return True
+
+
+@contextlib.contextmanager
+def one_blas_thread(jobs: int) -> Iterator[None]:
+    """With ``jobs`` threads of our own, BLAS / OpenMP pools get one thread each (no
+    oversubscription; the compiled kernels start no threads of their own)."""
+    if jobs <= 1:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency
+        yield
+        return
+    with threadpool_limits(limits=1):
+        yield
+
+
+def in_threads(func: Callable[[Any], Any], items: Sequence[Any], jobs: int,
+               after: Callable[[int], None] | None = None, *, name: str = "sdc") -> list[Any]:
+    """``[func(x) for x in items]`` in ``jobs`` daemon threads (the compiled kernels and
+    the k-d tree searches release the GIL), results in the order of ``items``.
+
+    The calling thread waits in short joins, so Ctrl-C (SIGINT, SIGTERM) reaches it
+    at once; it then tells the threads to stop after their current item and re-raises.
+    ``after(done)`` is called from the calling thread as items finish. Threads are
+    named ``{name}-0``, ``{name}-1``...
+
+    >>> in_threads(lambda x: x * x, [1, 2, 3], 2)
+    [1, 4, 9]
+    """
+    out: list[Any] = [None] * len(items)
+    if jobs <= 1 or len(items) <= 1:
+        for i, x in enumerate(items):
+            out[i] = func(x)
+            if after is not None:
+                after(i + 1)
+        return out
+    state = {"next": 0, "done": 0}
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                with lock:
+                    i = state["next"]
+                    state["next"] += 1
+                if i >= len(items):
+                    return
+                out[i] = func(items[i])
+                with lock:
+                    state["done"] += 1
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            errors.append(exc)
+            stop.set()
+
+    pool = [threading.Thread(target=work, name=f"{name}-{t}", daemon=True) for t in range(min(jobs, len(items)))]
+    for t in pool:
+        t.start()
+    last = -1
+    try:
+        while True:
+            alive = [t for t in pool if t.is_alive()]
+            if not alive:
+                break
+            alive[0].join(timeout=0.1)
+            if after is not None and state["done"] != last:
+                last = state["done"]
+                after(last)
+    except BaseException:
+        stop.set()
+        raise
+    if errors:
+        raise errors[0]
+    if after is not None and last != len(items):
+        after(len(items))
+    return out

@@ -64,7 +64,7 @@ def test_no_kept_margins_and_a_partial_keep_give_the_same(monkeypatch):
     scs = _all(X.shape[1])
     base = risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs)
     for budget in (0, 8 * X.shape[0] * 3):  # none kept; three scenarios per size
-        monkeypatch.setattr(risk, "_DLD_KEEP_BYTES", budget)
+        monkeypatch.setattr(risk.distance_linkage, "_DLD_KEEP_BYTES", budget)
         assert risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs) == base
 
 
@@ -85,7 +85,7 @@ def test_kept_margins_are_lower_bounds(seed, p, k, ties):
     X, Xp = _case(seed, n=60, p=p, k=k, ties=ties)
     ev = risk.RiskEvaluator(X, Xp, pld=False)
     seen: dict[tuple[int, ...], np.ndarray] = {}
-    real = risk._dld_scenario
+    real = risk.distance_linkage._dld_scenario
 
     def spy(sh, sc, *args):
         credit, margin = real(sh, sc, *args)
@@ -93,7 +93,7 @@ def test_kept_margins_are_lower_bounds(seed, p, k, ties):
         return credit, margin
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(risk, "_dld_scenario", spy)
+        mp.setattr(risk.distance_linkage, "_dld_scenario", spy)
         ev.dld_many(_all(p))
     for sc, margin in seen.items():
         true = _brute_margins(ev, sc)

@@ -94,7 +94,7 @@ def test_all_runs_the_risk_kernels_check_and_it_can_fail(monkeypatch):
     assert ok.passed and "DLD by layers" in ok.check
     from microagg_cli.metrics import risk
 
-    monkeypatch.setattr(risk, "_DLD_MARGIN_TOL", -1.0)
+    monkeypatch.setattr(risk.distance_linkage, "_DLD_MARGIN_TOL", -1.0)
     (bad,) = selftest.run_self_test(["risk"])
     assert not bad.passed and "DLD of scenario" in bad.message
 

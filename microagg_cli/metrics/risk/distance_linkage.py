@@ -1,0 +1,223 @@
+"""Distance-based record linkage (DLD): the exact search of every scenario's nearest
+protected rows, scenarios visited by size so that margins kept from one size settle most
+links of the next without a search (:func:`dld_by_layers`), with compiled k-d trees of
+the distinct protected rows (:class:`BoxTree`) and what all scenarios share
+(:class:`DLDShared`). The measure of one scenario is
+:func:`~microagg_cli.metrics.risk.dld` (Domingo-Ferrer, J. & Torra, V. (2001), A
+quantitative comparison of disclosure control methods for microdata, in Confidentiality,
+Disclosure and Data Access, North-Holland, 111-134).
+"""
+
+from __future__ import annotations
+
+import queue
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...threads import in_threads
+from .._risk_kernels import dld_filter, dld_search, kd_build
+from .anonymity import RowClasses
+
+__all__ = ["DLD_EXACT_MAX", "DLD_SAMPLE", "BoxTree", "DLDShared", "dld_by_layers"]
+
+#: DLD is exact up to this many records; above, estimated from a seeded sample of
+#: originals (each searched exactly against every protected row), with a stated bound.
+DLD_EXACT_MAX = 500_000
+#: Sampled originals of the DLD estimator.
+DLD_SAMPLE = 100_000
+
+# rows per leaf of DLD's k-d trees (32-64 measured fastest: the point loop vectorises)
+_DLD_LEAF = 48
+# a DLD margin bound settles an original only above this share of (1 + its squared
+# distance to its own row on every attribute): the bound is a sum of at most 2 p
+# distances, each off by a few 1e-16 relative, so 1e-9 leaves six orders to spare
+_DLD_MARGIN_TOL = 1e-9
+# bytes of DLD margins and beaters kept per size of scenarios (two sizes are held at
+# once); scenarios beyond it keep none, and their supersets search more
+_DLD_KEEP_BYTES = 384 << 20
+
+
+class BoxTree:
+    """A k-d tree of points (built by :func:`.._risk_kernels.kd_build`, compiled): median
+    splits on the widest coordinate, leaves of at most ``leaf`` points, the bounding
+    box of every node (``box`` (2, nodes, s): low and high corners), the children and
+    row range of every node (``tree`` (4, nodes): left, right, start, end); searched by
+    :func:`.._risk_kernels.dld_search`.
+    """
+
+    def __init__(self, P: np.ndarray, mult: np.ndarray, *, leaf: int = _DLD_LEAF) -> None:
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        m, s = P.shape
+        cap = 4 * (m // leaf) + 16
+        perm = np.empty(m, dtype=np.int64)
+        self.box = np.empty((2, cap, s))
+        self.tree = np.empty((4, cap), dtype=np.int64)
+        kd_build(P, int(leaf), perm, self.box[0], self.box[1], *self.tree)
+        self.perm = perm
+        self.P = np.ascontiguousarray(P[perm])
+        self.mult = np.ascontiguousarray(np.asarray(mult)[perm], dtype=np.float64)
+
+
+class DLDShared:
+    """What every scenario's DLD shares (built once per file pair).
+
+    ``who`` the searched originals (all, or the sample of ``dld_method = "sampled"``),
+    in record order; ``U``/``mult`` the distinct protected rows and their
+    multiplicities, numbered in the order of a k-d tree of all attributes (rows near
+    in space near in memory); the searched originals are held in the order of their
+    own rows (``order``: position j is ``who[order[j]]``), so an original's own row,
+    the rows that beat it and its candidates lie near those of its neighbours (at
+    200,000 records the rows no longer fit a cache). Per position j: ``W`` (2, j, p)
+    the original and protected z-scores, ``ec`` (j, v) the squared distance to its own
+    protected row on attribute v, ``per`` = (margin tolerance, multiplicity of its
+    own row), ``row_of`` its own distinct row, ``cand`` its candidate distinct rows.
+    """
+
+    def __init__(self, Z: np.ndarray, Zp: np.ndarray, distinct: tuple[np.ndarray, np.ndarray, int],
+                 rows: np.ndarray | None, candidates: np.ndarray | None) -> None:
+        codes, first, m = distinct
+        U = Zp[first]
+        mult = np.bincount(codes, minlength=m).astype(np.float64)
+        # distinct rows renumbered in space order
+        perm = BoxTree(U, mult, leaf=8).perm
+        rank = np.empty(perm.size, dtype=np.int64)
+        rank[perm] = np.arange(perm.size)
+        self.U = np.ascontiguousarray(U[perm])
+        self.mult = np.ascontiguousarray(mult[perm])
+        self.who = np.arange(Z.shape[0], dtype=np.int64) if rows is None else rows
+        own = rank[codes[self.who]]
+        self.order = np.argsort(own, kind="stable")
+        rec = self.who[self.order]
+        self.W = np.stack((Z[rec], Zp[rec]))
+        self.Zw = self.W[0]
+        self.ec = (self.W[0] - self.W[1]) ** 2
+        self.row_of = np.ascontiguousarray(own[self.order])
+        self.per = np.vstack((_DLD_MARGIN_TOL * (1.0 + self.ec.sum(axis=1)), self.mult[self.row_of]))
+        cand = candidates
+        self.cand = (np.empty((rec.size, 0), dtype=np.int64) if cand is None
+                     else np.ascontiguousarray(rank[codes[cand[rec]]]))
+
+    def in_record_order(self, values: np.ndarray) -> np.ndarray:
+        """Per-position ``values`` back in the order of ``who`` (sums as before)."""
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
+
+
+def _lower_f32(x: np.ndarray) -> np.ndarray:
+    """``x`` as float32, every value rounded down (a lower bound stays one)."""
+    return (x - np.abs(x) * 2.5e-7 - 1e-30).astype(np.float32)
+
+
+def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np.ndarray],
+                  parents: np.ndarray, extra: Sequence[int], link: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One scenario's DLD credits and margin lower bounds of the originals ``sh.who``.
+
+    ``prev`` = (margins, beaters), (rows, n) each: margin lower bounds and the distinct
+    rows that beat each original (-1: none) of scenarios with one attribute less;
+    ``parents[j]`` the row of ``sc`` without its j-th attribute (-1: not computed);
+    ``extra`` the attributes whose addition to ``sc`` is a scenario still to come (the
+    search looks that much further, to give it a margin); ``link`` (2, n) the last row
+    that beat each original in this thread (updated) and, on return, the row that beat
+    it here. Returns (credits, margins) per position.
+    """
+    nw = sh.who.size
+    cols = np.asarray(sc, dtype=np.int64)
+    out = np.empty((3, nw))  # squared true distances, margins, credits
+    todo = np.empty(nw, dtype=np.int64)
+    nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, prev[0], prev[1], parents, sh.per, sh.cand, out, link, todo))
+    if nt:
+        todo = todo[:nt]
+        # a k-d tree of the distinct protected rows on the scenario's attributes (its
+        # splits and boxes on those attributes only prune far better than one tree of
+        # every attribute), built once per scenario, compiled
+        tree = BoxTree(sh.U[:, cols], sh.mult)
+        # originals in the tree order of their true rows: consecutive searches walk
+        # the same nodes (1.2-1.7x faster at 200,000 records)
+        place = np.empty(tree.perm.size, dtype=np.int64)
+        place[tree.perm] = np.arange(tree.perm.size)
+        todo = todo[np.argsort(place[sh.row_of[todo]], kind="stable")]
+        beat = np.full(nt, -1, dtype=np.int64)
+        dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo, sh.per, tree.tree, tree.P,
+                   tree.mult, tree.box, out, beat)
+        hit = beat >= 0
+        link[:, todo[hit]] = tree.perm[beat[hit]]
+    return out[2], out[1]
+
+
+def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[int, ...]], jobs: int,
+                  value: Callable[[np.ndarray], tuple[float, float | None]],
+                  finish: Callable[[tuple[int, ...], tuple[float, float | None], RowClasses], Any],
+                  after: Callable[[int], None] | None = None) -> dict[tuple[int, ...], Any]:
+    """``{sc: finish(sc, value(credits), row classes)}`` for the sorted scenarios ``scs``
+    of a file of ``p`` attributes, ``sh`` what they share, ``rows`` the exact row classes
+    of the protected file (copied per thread), ``value`` the DLD and its bound from the
+    credits of the originals ``sh.who`` in record order.
+
+    Scenarios are visited by size, then lexicographically (shared prefixes reuse
+    their exact row classes). Each scenario keeps, per original, a lower bound of
+    its DLD *margin* (how much nearer than any other protected row its own row is)
+    while a scenario with one attribute more is still to come; that scenario's
+    originals whose bound, less the new attribute's own squared distance, stays
+    clearly positive are credited without a search (see
+    :func:`.._risk_kernels.dld_filter`): on MDAV data most of the credited links
+    of larger scenarios. Within a size, scenarios run in ``jobs`` threads, runs of
+    consecutive scenarios each, one memo of beaten originals per thread; a bound
+    or a memo only decides whether a search runs, never its result, so the result
+    does not depend on ``jobs``. ``after(done)`` reports finished scenarios.
+    """
+    want = set(scs)
+    layers: dict[int, list[tuple[int, ...]]] = {}
+    for sc in sorted(want):
+        layers.setdefault(len(sc), []).append(sc)
+    jobs = max(1, int(jobs))
+    memos: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+    for _ in range(jobs):
+        memos.put(np.full((2, sh.who.size), -1, dtype=np.int64))
+    results: dict[tuple[int, ...], Any] = {}
+    prev = (np.empty((0, sh.who.size), dtype=np.float32), np.empty((0, sh.who.size), dtype=np.int32))
+    prev_rows: dict[tuple[int, ...], int] = {}
+    finished = 0
+    for size in sorted(layers):
+        layer = layers[size]
+        # margins kept: the scenarios of this size that a scenario of the next is built on
+        keep: dict[tuple[int, ...], int] = {}
+        most = _DLD_KEEP_BYTES // (8 * max(1, sh.who.size))
+        for t in layers.get(size + 1, []):
+            for j in range(len(t)):
+                u = t[:j] + t[j + 1:]
+                if u in want and u not in keep and len(keep) < most:
+                    keep[u] = len(keep)
+        store = (np.empty((len(keep), sh.who.size), dtype=np.float32),
+                 np.empty((len(keep), sh.who.size), dtype=np.int32))
+        chunk = 1 if jobs == 1 else max(1, min(32, len(layer) // (8 * jobs)))
+        runs = [layer[j:j + chunk] for j in range(0, len(layer), chunk)]
+        ends = np.cumsum([len(r) for r in runs])
+
+        def run(batch: list[tuple[int, ...]], prev: tuple = prev, prev_rows: dict = prev_rows,
+                keep: dict = keep, store: tuple = store) -> None:
+            memo = memos.get()
+            own = rows if jobs == 1 else rows.fresh()
+            try:
+                for sc in batch:
+                    parents = np.array([prev_rows.get(sc[:j] + sc[j + 1:], -1) for j in range(len(sc))],
+                                       dtype=np.int64)
+                    extra = ([v for v in range(p) if v not in sc and tuple(sorted(sc + (v,))) in want]
+                             if sc in keep else [])
+                    credit, margin = _dld_scenario(sh, sc, prev, parents, extra, memo)
+                    if sc in keep:
+                        store[0][keep[sc]] = _lower_f32(margin)
+                        store[1][keep[sc]] = memo[1]
+                    results[sc] = finish(sc, value(sh.in_record_order(credit)), own)
+            finally:
+                memos.put(memo)
+
+        def report(done: int, base: int = finished, ends: np.ndarray = ends) -> None:
+            if after is not None:
+                after(base + (int(ends[done - 1]) if done else 0))
+
+        in_threads(run, runs, jobs, after=report, name="sdc-risk")
+        finished += len(layer)
+        prev, prev_rows = store, keep
+    return results
