@@ -115,6 +115,20 @@ def _build(cls: type, options: Mapping[str, Any]) -> Any:
     return cls(**own)
 
 
+def _check_seed(seed: Any) -> None:
+    """A seed is an integer >= 0 (numpy refuses a negative one deep inside a run)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, *_np_integer())) or seed < 0:
+        raise InvalidParameterError(f"--seed must be an integer >= 0, got {seed!r}")
+
+
+def _np_integer() -> tuple[type, ...]:
+    """numpy's integer types when numpy is loaded (a seed may be one), without importing it."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    return (np.integer,) if np is not None else ()
+
+
 def _check_decimal(decimal: str) -> None:
     if decimal not in (".", ","):
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
@@ -202,6 +216,7 @@ class RunOptions(_Request):
               "or nothing is written (exit 4).")
 
     def __post_init__(self) -> None:
+        _check_seed(self.seed)
         if self.bound not in BOUND_MODES:
             raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {self.bound!r}")
         if self.missing not in MISSING_POLICIES:
@@ -347,6 +362,7 @@ class EvaluateRequest(_Request):
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
+        _check_seed(self.seed)
         if self.missing not in ("error", "complete"):
             raise InvalidParameterError(f"unknown missing-value policy {self.missing!r} (use error or complete)")
         if self.scale not in ("z", "raw"):
@@ -419,6 +435,9 @@ class CompareRequest(_Request):
     force: bool = opt(False, "Replace existing output, HTML and saved files.")
     read: ReadOptions = _nested(ReadOptions)
 
+    def __post_init__(self) -> None:
+        _check_seed(self.seed)
+
 
 @dataclass(frozen=True)
 class BlocksRequest(_Request):
@@ -463,6 +482,9 @@ class BlocksRequest(_Request):
     output: Any = opt(None, "Write the plan here (.toml or .json) instead of printing it.")
     force: bool = opt(False, "Replace the plan file if it exists.")
     read: ReadOptions = _nested(ReadOptions)
+
+    def __post_init__(self) -> None:
+        _check_seed(self.seed)
 
     @property
     def evaluating(self) -> bool:

@@ -46,7 +46,7 @@ def gate_options(func: Callable) -> Callable:
 
 def scenario_options(func: Callable) -> Callable:
     """``--known`` (repeatable), ``--max-scenarios``, ``-s/--seed``, ``-k``."""
-    func = field_option(E, "seed", "-s", "--seed", type=int, show_default=True, metavar="N")(func)
+    func = field_option(E, "seed", "-s", "--seed", type=click.IntRange(min=0), show_default=True, metavar="N")(func)
     func = field_option(E, "max_scenarios", "--max-scenarios", type=int, metavar="N")(func)
     func = field_option(E, "known", "--known", multiple=True, metavar="A,B,C", default=())(func)
     func = field_option(E, "k", "-k", "k", type=int, metavar="K")(func)
