@@ -174,7 +174,23 @@ def read_stat(src: Path, fmt: str) -> Any:
                         f"{len(frame)} could be read)")
     if len(frame) == 0:
         raise DataError(f"{src}: the file has no rows")
+    try:
+        return _arrow_table(src, fmt, frame, meta, special)
+    except (KeyError, ValueError, TypeError, IndexError, OverflowError) as exc:  # a damaged dictionary
+        raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file (its variable dictionary is damaged: "
+                        f"{type(exc).__name__} {_first_line(exc)[:80]})") from None
+
+
+def _arrow_table(src: Path, fmt: str, frame: Any, meta: Any, special: dict[str, Any]) -> Any:
+    """The Arrow table of a file pyreadstat read (see :func:`read_stat`)."""
+    import pyarrow as pa
+
     names = [str(c) for c in meta.column_names]
+    if names != [str(c) for c in frame.columns]:
+        raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file (its variable names do not match its data)")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DataError(f"{src}: duplicate column {dup[0]!r}")
     rtypes = dict(meta.readstat_variable_types or {})
     labels = dict(meta.column_names_to_labels or {})
     value_labels = dict(meta.variable_value_labels or {})
