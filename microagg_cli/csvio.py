@@ -143,12 +143,38 @@ def check_header(header: list[str], name: str) -> None:
 def _check_utf8(chunks: Iterator[bytes], name: str) -> None:
     """Raise unless the bytes are UTF-8 (decoded chunk by chunk: no copy of the file)."""
     dec = codecs.getincrementaldecoder("utf-8")()
+    lines = 1
     try:
         for chunk in chunks:
             dec.decode(chunk)
+            lines += bytes(chunk).count(b"\n")
         dec.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise DataError(f"{name}: not a UTF-8 text file") from None
+    except UnicodeDecodeError as exc:
+        line = lines + bytes(exc.object[:exc.start]).count(b"\n")
+        raise DataError(undecodable(name, line, bytes(exc.object[exc.start:exc.start + 1]), "utf-8")) from None
+
+
+def undecodable(name: str, line: int, byte: bytes, encoding: str) -> str:
+    """The message for bytes that are not text in ``encoding``: the line and ``--encoding``."""
+    hint = ("give the file's encoding with --encoding (e.g. --encoding cp1252 for Windows, "
+            "--encoding latin-1)" if codecs.lookup(encoding).name == "utf-8" else
+            "give the file's real encoding with --encoding")
+    shown = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else codecs.lookup(encoding).name
+    return (f"{name}: line {line} is not {shown} text (byte 0x{byte.hex() or '??'}); "
+            f"{hint}")
+
+
+def recode(raw: bytes, name: str, encoding: str) -> bytes:
+    """``raw`` (text in ``encoding``) as UTF-8; undecodable bytes are a :class:`DataError`
+    naming the line and ``--encoding``. UTF-8 input is returned as it is (checked later)."""
+    if codecs.lookup(encoding).name == "utf-8":
+        return raw
+    try:
+        text = bytes(raw).decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = bytes(raw[:exc.start]).count(b"\n") + 1
+        raise DataError(undecodable(name, line, bytes(raw[exc.start:exc.start + 1]), encoding)) from None
+    return text.encode("utf-8")
 
 
 def _chunks(raw: bytes | memoryview, size: int = 1 << 23) -> Iterator[bytes]:
@@ -222,7 +248,8 @@ def _blank_values(col: Any) -> bool:
     return bool(pc.any(pc.match_substring_regex(col, r"^\s+$")).as_py() or False)
 
 
-def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple[Any, str]:
+def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None, *,
+                   encoding: str = "utf-8") -> tuple[Any, str]:
     """Parse CSV bytes into an all-text Arrow table; return (table, delimiter).
 
     The checks and messages of the pandas reader this replaces: not UTF-8, empty file,
@@ -234,6 +261,7 @@ def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    raw = recode(raw, name, encoding)
     _check_utf8(_chunks(raw), name)
     start = 3 if raw[:3] == _BOM else 0
     declared = _SEP_LINE.match(bytes(raw[start:start + 16]))

@@ -50,6 +50,7 @@ Examples
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import logging
@@ -74,6 +75,7 @@ from .io import (
     check_release,
     check_unchanged,
     detect_format,
+    is_gzip,
     file_mode,
     missing_mask,
     numeric_matrix,
@@ -88,6 +90,7 @@ from .io import id_type as io_id_type
 from .methods import get_method
 from .csvio import CsvSource, CsvWriter, open_csv_source
 from .outputs import check_replaceable_folder
+from .statfiles import check_writable
 from .readings import name_list, quote
 from .engines_dask import (
     ReadSpec,
@@ -300,6 +303,12 @@ def open_source(path: str | Path, read: ReadOptions) -> Any:
     :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole);
     ``read``: format, delimiter and decimal mark (:class:`microagg_cli.request.ReadOptions`)."""
     input_format, delimiter, decimal = read.input_format, read.delimiter, read.decimal
+    if str(path) != "-" and not Path(path).is_dir() and (
+            is_gzip(path) or detect_format(path, input_format) == "xlsx"
+            or codecs.lookup(read.encoding).name != "utf-8"):
+        raise InvalidParameterError(
+            "--engine/--scheduler stream plain UTF-8 CSV and Parquet files; a compressed (.gz) or Excel file, "
+            "or one read with --encoding, is read in memory: leave --engine/--scheduler out")
     if str(path) != "-" and not Path(path).is_dir() and detect_format(path, input_format) == "csv":
         return open_csv_source(path, delimiter=delimiter, decimal=decimal)
     return open_parquet(path)
@@ -349,6 +358,10 @@ def _output_target(output: str | Path, output_format: str | None, src: Any, *, f
         check_replaceable_folder(out, set(src.relative_names()))  # --force replaces only sdc's own files
         return _Target(out, True)
     fmt = detect_format(out, output_format)
+    if is_gzip(out):
+        raise InvalidParameterError("--engine/--scheduler write plain CSV or Parquet; a compressed output "
+                                    f"({out.name}) is written in memory: leave --engine/--scheduler out")
+    check_writable(fmt)
     if fmt == "csv" and src.is_dataset:
         raise InvalidParameterError(
             "a dataset directory is streamed to Parquet only: give -o OUT.parquet or a directory name"

@@ -83,12 +83,32 @@ __all__ = [
     "COMMIT_LOCK",
     "file_mode",
     "write_table",
+    "gzip_writer",
+    "is_gzip",
     "write_json",
     "json_text",
 ]
 
-_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", ".xlsx": "xlsx"}
 _FORMATS.update(STAT_SUFFIXES)  # SPSS, Stata, SAS: microagg_cli.statfiles (#28)
+#: Text formats whose gzip-compressed form (``.csv.gz``) is read and written as well.
+_TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | Path | None) -> bool:
+    """Is ``path`` a gzip-compressed text file by its name (``.csv.gz``, ``.tsv.gz``)?"""
+    return path is not None and str(path) != "-" and str(path).lower().endswith(".gz")
+
+
+def _gunzip(raw: bytes, name: str) -> bytes:
+    import gzip
+    import zlib
+
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"{name}: not a readable gzip file ({str(exc) or type(exc).__name__})") from None
 _MISSING_TOKENS = set(MISSING_TOKENS)
 
 #: Rows per row group of a Parquet output (the streaming engine's batch size, so that
@@ -222,6 +242,13 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     if str(path) == "-":
         return "csv"
     suffix = Path(path).suffix.lower()
+    if suffix == ".gz":  # agency exports: .csv.gz, .tsv.gz (compressed text, read and written as it)
+        inner = Path(str(path)[:-3]).suffix.lower()
+        if inner in _TEXT_SUFFIXES:
+            return "csv"
+        raise InvalidParameterError(
+            f"{str(path)!r}: only compressed text files ({', '.join(s + '.gz' for s in _TEXT_SUFFIXES)}) are read "
+            "and written as they are; decompress the file first")
     if suffix not in _FORMATS:
         raise InvalidParameterError(
             f"cannot tell the format of {str(path)!r} from its extension; "
@@ -269,13 +296,21 @@ def read_table(path: str | Path, options: ReadOptions | None = None, *, fmt: str
         raw = sys.stdin.buffer.read() if src is None else src.read_bytes()
     except OSError as exc:
         raise DataError(f"{_name(src)}: cannot read ({exc.strerror})") from None
-    # the report's fingerprint is of these very bytes, not of a second read of the path
     fingerprint = ({"name": "<stdin>", "size_bytes": None, "sha256": None} if src is None else
                    {"name": src.name, "size_bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()})
+    if fmt == "csv" and (is_gzip(src) or raw[:2] == _GZIP_MAGIC):
+        raw = _gunzip(raw, _name(src))
+    # the report's fingerprint is of these very bytes (above), not of a second read of the path
     if fmt == "parquet":
         table = Table(_read_parquet(src, raw), "parquet", src, thousands=thousands, na_values=na_values)
+    elif fmt == "xlsx":  # read as the CSV file Excel would save: every rule of CSV input holds
+        from .xlsx import read_xlsx
+
+        if src is None:
+            raise InvalidParameterError("Excel input cannot come from stdin")
+        table = Table(read_xlsx(raw, _name(src)), "csv", src, ",", decimal, thousands, na_values)
     else:
-        data, delim = read_csv_arrow(raw, _name(src), delimiter)
+        data, delim = read_csv_arrow(raw, _name(src), delimiter, encoding=options.encoding)
         table = Table(data, "csv", src, delim, decimal, thousands, na_values)
     table.fingerprint = fingerprint
     return table
@@ -993,6 +1028,8 @@ def write_table(
         else:
             data = _csv_text(frame, delimiter, decimal).encode("utf-8")
             writer = lambda fh: fh.write(data)  # noqa: E731
+        if is_gzip(path):
+            writer = gzip_writer(writer)
     else:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -1004,6 +1041,18 @@ def write_table(
             table = pa.Table.from_pandas(frame, preserve_index=False)
             writer = lambda fh: pq.write_table(table, fh)  # noqa: E731
     _stage_or_write(path, writer, force=force, into=into, what="output")
+
+
+def gzip_writer(writer: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``writer`` compressing what it writes with gzip (no time stamp or name in the
+    header: the same table gives the same bytes); the file stays atomic, as ``writer``'s."""
+    import gzip
+
+    def write(fh: Any) -> None:
+        with gzip.GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as gz:
+            writer(gz)
+
+    return write
 
 
 @contextlib.contextmanager

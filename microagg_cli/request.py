@@ -129,6 +129,18 @@ def _np_integer() -> tuple[type, ...]:
     return (np.integer,) if np is not None else ()
 
 
+def _check_encoding(encoding: Any) -> None:
+    import codecs
+
+    try:
+        info = codecs.lookup(str(encoding))
+    except LookupError:
+        info = None
+    if info is None or not isinstance(encoding, str) or not getattr(info, "_is_text_encoding", True):
+        raise InvalidParameterError(f"--encoding: unknown text encoding {encoding!r} "
+                                    "(e.g. utf-8, latin-1, cp1252)")
+
+
 def _check_decimal(decimal: str) -> None:
     if decimal not in (".", ","):
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
@@ -174,9 +186,13 @@ class ReadOptions(_Request):
     na_values: list[str] | None = opt(
         None, "Extra cells read as missing, comma-separated (placeholders of official tables such as "
               "'..', 'x', '-'), besides empty cells, NA, N/A, NaN, NULL and '.'.")
+    encoding: str = opt(
+        "utf-8", "Text encoding of CSV input (utf-8, latin-1, cp1252, or any Python codec); CSV output "
+                 "is UTF-8, every character of a column passed through kept.")
 
     def __post_init__(self) -> None:
         _check_decimal(self.decimal)
+        _check_encoding(self.encoding)
         sep = self.thousands
         if sep is not None and (len(sep) != 1 or sep.isalnum() or sep in "+-eE" or sep == self.decimal):
             raise InvalidParameterError(

@@ -68,9 +68,9 @@ STAT_SUFFIXES = {".sav": "sav", ".zsav": "zsav", ".dta": "dta", ".sas7bdat": "sa
 STAT_FORMATS = ("sav", "zsav", "dta", "sas7bdat", "xpt")
 #: Formats ``sdc`` writes (.sas7bdat has no open writer: SAS transport .xpt instead).
 WRITABLE_FORMATS = ("sav", "zsav", "dta", "xpt")
-#: ``--input-format`` / ``--output-format`` choices of every command.
-INPUT_FORMATS = ("csv", "parquet") + STAT_FORMATS
-OUTPUT_FORMATS = ("csv", "parquet") + STAT_FORMATS
+#: ``--input-format`` / ``--output-format`` choices of every command (Excel is read, not written).
+INPUT_FORMATS = ("csv", "parquet", "xlsx") + STAT_FORMATS
+OUTPUT_FORMATS = ("csv", "parquet") + WRITABLE_FORMATS
 FORMAT_NAMES = {"sav": "SPSS .sav", "zsav": "SPSS .zsav", "dta": "Stata .dta", "sas7bdat": "SAS .sas7bdat",
                 "xpt": "SAS transport .xpt"}
 #: Schema-metadata key of the file's labels, formats and declared missing codes (JSON).
@@ -91,7 +91,10 @@ def pyreadstat_module() -> Any:
 
 
 def check_writable(fmt: str) -> None:
-    """A usage error for a format ``sdc`` cannot write (.sas7bdat)."""
+    """A usage error for a format ``sdc`` cannot write (.sas7bdat, .xlsx)."""
+    if fmt == "xlsx":
+        raise InvalidParameterError("Excel .xlsx files are read, not written; write -o NAME.csv (Excel opens it) "
+                                    "or NAME.parquet")
     if fmt == "sas7bdat":
         raise InvalidParameterError("SAS .sas7bdat files cannot be written (there is no open writer for them); "
                                     "write a SAS transport file instead: -o NAME.xpt")

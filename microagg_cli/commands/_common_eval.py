@@ -54,13 +54,15 @@ def scenario_options(func: Callable) -> Callable:
 
 
 def input_options(func: Callable) -> Callable:
-    """``--input-format``, ``--delimiter``, ``--decimal`` (for both input files)."""
+    """``--input-format``, ``--delimiter``, ``--decimal``, ``--encoding`` (for both input files)."""
     func = field_option(E, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
                         help="Decimal mark of CSV inputs (',' for European CSV with ';' delimiter).")(func)
     func = field_option(E, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of both inputs (default: sniffed from , ; TAB |).")(func)
     func = field_option(E, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)),
                         help="Format of both inputs (default: from each file's extension).")(func)
+    func = field_option(E, "encoding", "--encoding", metavar="NAME", show_default=True,
+                        help="Text encoding of both CSV inputs (utf-8, latin-1, cp1252, or any Python codec).")(func)
     return func
 
 

@@ -16,7 +16,7 @@ from ..request import ProtectRequest, help_text
 from ..request import default as field_default
 from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # #28
 
-__all__ = ["field_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list",
+__all__ = ["field_option", "encoding_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list",
            "stderr_console", "complete_method", "complete_method_list"]
 
 
@@ -58,8 +58,14 @@ def check_delimiter(_ctx: click.Context | None, _param: click.Parameter | None, 
     return value
 
 
+def encoding_option(request: type) -> Callable:
+    """``--encoding NAME`` of a reading command (default UTF-8)."""
+    return field_option(request, "encoding", "--encoding", metavar="NAME", show_default=True)
+
+
 def format_options(func: Callable) -> Callable:
-    """``--input-format``, ``--output-format``, ``--delimiter``."""
+    """``--input-format``, ``--output-format``, ``--delimiter``, ``--encoding``."""
+    func = encoding_option(ProtectRequest)(func)
     func = field_option(ProtectRequest, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)(func)
     func = field_option(ProtectRequest, "output_format", "--output-format",
                         type=click.Choice(list(OUTPUT_FORMATS)))(func)

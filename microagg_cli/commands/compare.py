@@ -62,13 +62,14 @@ def _presets_text() -> str:
 @field_option(C, "force", "-f", "--force", is_flag=True)
 @field_option(C, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
 @field_option(C, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
+@field_option(C, "encoding", "--encoding", metavar="NAME", show_default=True)
 @field_option(C, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")
 @listing_option("--list-presets", _presets_text, "List the presets with their references and notes, then exit.")
 @verbosity_options
 def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, preset, known,
                     max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,
-                    force, input_format, delimiter, decimal, quiet, verbose):
+                    force, input_format, delimiter, encoding, decimal, quiet, verbose):
     """Compare methods, k values and blocking plans on INPUT: information loss against risk.
 
     Every combination ("cell") of a method, a k and a plan is protected in memory
@@ -118,6 +119,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         input_format=input_format,
         delimiter=delimiter,
         decimal=decimal,
+        encoding=encoding,
     )
     if max_scenarios is not None and max_scenarios < 0:
         raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")

@@ -51,7 +51,7 @@ __all__ = ["evaluate_command"]
 @verbosity_options
 def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
                      dr_weights, score_weights, scale, bound, time_limit, missing, fmt, report, html, internal, max_dld, max_id,
-                     max_score, min_kprime, max_il, gate_on, force, jobs, input_format, delimiter, decimal,
+                     max_score, min_kprime, max_il, gate_on, force, jobs, input_format, delimiter, decimal, encoding,
                      quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
@@ -111,7 +111,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
                                  max_il=max_il)),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
-        input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
+        input_format=input_format, delimiter=delimiter, decimal=decimal, encoding=encoding, bound=bound, time_limit=time_limit,
     )
     failure: ThresholdExceeded | None = None
     # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise

@@ -86,8 +86,8 @@ def methods_text() -> str:
 def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
                     weights, missing, shuffle_rows, id_column, regenerate_ids, decimal, thousands, na_values, keys,
                     evaluate_risk,
-                    bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
-                    verbose):
+                    bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, encoding,
+                    quiet, verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
 
     The protected columns are z-scored, partitioned into groups of at least K
@@ -123,7 +123,7 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
             k=k, method=method, params=params, plan=block_plan,
             columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report,
             seed=seed, stat=stat, force=force, input_format=input_format, output_format=output_format,
-            delimiter=delimiter, decimal=decimal, thousands=thousands,
+            delimiter=delimiter, decimal=decimal, thousands=thousands, encoding=encoding,
             na_values=None if na_values is None else [v for v in na_values.split(",") if v.strip()],
             keys=split_names(keys), strata=split_names(strata), small_strata=small_strata,
             strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows,
