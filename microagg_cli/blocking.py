@@ -87,6 +87,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import DataError, InvalidParameterError, check_k_value, k_message
+from .readings import name_list
 from .request import BlocksRequest, ProtectRequest, default
 
 
@@ -223,7 +224,7 @@ class BlockPlan:
         names: set[str] = set()
 
         def missing(c: str) -> str:
-            shown = ", ".join(available[:20]) + (", ..." if len(available) > 20 else "")
+            shown = name_list(available, limit=20)
             return f"no column {c!r} in the input (columns: {shown})"
 
         for i, b in enumerate(self.blocks):

@@ -27,7 +27,7 @@ from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_t
 from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .request import ReadOptions
-from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
+from .readings import Reading, decimal_comma_file, masked_shape, missing_column, name_list, numeric_reading, quote
 from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,
@@ -621,7 +621,7 @@ def resolve_columns(
         seen: set[str] = set()
         for name in names:
             if name not in have:
-                raise DataError(f"{label}: no column {quote(name)} in the input (columns: {name_list(have)})")
+                raise DataError(f"{label}: {missing_column(name, have)}")
             if name in seen:
                 raise InvalidParameterError(f"{label}: column {name!r} is named twice")
             seen.add(name)
@@ -1019,7 +1019,7 @@ def write_table(
             import pyarrow as pa
 
             frame = pa.Table.from_pandas(frame, preserve_index=False)
-        _stage_or_write(path, stat_writer(frame, fmt), force=force, into=into, what="output")
+        _stage_or_write(path, stat_writer(frame, fmt, str(path)), force=force, into=into, what="output")
         return
     if fmt == "csv":
         if arrow:

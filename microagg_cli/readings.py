@@ -27,7 +27,8 @@ import numpy as np
 
 from .csvio import text_array
 
-__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "PLACEHOLDERS",
+__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "needs_quotes", "missing_column",
+           "PLACEHOLDERS",
            "decimal_comma_file", "mostly_share"]
 
 #: Cells official tables use for "not available", "not applicable", "confidential",
@@ -223,8 +224,34 @@ def quote(value: Any, limit: int = 40) -> str:
 
 def name_list(names: Iterable[str], limit: int = 12) -> str:
     """``a, b, c`` for a message: each name capped at 40 characters, at most ``limit``
-    names (then ``... (N in all)``)."""
-    names = list(names)
+    names (then ``... (N in all)``). When a name holds a comma, a quote, leading or
+    trailing white space or is empty, every name is quoted (``'income, net', 'age'``),
+    so the list cannot be read two ways.
+
+    >>> name_list(["a", "b"]), name_list(["income, net", " age"])
+    ('a, b', "'income, net', ' age'")
+    """
+    names = [str(n) for n in names]
     shown = [n if len(n) <= 40 else n[:40] + "..." for n in names[:limit]]
+    if any(needs_quotes(n) for n in names):
+        shown = [repr(n) for n in shown]
     more = f", ... ({len(names)} in all)" if len(names) > limit else ""
     return ", ".join(shown) + more
+
+
+def needs_quotes(name: str) -> bool:
+    """Would ``name`` be misread in a plain comma-separated list (or on a command line)?"""
+    return (not name or name != name.strip() or any(c in name for c in ",;\"'")
+            or not name.isprintable())
+
+
+def missing_column(name: str, have: Iterable[str]) -> str:
+    """``no column 'x' in the input (columns: ...)``, with the column it may mean when only
+    white space differs (a padded header name is matched exactly: quote it)."""
+    have = [str(h) for h in have]
+    near = [h for h in have if h.strip() == name.strip() and h != name]
+    hint = ""
+    if near:
+        quoted = '"' + near[0].replace('"', '""') + '"'
+        hint = f"; the input has {near[0]!r} (with spaces): name it in quotes, e.g. '{quoted}'"
+    return f"no column {quote(name)} in the input (columns: {name_list(have)}){hint}"

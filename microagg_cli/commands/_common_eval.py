@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ._options import check_delimiter, field_option
+from ._options import check_delimiter, field_option, split_quoted
 from ..request import EvaluateRequest as E
 
 from ..errors import InvalidParameterError
@@ -72,7 +72,7 @@ def collect_gates(values: dict[str, Any]) -> dict[str, float]:
 
 
 def _names(text: str, what: str) -> list[str]:
-    names = [v.strip() for v in text.split(",")]
+    names = split_quoted(text, ",", what=what)
     if not names or any(not v for v in names):
         raise InvalidParameterError(f"{what}: empty column name in {text!r}")
     return names
@@ -86,10 +86,23 @@ def parse_blocks(value: str | None) -> list[list[str]] | None:
     """
     if value is None:
         return None
-    parts = [p for p in value.split(";")]
+    parts = _raw_parts(value, ";")
     if any(not p.strip() for p in parts):
         raise InvalidParameterError(f"--blocks: empty block in {value!r} (use \"a,b;c,d\")")
     return [_names(p, "--blocks") for p in parts]
+
+
+def _raw_parts(value: str, sep: str) -> list[str]:
+    """``value`` split at ``sep`` outside double quotes, each part as written (quotes kept)."""
+    parts, start, quoted = [], 0, False
+    for i, ch in enumerate(value):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == sep and not quoted:
+            parts.append(value[start:i])
+            start = i + 1
+    parts.append(value[start:])
+    return parts
 
 
 def parse_known(values: tuple[str, ...]) -> list[list[str]] | None:
