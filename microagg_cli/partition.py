@@ -82,8 +82,13 @@ def zscore(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     X = np.asarray(X, dtype=np.float64)
     mean = X.mean(axis=0)
     sd = X.std(axis=0)
-    constant = ~(sd > 0)
-    scale = np.where(constant, 1.0, sd)
+    constant = (np.ptp(X, axis=0) == 0) if X.shape[0] else np.ones(X.shape[1], dtype=bool)
+    tiny = ~constant & ~(sd > 0)  # values so small (subnormal) that their squares vanish: not constant
+    if tiny.any():
+        top = np.abs(X[:, tiny]).max(axis=0)
+        sd[tiny] = top * (X[:, tiny] / top).std(axis=0)
+        mean[tiny] = top * (X[:, tiny] / top).mean(axis=0)
+    scale = np.where(constant | ~(sd > 0), 1.0, sd)
     return (X - mean) / scale, mean, scale, constant
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -229,7 +230,9 @@ def protect_array(
         constant = np.zeros(p, dtype=bool)
     elif has_missing:
         Z, mean, scale = nan_zscore(X)
-        constant = ~(np.nanstd(X, axis=0) > 0)
+        with warnings.catch_warnings():  # an all-missing column: constant too
+            warnings.simplefilter("ignore", RuntimeWarning)
+            constant = ~(np.nanmax(X, axis=0) > np.nanmin(X, axis=0))  # all observed values equal
     else:
         Z, mean, scale, constant = zscore(X)
     const_cols = [columns[j] for j in np.flatnonzero(constant)]
