@@ -63,6 +63,17 @@ _AFFIXED = (rf"^{_SIGN}\s?({_CURRENCY}\s?{_SIGN}\s?{_ANY_NUMBER}|{_ANY_NUMBER}\s
             rf"|^'{_SIGN}{_ANY_NUMBER}$")  # a leading apostrophe (a spreadsheet's "keep as text")
 _PARENS = rf"^\(\s?({_CURRENCY}\s?)?{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT})?\s?\)$"
 
+# Any script (RE2 Unicode classes): decimal digits of category Nd (Arabic-Indic ٠-٩, Extended
+# Arabic-Indic, Devanagari, Bengali, Thai, fullwidth ０-９ ...), separated by grouping or
+# decimal marks (. , ' ’ · Arabic ٫ ٬ ، fullwidth ，．, any space), with signs (+ - U+2212
+# and their fullwidth or small forms), currency (category Sc or a code), percent signs and
+# parentheses around them.
+_U_SPACE = r"[\s\p{Zs}\x{200B}-\x{200F}\x{2066}-\x{2069}\x{061C}]"  # with zero-width and direction marks
+_U_SIGN = r"[+\-\x{2212}\x{2010}-\x{2015}\x{FE63}\x{FF0B}\x{FF0D}]"
+_U_MARK = r"[.,'\x{2019}\x{00B7}\x{066B}\x{066C}\x{060C}\x{FF0C}\x{FF0E}\x{2E41}\s\p{Zs}]"
+_U_AFFIX = rf"({_U_SPACE}|{_U_SIGN}|\p{{Sc}}|{_CURRENCY}|[%\x{{2030}}\x{{066A}}\x{{FF05}}()\x{{FF08}}\x{{FF09}}])"
+_UNICODE_NUMBER = rf"^{_U_AFFIX}*\p{{Nd}}+({_U_MARK}+\p{{Nd}}+)*{_U_AFFIX}*$"
+
 
 @dataclass(frozen=True)
 class Reading:
@@ -170,6 +181,14 @@ def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = Non
         options = [o for _m, _n, o, _r in best if o]
         return Reading(" or ".join(n for _m, n, _o, _r in best), " or ".join(options) if options else None,
                        n_strict + top, total, min(r for *_x, r in best))
+    # any script, sign or mark: cells that are decimal digits (Unicode Nd) once spaces,
+    # signs, currency, percent and grouping marks are set aside
+    hits = _match(text, _UNICODE_NUMBER) & counted & ~strict
+    m = int(hits.sum())
+    if m and m >= int(anything.sum()) and n_strict + m >= mostly_share * total:
+        return Reading("digits, signs or grouping marks of another script or convention", None, n_strict + m, total,
+                       int(np.flatnonzero(hits)[0]))
+    anything |= hits
     # every convention at once (a file may mix them): still mostly numbers?
     m = int(anything.sum())
     if m and n_strict + m >= mostly_share * total:
