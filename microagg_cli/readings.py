@@ -70,9 +70,14 @@ _PARENS = rf"^\(\s?({_CURRENCY}\s?)?{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT})?\s?\)$"
 # parentheses around them.
 _U_SPACE = r"[\s\p{Zs}\x{200B}-\x{200F}\x{2066}-\x{2069}\x{061C}]"  # with zero-width and direction marks
 _U_SIGN = r"[+\-\x{2212}\x{2010}-\x{2015}\x{FE63}\x{FF0B}\x{FF0D}]"
-_U_MARK = r"[.,'\x{2019}\x{00B7}\x{066B}\x{066C}\x{060C}\x{FF0C}\x{FF0E}\x{2E41}\s\p{Zs}]"
+_U_MARK = r"[.,'\x{2019}\x{00B7}\x{066B}\x{066C}\x{060C}\x{FF0C}\x{FF0E}\x{2E41}\s\p{Zs}]"  # one grouping mark
 _U_AFFIX = rf"({_U_SPACE}|{_U_SIGN}|\p{{Sc}}|{_CURRENCY}|[%\x{{2030}}\x{{066A}}\x{{FF05}}()\x{{FF08}}\x{{FF09}}])"
-_UNICODE_NUMBER = rf"^{_U_AFFIX}*\p{{Nd}}+({_U_MARK}+\p{{Nd}}+)*{_U_AFFIX}*$"
+_U_DECIMAL = r"[.,\x{00B7}\x{066B}\x{FF0C}\x{FF0E}]"
+# plain digits, or groups of three after the first (1,234,567) or Indian groups (12,34,567),
+# then an optional decimal part: a version "1.2.3" or a phone number "+41 44 123 45 67" is not a number
+_U_CORE = (rf"(\p{{Nd}}+|\p{{Nd}}{{1,3}}({_U_MARK}\p{{Nd}}{{3}})+|\p{{Nd}}{{1,2}}({_U_MARK}\p{{Nd}}{{2}})*{_U_MARK}\p{{Nd}}{{3}})"
+           rf"({_U_DECIMAL}\p{{Nd}}+)?")
+_UNICODE_NUMBER = rf"^{_U_AFFIX}*{_U_CORE}{_U_AFFIX}*$"
 
 
 @dataclass(frozen=True)

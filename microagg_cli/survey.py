@@ -74,7 +74,7 @@ def resolve_small_strata(strata: Strata, Z: np.ndarray, k: int, policy: str) -> 
                 + "microaggregation needs groups of at least k >= 2 records, so "
                 + ("a single record cannot be protected" if n == 1 else "there is nothing to protect")
                 + "; nothing was written")
-        raise InfeasibleError(f"k={k} exceeds the {n} records to group; choose k <= {n}")
+        raise InfeasibleError(f"k={k} exceeds the {n} record(s) to group; choose k <= {n}")
     if policy == "error":
         index = {key: i for i, key in enumerate(strata.keys)}
         listed = ", ".join(f"{_describe(key)} ({sizes[index[key]]})" for key in small[:10])
