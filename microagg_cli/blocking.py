@@ -1013,7 +1013,7 @@ def check_k_option(k: int | None) -> None:
 def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:
     """The header comment of a plan file written by ``sdc blocks`` for candidate ``name``."""
     if name in STRATEGIES:
-        how = f"--strategy {name}" + (f" --size {size}" if STRATEGIES[name][1] else "")
+        how = f"--strategy {name}" + (f" --size {size}" if STRATEGIES[name][1] and size is not None else "")
         how += f" --seed {seed}" if name == "random" else ""
     else:
         how = f"--check {name}"

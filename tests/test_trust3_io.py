@@ -421,6 +421,19 @@ def test_one_record_says_so(tmp_path, text):
     assert "k <= 1" not in line and "k <= 0" not in line
 
 
+def test_one_record_in_evaluate_compare_and_blocks(tmp_path):
+    one, prot = tmp_path / "one.csv", tmp_path / "p.csv"
+    one.write_text("a,b\n1,2\n")
+    prot.write_text("a,b\n1.5,2.5\n")
+    res = run_cli("evaluate", one, prot)
+    assert res.exit_code == 3 and "got 1 record and 2 columns" in only_error_line(res)
+    res = run_cli("compare", one, "-k", 3)
+    line = only_error_line(res)
+    assert res.exit_code == 4 and "single record cannot be protected" in line
+    res = run_cli("blocks", one)
+    assert res.exit_code == 0 and "--size None" not in res.stdout
+
+
 def test_no_record_left_says_so(tmp_path):
     src = tmp_path / "none.csv"
     src.write_text("a,b\n1,\n,4\n")
