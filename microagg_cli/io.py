@@ -339,10 +339,14 @@ def _read_parquet(src: Path | None, raw: bytes) -> pa.Table:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DataError(f"{src}: duplicate column {dup[0]!r}")
-    try:  # what pandas reads to restore dtypes and the index: damaged, it would fail much later
-        table.schema.pandas_metadata
-    except (ValueError, TypeError, KeyError):
-        raise DataError(f"{src}: not a readable Parquet file (its pandas metadata is damaged)") from None
+    if b"pandas" in (table.schema.metadata or {}):
+        # what pandas reads to restore dtypes and the index: damaged, it would fail much later
+        # (any column shown through pandas); an empty slice runs the same reconstruction
+        try:
+            table.slice(0, 0).to_pandas()
+        except Exception as exc:  # noqa: BLE001 - KeyError, ValueError, TypeError ... of the metadata
+            raise DataError(f"{src}: not a readable Parquet file (its pandas metadata is damaged: "
+                            f"{type(exc).__name__})") from None
     if table.num_rows == 0:
         raise DataError(f"{src}: the file has no rows")
     return table

@@ -217,6 +217,30 @@ def test_truncated_plan_is_one_error_line_naming_it(fuzz, tmp_path, small):
     assert "case.toml" in only_error_line(res)
 
 
+@pytest.mark.parametrize("damage", ["no numpy_type", "not utf-8", "not json"])
+def test_parquet_with_damaged_pandas_metadata_is_exit_3(tmp_path, damage):
+    import json
+
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [4.0, 3.0, 2.0, 1.0]}))
+    meta = json.loads(table.schema.metadata[b"pandas"])
+    if damage == "no numpy_type":
+        del meta["columns"][0]["numpy_type"]
+        raw = json.dumps(meta).encode()
+    elif damage == "not utf-8":
+        raw = json.dumps(meta).encode().replace(b'"a"', b'"\xa2"', 1)
+    else:
+        raw = b"{not json"
+    path = tmp_path / "d.parquet"
+    pq.write_table(table.replace_schema_metadata({b"pandas": raw}), path)
+    res = run_cli("protect", path, "-o", tmp_path / "o.csv", "-k", 2)
+    assert res.exit_code == 3, res.output
+    assert "d.parquet" in only_error_line(res) and "pandas metadata" in res.stderr
+
+
 # ------------------------------------------------------------------ names
 
 
