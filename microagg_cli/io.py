@@ -27,7 +27,7 @@ from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, check_header, missing_t
 from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .request import ReadOptions
-from .readings import Reading, decimal_comma_file, masked_shape, missing_column, name_list, numeric_reading, quote
+from .readings import Reading, decimal_comma_file, masked_shape, missing_column, name_list, numeric_reading, option_list, quote
 from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,
@@ -496,7 +496,7 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
     return DataError(
         f"column {name!r} is mostly numeric ({n_num} of {n_num + n_bad} non-empty cells) but row {i + 1} "
         f"holds {masked_shape(table.cell_text(name, i))}: fix the cell, protect it explicitly with --columns, "
-        f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}"
+        f"remove it with --drop {option_list([name])}, or release it unchanged on purpose with --passthrough {option_list([name])}"
         f"{_reading_hint(table, reading)}"
     )
 
@@ -569,7 +569,7 @@ def reading_error(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray]
     return DataError(
         f"column {name!r} holds numbers written with {reading.name} ({reading.matched} of {reading.total} "
         f"non-empty cells{besides}; e.g. row {reading.example_row + 1}); {_settle(reading)} (or protect it with "
-        f"--columns, remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name})"
+        f"--columns, remove it with --drop {option_list([name])}, or release it unchanged on purpose with --passthrough {option_list([name])})"
         f"{_decimal_comma_hint(table, reading)}"
     )
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .csvio import text_array
 
-__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "needs_quotes", "missing_column",
+__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "needs_quotes", "missing_column", "option_list",
            "PLACEHOLDERS",
            "decimal_comma_file", "mostly_share"]
 
@@ -267,6 +267,16 @@ def needs_quotes(name: str) -> bool:
     """Would ``name`` be misread in a plain comma-separated list (or on a command line)?"""
     return (not name or name != name.strip() or any(c in name for c in ",;\"'")
             or not name.isprintable())
+
+
+def option_list(names: Iterable[str]) -> str:
+    """Names as a comma-list option takes them back: a name that needs it in double
+    quotes (``"income, net",age``), so a suggested ``--passthrough`` can be pasted.
+
+    >>> option_list(["income, net", "age"])
+    '"income, net",age'
+    """
+    return ",".join('"' + n.replace('"', '""') + '"' if needs_quotes(n) else n for n in map(str, names))
 
 
 def missing_column(name: str, have: Iterable[str]) -> str:

@@ -95,8 +95,8 @@ def pyreadstat_module() -> Any:
 def check_writable(fmt: str) -> None:
     """A usage error for a format ``sdc`` cannot write (.sas7bdat, .xlsx)."""
     if fmt == "xlsx":
-        raise InvalidParameterError("Excel .xlsx files are read, not written: give an output extension sdc "
-                                    "writes (-o NAME.csv, which Excel opens, or NAME.parquet)")
+        raise InvalidParameterError("Excel .xlsx files are read, not written: give an output format sdc writes "
+                                    "by its extension (-o NAME.csv, which Excel opens, or NAME.parquet)")
     if fmt == "sas7bdat":
         raise InvalidParameterError("SAS .sas7bdat files cannot be written (there is no open writer for them); "
                                     "write a SAS transport file instead: -o NAME.xpt")

@@ -31,6 +31,7 @@ import numpy as np
 from .._jit import compile_seconds
 from ..blocking import Block
 from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError, check_k_value
+from ..readings import name_list
 from ..methods import MethodSpec, get_method
 from ..methods._common import check_k
 from ..metrics import il_sse
@@ -91,7 +92,7 @@ def resolve_params(spec: MethodSpec, params: Mapping[str, Any], columns: tuple[s
             else:
                 raise InvalidParameterError(
                     f"{spec.name}: parameter {p.name!r}: {ref!r} is not a column of the block "
-                    f"({', '.join(columns)})"
+                    f"({name_list(columns, limit=len(columns))})"
                 )
     return values
 
