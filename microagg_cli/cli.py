@@ -94,7 +94,7 @@ def _os_error_line(exc: OSError) -> str:
         return f"cannot access {exc.filename!r}: {reason}"
     stream = getattr(exc, "sdc_stream", None) or _broken_stream()
     if stream:
-        return f"cannot write to {stream}: {reason}"
+        return f"cannot {'read' if stream == 'standard input' else 'write to'} {stream}: {reason}"
     return f"cannot access a file or stream the system did not name: {reason}"
 
 
@@ -116,7 +116,9 @@ class _ClosedStream:
         self.buffer = self
 
     def _fail(self, *_a, **_k):
-        raise OSError(errno.EBADF, f"{_STREAM_NAMES[self.fd]} is closed")
+        exc = OSError(errno.EBADF, f"{_STREAM_NAMES[self.fd]} is closed")
+        exc.sdc_stream = _STREAM_NAMES[self.fd]  # type: ignore[attr-defined]
+        raise exc
 
     read = readline = readlines = write = writelines = _fail
 

@@ -93,6 +93,15 @@ def test_help_to_a_full_device_is_exit_3_not_a_traceback(tmp_path, args):
     assert line == "Error: cannot write to standard output: No space left on device"
 
 
+@pytest.mark.parametrize("redirect", [">&-", "> /dev/full"])
+def test_a_table_on_a_closed_or_full_stdout_is_exit_3(tmp_path, small, redirect):
+    res = sh(f"SDC blocks small.csv {redirect}", tmp_path)
+    assert res.returncode == 3, res.stderr
+    (line,) = error_lines(res.stderr)
+    assert line.startswith("Error: cannot write to standard output: ")
+    assert "Exception ignored" not in res.stderr
+
+
 def test_internal_error_names_the_real_debug_command(tmp_path, small, monkeypatch):
     from microagg_cli import api
 
