@@ -7,8 +7,6 @@ parses options, calls one library function and prints. Errors are turned into
 
 from __future__ import annotations
 
-import errno
-import io
 import logging
 import os
 import sys
@@ -16,7 +14,7 @@ import traceback
 
 import click
 
-from . import audit, interrupts
+from . import audit, interrupts, streams
 from ._version import __version__
 from .commands import COMMAND_TABLE, load_command
 from .errors import SdcError
@@ -92,145 +90,10 @@ def _os_error_line(exc: OSError) -> str:
     reason = exc.strerror or _one_line(exc)
     if getattr(exc, "filename", None):
         return f"cannot access {exc.filename!r}: {reason}"
-    stream = getattr(exc, "sdc_stream", None) or _broken_stream()
+    stream = getattr(exc, "sdc_stream", None) or streams.broken()
     if stream:
         return f"cannot {'read' if stream == 'standard input' else 'write to'} {stream}: {reason}"
     return f"cannot access a file or stream the system did not name: {reason}"
-
-
-_STREAM_NAMES = {0: "standard input", 1: "standard output", 2: "standard error"}
-#: Standard streams that were closed when sdc started (their descriptors now hold /dev/null).
-_CLOSED: set[int] = set()
-
-
-class _ClosedStream:
-    """What a standard stream that was closed at start becomes: reading or writing it is an
-    :class:`OSError` naming it (so ``-`` as input or output is refused with exit code 3)."""
-
-    encoding = "utf-8"
-    errors = "strict"
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.name = f"<{_STREAM_NAMES[fd]}>"
-        self.buffer = self
-
-    def _fail(self, *_a, **_k):
-        exc = OSError(errno.EBADF, f"{_STREAM_NAMES[self.fd]} is closed")
-        exc.sdc_stream = _STREAM_NAMES[self.fd]  # type: ignore[attr-defined]
-        raise exc
-
-    read = readline = readlines = write = writelines = _fail
-
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        return self.fd
-
-    def readable(self) -> bool:
-        return self.fd == 0
-
-    def writable(self) -> bool:
-        return self.fd != 0
-
-    def close(self) -> None:
-        return None
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-
-class _NamedText(io.TextIOWrapper):
-    """A standard stream whose write errors carry its name (``exc.sdc_stream``): a full
-    device or a closed pipe is then reported as "cannot write to standard output"."""
-
-    sdc_stream = "standard output"
-
-    def write(self, text: str) -> int:
-        try:
-            return super().write(text)
-        except OSError as exc:
-            exc.sdc_stream = self.sdc_stream  # type: ignore[attr-defined]
-            raise
-
-    def flush(self) -> None:
-        try:
-            super().flush()
-        except OSError as exc:
-            exc.sdc_stream = self.sdc_stream  # type: ignore[attr-defined]
-            raise
-
-
-def _named_stdout(stream) -> object:
-    """``sys.stdout`` as a :class:`_NamedText` on descriptor 1 (same encoding and buffering)."""
-    if not isinstance(stream, io.TextIOWrapper) or stream.fileno() != 1:
-        return stream
-    stream.flush()
-    raw = open(1, "wb", closefd=False)  # noqa: SIM115 - lives as long as the process
-    return _NamedText(raw, encoding=stream.encoding, errors=stream.errors, line_buffering=stream.line_buffering)
-
-
-def _guard_streams() -> None:
-    """A standard stream closed at start (``<&-``, ``>&-``, ``2>&-``) gets ``/dev/null`` on its
-    descriptor, so that no file opened later takes descriptor 0, 1 or 2 (a library writing a
-    warning to descriptor 2 would write into an output). Standard input and output then refuse
-    to be read or written (``-`` gives exit code 3, naming the stream); messages meant for a
-    closed standard error are dropped, and the exit code still tells how the run ended."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            _CLOSED.add(fd)
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
-    if 0 in _CLOSED or sys.stdin is None:
-        sys.stdin = _ClosedStream(0)  # type: ignore[assignment]
-    if 1 in _CLOSED or sys.stdout is None:
-        sys.stdout = _ClosedStream(1)  # type: ignore[assignment]
-    else:
-        try:
-            sys.stdout = _named_stdout(sys.stdout)  # type: ignore[assignment]
-        except (OSError, ValueError):
-            pass
-    if 2 in _CLOSED or sys.stderr is None:
-        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-
-
-def _broken_stream() -> str | None:
-    """The standard stream that cannot be written (a full device, a closed pipe), if any."""
-    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
-        if fd in _CLOSED:
-            continue
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            return _STREAM_NAMES[fd]
-    return None
-
-
-def _silence_broken_streams() -> None:
-    """Point a standard stream that cannot be written at ``/dev/null`` (what it still buffers
-    is dropped there), so that leaving the interpreter does not fail on it a second time."""
-    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            try:
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, fd)
-                os.close(null)
-                stream.flush()
-            except (OSError, ValueError):
-                pass
 
 
 def _one_line(exc: BaseException) -> str:
@@ -265,7 +128,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def main() -> None:
     """Console-script entry point (``sdc``)."""
-    _guard_streams()
+    streams.guard()
     logging.captureWarnings(True)
     interrupts.install()
     try:
@@ -275,15 +138,15 @@ def main() -> None:
         _leave(interrupts.exit_code(exc))
     except OSError as exc:  # outside invoke: --help or --version to a full device or a closed pipe
         line = f"Error: {_os_error_line(exc)}"
-        _silence_broken_streams()
+        streams.silence_broken()
         _echo_error(line)
-        _silence_broken_streams()
+        streams.silence_broken()
         sys.exit(3)
     except SystemExit as exc:
         if interrupts.signalled():
             # worker threads may still be inside a kernel: no interpreter teardown
             _leave(exc.code if isinstance(exc.code, int) else 1)
-        _silence_broken_streams()
+        streams.silence_broken()
         raise
 
 
