@@ -333,8 +333,12 @@ def _read_parquet(src: Path | None, raw: bytes) -> pa.Table:
     try:  # ParquetFile, not read_table: the latter loads pyarrow.dataset and pandas (0.2 s)
         with pq.ParquetFile(pa.BufferReader(raw)) as parquet:
             table = parquet.read()
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{src}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        # Parquet does not check that text is UTF-8: a damaged file must fail here, not in a kernel
+        table.validate(full=True)
+    except Exception as exc:  # noqa: BLE001 - Arrow, OS and decoding errors of a damaged file
+        text = str(exc).splitlines()
+        why = text[0][:120] if text else type(exc).__name__
+        raise DataError(f"{src}: not a readable Parquet file ({why})") from None
     names = list(table.column_names)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

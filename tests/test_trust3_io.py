@@ -250,6 +250,19 @@ def test_parquet_with_damaged_pandas_metadata_is_exit_3(tmp_path, damage):
     assert "d.parquet" in only_error_line(res) and "pandas metadata" in res.stderr
 
 
+def test_parquet_with_text_that_is_not_utf8_is_exit_3(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = pa.array([b"ok", b"\x96x", b"ok", b"ok"], type=pa.binary()).view(pa.string())
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": [1.0, 2.0, 3.0, 4.0], "name": bad}), path)
+    res = run_cli("protect", path, "-o", tmp_path / "o.csv", "-k", 2)
+    assert res.exit_code == 3, res.output
+    line = only_error_line(res)
+    assert "t.parquet" in line and "UTF8" in line.upper().replace("-", "")
+
+
 # ------------------------------------------------------------------ names
 
 
