@@ -359,6 +359,17 @@ def test_tsv_gz_and_refused_gz(tmp_path):
     assert res.exit_code == 3 and "bad.csv.gz" in only_error_line(res)
 
 
+def test_engine_refuses_what_it_cannot_stream(tmp_path, small):
+    gz = tmp_path / "in.csv.gz"
+    gz.write_bytes(gzip.compress(SMALL.encode()))
+    for args in ([gz, "-o", tmp_path / "a.csv"], [small, "-o", tmp_path / "b.csv.gz"],
+                 [small, "-o", tmp_path / "c.csv", "--encoding", "latin-1"]):
+        res = run_cli("protect", *args, "-k", 3, "--engine", "local")
+        assert res.exit_code == 2, res.output
+        assert "--engine" in only_error_line(res)
+    assert list(tmp_path.glob("?.csv*")) == []
+
+
 def _xlsx(path: Path, rows: list[list]) -> None:
     import openpyxl
 
