@@ -45,7 +45,7 @@ def _worker(folder: str, seed: int, count: int, queue: "mp.Queue") -> None:
     for _ in range(count):
         reader = rnd.choice(readers)
         data = fuzz_cases.mutate(seeds[reader], rnd)
-        (base / "current").write_bytes(json.dumps(reader).encode() + b"\n" + data)
+        (base / "current").write_bytes(json.dumps(reader).encode() + b"\n" + data)  # what a crash leaves
         path = fuzz_cases.write_case(base, reader, data)
         exc = fuzz_cases.check(path, reader)
         queue.put((reader, None if exc is None else f"{type(exc).__name__}: {exc}"[:300], data))
@@ -108,6 +108,8 @@ def main() -> int:
                     break
                 if item == "dead":
                     proc.kill()
+                    if not (folder / "current").exists():
+                        raise SystemExit("the worker died before its first case (see its traceback above)")
                     raw = (folder / "current").read_bytes()
                     reader, data = json.loads(raw.split(b"\n", 1)[0]), raw.split(b"\n", 1)[1]
                     failures.append((reader, f"worker died (exit {proc.exitcode})", data))
