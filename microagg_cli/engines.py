@@ -179,8 +179,25 @@ class ParquetSource:
 
         chunks = []
         for f in self.files:
-            chunks.extend(pq.ParquetFile(f).read(columns=[name]).column(0).chunks)
+            with damaged_parquet(f):
+                col = pq.ParquetFile(f).read(columns=[name]).column(0)
+                col.validate(full=True)  # Parquet does not check that text is UTF-8
+            chunks.extend(col.chunks)
         return pa.table({name: pa.chunked_array(chunks, type=self.schema.field(name).type)})
+
+
+@contextlib.contextmanager
+def damaged_parquet(path: Path) -> Iterator[None]:
+    """A Parquet file found damaged while it streams (a page that does not decode, text
+    that is not UTF-8) is a :class:`DataError` naming it (exit code 3), not a bug."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        text = str(exc).splitlines()
+        raise DataError(f"{path}: not a readable Parquet file ({text[0][:120] if text else type(exc).__name__})"
+                        ) from None
 
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 (a dataset: of the lines ``<sha256>  <relative path>``)."""
@@ -277,7 +294,7 @@ def open_parquet(path: str | Path) -> ParquetSource:
         try:
             meta = pq.read_metadata(f)
             fschema = meta.schema.to_arrow_schema()
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: names that are not UTF-8
             raise DataError(f"{f}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
         bare = fschema.remove_metadata()
         if schema is None:
@@ -396,9 +413,11 @@ def _batches(src: Any, index: int, columns: list[str]) -> Iterator[tuple[int, An
         for batch in src.batches(columns, batch_rows=BATCH_ROWS):
             yield batch.num_rows, batch
         return
-    pf = pq.ParquetFile(src.files[index])
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
-        yield batch.num_rows, batch
+    with damaged_parquet(src.files[index]):
+        pf = pq.ParquetFile(src.files[index])
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
+            batch.validate(full=True)  # Parquet does not check that text is UTF-8
+            yield batch.num_rows, batch
 
 
 def _write_pass(
