@@ -134,6 +134,20 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 # ----------------------------------------------------------------------------- input
 
 
+@contextlib.contextmanager
+def damaged_parquet(path: Path) -> Iterator[None]:
+    """A Parquet file found damaged while it streams (a page that does not decode, text
+    that is not UTF-8) is a :class:`DataError` naming it (exit code 3), not a bug."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        text = str(exc).splitlines()
+        raise DataError(f"{path}: not a readable Parquet file ({text[0][:120] if text else type(exc).__name__})"
+                        ) from None
+
+
 @dataclass(frozen=True)
 class ParquetSource:
     """A Parquet file or dataset directory opened for streaming.
@@ -184,20 +198,6 @@ class ParquetSource:
                 col.validate(full=True)  # Parquet does not check that text is UTF-8
             chunks.extend(col.chunks)
         return pa.table({name: pa.chunked_array(chunks, type=self.schema.field(name).type)})
-
-
-@contextlib.contextmanager
-def damaged_parquet(path: Path) -> Iterator[None]:
-    """A Parquet file found damaged while it streams (a page that does not decode, text
-    that is not UTF-8) is a :class:`DataError` naming it (exit code 3), not a bug."""
-    import pyarrow as pa
-
-    try:
-        yield
-    except (pa.ArrowException, UnicodeDecodeError) as exc:
-        text = str(exc).splitlines()
-        raise DataError(f"{path}: not a readable Parquet file ({text[0][:120] if text else type(exc).__name__})"
-                        ) from None
 
     def fingerprint(self) -> dict[str, Any]:
         """Name, size and SHA-256 (a dataset: of the lines ``<sha256>  <relative path>``)."""

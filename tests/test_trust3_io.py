@@ -257,10 +257,12 @@ def test_parquet_with_text_that_is_not_utf8_is_exit_3(tmp_path):
     bad = pa.array([b"ok", b"\x96x", b"ok", b"ok"], type=pa.binary()).view(pa.string())
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"x": [1.0, 2.0, 3.0, 4.0], "name": bad}), path)
-    res = run_cli("protect", path, "-o", tmp_path / "o.csv", "-k", 2)
-    assert res.exit_code == 3, res.output
-    line = only_error_line(res)
-    assert "t.parquet" in line and "UTF8" in line.upper().replace("-", "")
+    for engine in ([], ["--engine", "local"]):
+        res = run_cli("protect", path, "-o", tmp_path / "o.csv", "-k", 2, *engine)
+        assert res.exit_code == 3, res.output
+        line = only_error_line(res)
+        assert "t.parquet" in line and "UTF8" in line.upper().replace("-", "")
+        assert not (tmp_path / "o.csv").exists()
 
 
 # ------------------------------------------------------------------ names
