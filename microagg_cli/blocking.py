@@ -103,6 +103,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import DataError, InvalidParameterError, check_k_value, k_message
+from .readings import name_list
 from .request import BlocksRequest, ProtectRequest, default
 
 
@@ -249,7 +250,7 @@ class BlockPlan:
         names: set[str] = set()
 
         def missing(c: str) -> str:
-            shown = ", ".join(available[:20]) + (", ..." if len(available) > 20 else "")
+            shown = name_list(available, limit=20)
             return f"no column {c!r} in the input (columns: {shown})"
 
         for i, b in enumerate(self.blocks):
@@ -1091,7 +1092,7 @@ def check_k_option(k: int | None) -> None:
 def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:
     """The header comment of a plan file written by ``sdc blocks`` for candidate ``name``."""
     if name in STRATEGIES:
-        how = f"--strategy {name}" + (f" --size {size}" if STRATEGIES[name][1] else "")
+        how = f"--strategy {name}" + (f" --size {size}" if STRATEGIES[name][1] and size is not None else "")
         how += f" --seed {seed}" if name == "random" else ""
     else:
         how = f"--check {name}"

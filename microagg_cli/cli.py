@@ -14,7 +14,7 @@ import traceback
 
 import click
 
-from . import audit, interrupts
+from . import audit, interrupts, streams
 from ._version import __version__
 from .commands import COMMAND_TABLE, load_command
 from .errors import SdcError
@@ -52,24 +52,23 @@ class SdcGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SdcError as exc:
-            click.echo(f"Error: {_one_line(exc)}", err=True)
+            _echo_error(f"Error: {_one_line(exc)}")
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (see interrupts.py)
-            click.echo(interrupts.message(), err=True)
+            _echo_error(interrupts.message())
             ctx.exit(interrupts.exit_code(exc))
         except OSError as exc:  # the environment, not a bug: a full disk, a vanished folder
-            click.echo(f"Error: {_os_error_line(exc)}", err=True)
+            _echo_error(f"Error: {_os_error_line(exc)}")
             ctx.exit(3)
         except Exception as exc:  # a bug: say so, traceback only with --debug
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
-            click.echo(
-                f"Error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
-                "re-run with --debug for the traceback and report it",
-                err=True,
-            )
+            # --debug is an option of sdc itself, so it goes before the subcommand
+            again = f"sdc --debug {ctx.invoked_subcommand} ..." if ctx.invoked_subcommand else "sdc --debug ..."
+            _echo_error(f"Error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
+                        f"re-run as '{again}' for the traceback and report it")
             ctx.exit(1)
 
 
@@ -86,8 +85,15 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def _os_error_line(exc: OSError) -> str:
-    where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
-    return f"cannot access{where}: {exc.strerror or _one_line(exc)}"
+    """``cannot access 'path': reason``; an error without a file name is a standard stream's
+    (a full device, a closed pipe) or, should none be broken, said to come from no named file."""
+    reason = exc.strerror or _one_line(exc)
+    if getattr(exc, "filename", None):
+        return f"cannot access {exc.filename!r}: {reason}"
+    stream = getattr(exc, "sdc_stream", None) or streams.broken()
+    if stream:
+        return f"cannot {'read' if stream == 'standard input' else 'write to'} {stream}: {reason}"
+    return f"cannot access a file or stream the system did not name: {reason}"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -122,6 +128,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def main() -> None:
     """Console-script entry point (``sdc``)."""
+    streams.guard()
     logging.captureWarnings(True)
     interrupts.install()
     try:
@@ -129,11 +136,25 @@ def main() -> None:
     except KeyboardInterrupt as exc:  # raised outside invoke (e.g. while parsing)
         click.echo(interrupts.message(), err=True)
         _leave(interrupts.exit_code(exc))
+    except OSError as exc:  # outside invoke: --help or --version to a full device or a closed pipe
+        line = f"Error: {_os_error_line(exc)}"
+        streams.silence_broken()
+        _echo_error(line)
+        streams.silence_broken()
+        sys.exit(3)
     except SystemExit as exc:
         if interrupts.signalled():
             # worker threads may still be inside a kernel: no interpreter teardown
             _leave(exc.code if isinstance(exc.code, int) else 1)
+        streams.silence_broken()
         raise
+
+
+def _echo_error(line: str) -> None:
+    try:
+        click.echo(line, err=True)
+    except (OSError, ValueError):  # standard error itself cannot be written: the exit code tells
+        pass
 
 
 def _leave(code: int) -> None:

@@ -22,11 +22,13 @@ text has an exponent go through numpy's ``str`` one by one.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import hashlib
 import io as _io
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
@@ -77,6 +79,32 @@ _NUMBER_RE = r"^[+-]?([0-9]{1,25}(\.[0-9]{0,25})?|\.[0-9]{1,25})([eE][+-]?[0-9]{
 # ------------------------------------------------------------------------ reading
 
 
+@contextlib.contextmanager
+def unlimited_fields() -> Iterator[None]:
+    """Python's csv module without its field size limit (131,072 characters) for the block:
+    a cell is as large as memory allows, as in the Arrow and pandas readers (a free-text
+    column of an agency export may hold megabytes). The limit is the module's global
+    setting, so it is restored on leaving."""
+    old = csv.field_size_limit()
+    try:
+        csv.field_size_limit(sys.maxsize)
+    except OverflowError:  # a C long of 32 bits
+        csv.field_size_limit(2**31 - 1)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _straddles(exc: BaseException) -> bool:
+    """Arrow's CSV reader met a cell (or row) larger than its block."""
+    return "straddl" in str(exc)
+
+
+#: The largest block the CSV readers grow to when a cell does not fit (then exit code 3).
+_MAX_BLOCK_BYTES = 1 << 30
+
+
 def sniff_delimiter(sample: str) -> str:
     """The delimiter of a CSV sample: csv.Sniffer among ``, ; TAB |``, else the most
     frequent of them in the first line, else a comma."""
@@ -115,12 +143,38 @@ def check_header(header: list[str], name: str) -> None:
 def _check_utf8(chunks: Iterator[bytes], name: str) -> None:
     """Raise unless the bytes are UTF-8 (decoded chunk by chunk: no copy of the file)."""
     dec = codecs.getincrementaldecoder("utf-8")()
+    lines = 1
     try:
         for chunk in chunks:
             dec.decode(chunk)
+            lines += bytes(chunk).count(b"\n")
         dec.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise DataError(f"{name}: not a UTF-8 text file") from None
+    except UnicodeDecodeError as exc:
+        line = lines + bytes(exc.object[:exc.start]).count(b"\n")
+        raise DataError(undecodable(name, line, bytes(exc.object[exc.start:exc.start + 1]), "utf-8")) from None
+
+
+def undecodable(name: str, line: int, byte: bytes, encoding: str) -> str:
+    """The message for bytes that are not text in ``encoding``: the line and ``--encoding``."""
+    hint = ("give the file's encoding with --encoding (e.g. --encoding cp1252 for Windows, "
+            "--encoding latin-1)" if codecs.lookup(encoding).name == "utf-8" else
+            "give the file's real encoding with --encoding")
+    shown = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else codecs.lookup(encoding).name
+    return (f"{name}: line {line} is not {shown} text (byte 0x{byte.hex() or '??'}); "
+            f"{hint}")
+
+
+def recode(raw: bytes, name: str, encoding: str) -> bytes:
+    """``raw`` (text in ``encoding``) as UTF-8; undecodable bytes are a :class:`DataError`
+    naming the line and ``--encoding``. UTF-8 input is returned as it is (checked later)."""
+    if codecs.lookup(encoding).name == "utf-8":
+        return raw
+    try:
+        text = bytes(raw).decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = bytes(raw[:exc.start]).count(b"\n") + 1
+        raise DataError(undecodable(name, line, bytes(raw[exc.start:exc.start + 1]), encoding)) from None
+    return text.encode("utf-8")
 
 
 def _chunks(raw: bytes | memoryview, size: int = 1 << 23) -> Iterator[bytes]:
@@ -146,7 +200,7 @@ def _sample(body: memoryview) -> str:
     return bytes(body[:4 * 65536]).decode("utf-8", errors="ignore")[:65536]
 
 
-def _first_record(prefix: Callable[[int], bytes], size: int, delimiter: str) -> list[str]:
+def _first_record(prefix: Callable[[int], bytes], size: int, delimiter: str, name: str = "<input>") -> list[str]:
     """The first record as Python's csv module reads it (lines split at ``\\n`` only,
     as from ``io.StringIO(text)``). ``prefix(k)``: the first ``k`` bytes of the text;
     ``size``: its length in bytes (the prefix read grows until the record is complete)."""
@@ -161,17 +215,22 @@ def _first_record(prefix: Callable[[int], bytes], size: int, delimiter: str) -> 
                 used[0] += len(line)  # noqa: B023 - read within this iteration
                 yield line
 
-        first = next(csv.reader(lines(), delimiter=delimiter), [])
+        with unlimited_fields():
+            try:
+                first = next(csv.reader(lines(), delimiter=delimiter), [])
+            except csv.Error as exc:
+                raise DataError(f"{name}: malformed CSV header ({_without_cells(str(exc))})") from None
         if not truncated or used[0] < len(text):
             return first
         limit *= 4
 
 
-def _arrow_options(ncols: int, delimiter: str, *, threads: bool = True) -> tuple[Any, Any, Any]:
+def _arrow_options(ncols: int, delimiter: str, *, threads: bool = True,
+                   block_bytes: int = _BLOCK_BYTES) -> tuple[Any, Any, Any]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    read = pacsv.ReadOptions(use_threads=threads, block_size=_BLOCK_BYTES, autogenerate_column_names=True)
+    read = pacsv.ReadOptions(use_threads=threads, block_size=block_bytes, autogenerate_column_names=True)
     parse = pacsv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
                                newlines_in_values=True, ignore_empty_lines=True)
     convert = pacsv.ConvertOptions(
@@ -189,7 +248,8 @@ def _blank_values(col: Any) -> bool:
     return bool(pc.any(pc.match_substring_regex(col, r"^\s+$")).as_py() or False)
 
 
-def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple[Any, str]:
+def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None, *,
+                   encoding: str = "utf-8") -> tuple[Any, str]:
     """Parse CSV bytes into an all-text Arrow table; return (table, delimiter).
 
     The checks and messages of the pandas reader this replaces: not UTF-8, empty file,
@@ -201,6 +261,7 @@ def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    raw = recode(raw, name, encoding)
     _check_utf8(_chunks(raw), name)
     start = 3 if raw[:3] == _BOM else 0
     declared = _SEP_LINE.match(bytes(raw[start:start + 16]))
@@ -211,13 +272,22 @@ def read_csv_arrow(raw: bytes, name: str, delimiter: str | None = None) -> tuple
     if _is_blank(body):
         raise DataError(f"{name}: the file is empty")
     delim = delimiter or sniff_delimiter(_sample(body))
-    header = _first_record(lambda k: bytes(body[:k]), len(body), delim)
+    header = _first_record(lambda k: bytes(body[:k]), len(body), delim, name)
     check_header(header, name)
     read, parse, convert = _arrow_options(len(header), delim)
     table = None
     try:
-        whole = pacsv.read_csv(pa.BufferReader(pa.py_buffer(raw).slice(start)), read_options=read,
-                               parse_options=parse, convert_options=convert)
+        try:
+            whole = pacsv.read_csv(pa.BufferReader(pa.py_buffer(raw).slice(start)), read_options=read,
+                                   parse_options=parse, convert_options=convert)
+        except pa.ArrowInvalid as exc:
+            if not _straddles(exc):
+                raise
+            # a cell larger than a block: one block holding the whole file
+            read, parse, convert = _arrow_options(len(header), delim,
+                                                  block_bytes=min(max(len(raw), 1) + 1, 2**31 - 1))
+            whole = pacsv.read_csv(pa.BufferReader(pa.py_buffer(raw).slice(start)), read_options=read,
+                                   parse_options=parse, convert_options=convert)
         if whole.num_columns == len(header) and not (whole.num_columns == 1 and _blank_values(whole.column(0))):
             names = [str(whole.column(i)[0].as_py()) for i in range(whole.num_columns)]
             table = whole.slice(1).rename_columns(names)
@@ -240,18 +310,23 @@ def _check_field_counts(body: memoryview, name: str, delim: str, width: int) -> 
     (empty or white space only) are skipped, as the readers skip them."""
     text = bytes(body).decode("utf-8")
     reader = csv.reader(_io.StringIO(text, newline=""), delimiter=delim)
-    next(reader, None)
     first_bad: tuple[int, int] | None = None
     trailing = rows = 0
-    for record in reader:
-        if not record or (len(record) == 1 and not record[0].strip()):
-            continue
-        rows += 1
-        if len(record) != width:
-            if first_bad is None:
-                first_bad = (reader.line_num, len(record))
-            if len(record) == width + 1 and not record[-1].strip():
-                trailing += 1
+    with unlimited_fields():
+        try:
+            next(reader, None)
+            for record in reader:
+                if not record or (len(record) == 1 and not record[0].strip()):
+                    continue
+                rows += 1
+                if len(record) != width:
+                    if first_bad is None:
+                        first_bad = (reader.line_num, len(record))
+                    if len(record) == width + 1 and not record[-1].strip():
+                        trailing += 1
+        except csv.Error as exc:  # a NUL byte, a quote left open at the end of the file
+            raise DataError(f"{name}: malformed CSV near line {reader.line_num} ({_without_cells(str(exc))})"
+                            ) from None
     if first_bad is None:
         return
     line, got = first_bad
@@ -726,6 +801,7 @@ class CsvSource:
     is_dataset: bool = False
     delimiter: str = ","
     decimal: str = "."
+    block_bytes: int = _BLOCK_BYTES
 
     @property
     def n_rows(self) -> int:
@@ -741,7 +817,8 @@ class CsvSource:
     def _reader(self) -> Any:
         import pyarrow.csv as pacsv
 
-        read, parse, convert = _arrow_options(len(self.schema.names), self.delimiter, threads=False)
+        read, parse, convert = _arrow_options(len(self.schema.names), self.delimiter, threads=False,
+                                              block_bytes=self.block_bytes)
         return pacsv.open_csv(str(self.path), read_options=read, parse_options=parse, convert_options=convert)
 
     def batches(self, columns: Sequence[str] | None = None, *, batch_rows: int = BATCH_ROWS) -> Iterator[Any]:
@@ -849,27 +926,44 @@ def open_csv_source(path: str | Path, *, delimiter: str | None = None, decimal: 
             fh.seek(start)
             return fh.read(k)
 
-    header = _first_record(prefix, src.stat().st_size - start, delim)
+    header = _first_record(prefix, src.stat().st_size - start, delim, name)
     check_header(header, name)
     ncols = len(header)
-    draft = CsvSource(src, (src,), (0,), pa.schema([pa.field(f"f{i}", pa.string()) for i in range(ncols)]),
-                      {}, False, delim, decimal)
-    rows = 0
-    names: list[str] | None = None
-    try:
-        for batch in draft._reader():
-            if names is None:
-                names = [str(batch.column(i)[0].as_py()) for i in range(batch.num_columns)]
-                if batch.num_columns != ncols:
-                    raise DataError(f"{name}: malformed CSV (the header has {ncols} fields as csv reads it, "
-                                    f"{batch.num_columns} as Arrow reads it)")
-                rows -= 1
-            if ncols == 1 and _blank_values(batch.column(0)):
-                raise DataError(f"{name}: a line holds only white space; read this file in memory")
-            rows += batch.num_rows
-    except pa.ArrowInvalid as exc:
-        raise DataError(f"{name}: malformed CSV ({arrow_csv_error(exc)})") from None
+    block = _BLOCK_BYTES
+    while True:  # a cell larger than the block: a larger block (the batches stay as they are)
+        try:
+            rows, names = _count_rows(src, name, ncols, delim, decimal, block)
+            break
+        except pa.ArrowInvalid as exc:
+            if _straddles(exc) and block < _MAX_BLOCK_BYTES:
+                block *= 8
+                continue
+            if _straddles(exc):
+                raise DataError(f"{name}: a cell or row is larger than {_MAX_BLOCK_BYTES >> 20} MB, "
+                                "the most the streaming reader holds") from None
+            raise DataError(f"{name}: malformed CSV ({arrow_csv_error(exc)})") from None
     if not rows:
         raise DataError(f"{name}: the file has a header but no data rows")
     schema = pa.schema([pa.field(n, pa.string()) for n in (names or [])])
-    return CsvSource(src, (src,), (rows,), schema, {}, False, delim, decimal)
+    return CsvSource(src, (src,), (rows,), schema, {}, False, delim, decimal, block)
+
+
+def _count_rows(src: Path, name: str, ncols: int, delim: str, decimal: str, block: int) -> tuple[int, list[str] | None]:
+    """Data rows and header names of a CSV file, read in blocks of ``block`` bytes."""
+    import pyarrow as pa
+
+    draft = CsvSource(src, (src,), (0,), pa.schema([pa.field(f"f{i}", pa.string()) for i in range(ncols)]),
+                      {}, False, delim, decimal, block)
+    rows = 0
+    names: list[str] | None = None
+    for batch in draft._reader():
+        if names is None:
+            names = [str(batch.column(i)[0].as_py()) for i in range(batch.num_columns)]
+            if batch.num_columns != ncols:
+                raise DataError(f"{name}: malformed CSV (the header has {ncols} fields as csv reads it, "
+                                f"{batch.num_columns} as Arrow reads it)")
+            rows -= 1
+        if ncols == 1 and _blank_values(batch.column(0)):
+            raise DataError(f"{name}: a line holds only white space; read this file in memory")
+        rows += batch.num_rows
+    return rows, names

@@ -50,6 +50,7 @@ Examples
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import logging
@@ -74,6 +75,7 @@ from .io import (
     check_release,
     check_unchanged,
     detect_format,
+    is_gzip,
     file_mode,
     missing_mask,
     numeric_matrix,
@@ -88,6 +90,7 @@ from .io import id_type as io_id_type
 from .methods import get_method
 from .csvio import CsvSource, CsvWriter, open_csv_source
 from .outputs import check_replaceable_folder
+from .statfiles import check_writable
 from .readings import name_list, quote
 from .engines_dask import (
     ReadSpec,
@@ -130,6 +133,20 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 # ----------------------------------------------------------------------------- input
+
+
+@contextlib.contextmanager
+def damaged_parquet(path: Path) -> Iterator[None]:
+    """A Parquet file found damaged while it streams (a page that does not decode, text
+    that is not UTF-8) is a :class:`DataError` naming it (exit code 3), not a bug."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        text = str(exc).splitlines()
+        raise DataError(f"{path}: not a readable Parquet file ({text[0][:120] if text else type(exc).__name__})"
+                        ) from None
 
 
 @dataclass(frozen=True)
@@ -177,7 +194,10 @@ class ParquetSource:
 
         chunks = []
         for f in self.files:
-            chunks.extend(pq.ParquetFile(f).read(columns=[name]).column(0).chunks)
+            with damaged_parquet(f):
+                col = pq.ParquetFile(f).read(columns=[name]).column(0)
+                col.validate(full=True)  # Parquet does not check that text is UTF-8
+            chunks.extend(col.chunks)
         return pa.table({name: pa.chunked_array(chunks, type=self.schema.field(name).type)})
 
     def fingerprint(self) -> dict[str, Any]:
@@ -275,7 +295,7 @@ def open_parquet(path: str | Path) -> ParquetSource:
         try:
             meta = pq.read_metadata(f)
             fschema = meta.schema.to_arrow_schema()
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: names that are not UTF-8
             raise DataError(f"{f}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
         bare = fschema.remove_metadata()
         if schema is None:
@@ -301,6 +321,12 @@ def open_source(path: str | Path, read: ReadOptions) -> Any:
     :class:`microagg_cli.csvio.CsvSource` for a CSV file (read in batches, never whole);
     ``read``: format, delimiter and decimal mark (:class:`microagg_cli.request.ReadOptions`)."""
     input_format, delimiter, decimal = read.input_format, read.delimiter, read.decimal
+    if str(path) != "-" and not Path(path).is_dir() and (
+            is_gzip(path) or detect_format(path, input_format) == "xlsx"
+            or codecs.lookup(read.encoding).name != "utf-8"):
+        raise InvalidParameterError(
+            "--engine/--scheduler stream plain UTF-8 CSV and Parquet files; a compressed (.gz) or Excel file, "
+            "or one read with --encoding, is read in memory: leave --engine/--scheduler out")
     if str(path) != "-" and not Path(path).is_dir() and detect_format(path, input_format) == "csv":
         return open_csv_source(path, delimiter=delimiter, decimal=decimal)
     return open_parquet(path)
@@ -350,6 +376,10 @@ def _output_target(output: str | Path, output_format: str | None, src: Any, *, f
         check_replaceable_folder(out, set(src.relative_names()))  # --force replaces only sdc's own files
         return _Target(out, True)
     fmt = detect_format(out, output_format)
+    if is_gzip(out):
+        raise InvalidParameterError("--engine/--scheduler write plain CSV or Parquet; a compressed output "
+                                    f"({out.name}) is written in memory: leave --engine/--scheduler out")
+    check_writable(fmt)
     if fmt == "csv" and src.is_dataset:
         raise InvalidParameterError(
             "a dataset directory is streamed to Parquet only: give -o OUT.parquet or a directory name"
@@ -384,9 +414,11 @@ def _batches(src: Any, index: int, columns: list[str]) -> Iterator[tuple[int, An
         for batch in src.batches(columns, batch_rows=BATCH_ROWS):
             yield batch.num_rows, batch
         return
-    pf = pq.ParquetFile(src.files[index])
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
-        yield batch.num_rows, batch
+    with damaged_parquet(src.files[index]):
+        pf = pq.ParquetFile(src.files[index])
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
+            batch.validate(full=True)  # Parquet does not check that text is UTF-8
+            yield batch.num_rows, batch
 
 
 def _write_pass(

@@ -81,7 +81,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (1, "(unexpected)", "a bug: the traceback is shown only with --debug"),
     (2, "InvalidParameterError", "bad option, parameter, method or plan entry"),
     (3, "DataError", "unreadable file, missing/duplicate/non-numeric column, NaN/inf, "
-                     "output exists without --force"),
+                     "output exists without --force, a file or standard stream that cannot be "
+                     "read or written"),
     (4, "InfeasibleError", "fewer records than k in a block or stratum, or a partition "
                            "failed the k-check (nothing written)"),
     (5, "ThresholdExceeded", "a --max-* / --min-* risk or utility gate failed"),

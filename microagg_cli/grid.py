@@ -319,7 +319,10 @@ def check_cells(table: Table, cells: Sequence[Cell]) -> None:
                         f"plan {plan.name!r}, block {bname!r}: {spec.name} k={cell.k} values exceeds the "
                         f"{n * len(cols)} values of the block ({n} records x {len(cols)} columns)")
             elif cell.k > n:
-                raise InfeasibleError(f"k={cell.k} exceeds the {n} records of the input")
+                raise InfeasibleError(
+                    f"k={cell.k} exceeds the {n} record(s) of the input" + (
+                        "; microaggregation needs groups of at least k >= 2 records, so a single record cannot "
+                        "be protected" if n < 2 else ""))
 
 
 # -------------------------------------------------------------------------- plans

@@ -27,7 +27,7 @@ from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, missing_tokens, open_cs
 from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .request import ReadOptions
-from .readings import Reading, decimal_comma_file, masked_shape, name_list, numeric_reading, quote
+from .readings import Reading, decimal_comma_file, masked_shape, missing_column, name_list, numeric_reading, option_list, quote
 from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,
@@ -84,11 +84,31 @@ __all__ = [
     "COMMIT_LOCK",
     "file_mode",
     "write_table",
+    "gzip_writer",
+    "is_gzip",
     "write_json",
 ]
 
-_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
+_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", ".xlsx": "xlsx"}
 _FORMATS.update(STAT_SUFFIXES)  # SPSS, Stata, SAS: microagg_cli.statfiles (#28)
+#: Text formats whose gzip-compressed form (``.csv.gz``) is read and written as well.
+_TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | Path | None) -> bool:
+    """Is ``path`` a gzip-compressed text file by its name (``.csv.gz``, ``.tsv.gz``)?"""
+    return path is not None and str(path) != "-" and str(path).lower().endswith(".gz")
+
+
+def _gunzip(raw: bytes, name: str) -> bytes:
+    import gzip
+    import zlib
+
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"{name}: not a readable gzip file ({str(exc) or type(exc).__name__})") from None
 _MISSING_TOKENS = set(MISSING_TOKENS)
 
 #: Rows per row group of a Parquet output (the streaming engine's batch size, so that
@@ -222,6 +242,13 @@ def detect_format(path: str | Path, override: str | None = None) -> str:
     if str(path) == "-":
         return "csv"
     suffix = Path(path).suffix.lower()
+    if suffix == ".gz":  # agency exports: .csv.gz, .tsv.gz (compressed text, read and written as it)
+        inner = Path(str(path)[:-3]).suffix.lower()
+        if inner in _TEXT_SUFFIXES:
+            return "csv"
+        raise InvalidParameterError(
+            f"{str(path)!r}: only compressed text files ({', '.join(s + '.gz' for s in _TEXT_SUFFIXES)}) are read "
+            "and written as they are; decompress the file first")
     if suffix not in _FORMATS:
         raise InvalidParameterError(
             f"cannot tell the format of {str(path)!r} from its extension; "
@@ -269,13 +296,21 @@ def read_table(path: str | Path, options: ReadOptions | None = None, *, fmt: str
         raw = sys.stdin.buffer.read() if src is None else src.read_bytes()
     except OSError as exc:
         raise DataError(f"{_name(src)}: cannot read ({exc.strerror})") from None
-    # the report's fingerprint is of these very bytes, not of a second read of the path
     fingerprint = ({"name": "<stdin>", "size_bytes": None, "sha256": None} if src is None else
                    {"name": src.name, "size_bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()})
+    if fmt == "csv" and (is_gzip(src) or raw[:2] == _GZIP_MAGIC):
+        raw = _gunzip(raw, _name(src))
+    # the report's fingerprint is of these very bytes (above), not of a second read of the path
     if fmt == "parquet":
         table = Table(_read_parquet(src, raw), "parquet", src, thousands=thousands, na_values=na_values)
+    elif fmt == "xlsx":  # read as the CSV file Excel would save: every rule of CSV input holds
+        from .xlsx import read_xlsx
+
+        if src is None:
+            raise InvalidParameterError("Excel input cannot come from stdin")
+        table = Table(read_xlsx(raw, _name(src)), "csv", src, ",", decimal, thousands, na_values)
     else:
-        data, delim = read_csv_arrow(raw, _name(src), delimiter)
+        data, delim = read_csv_arrow(raw, _name(src), delimiter, encoding=options.encoding)
         table = Table(data, "csv", src, delim, decimal, thousands, na_values)
     table.fingerprint = fingerprint
     return table
@@ -294,12 +329,24 @@ def _read_parquet(src: Path | None, raw: bytes) -> pa.Table:
     try:  # ParquetFile, not read_table: the latter loads pyarrow.dataset and pandas (0.2 s)
         with pq.ParquetFile(pa.BufferReader(raw)) as parquet:
             table = parquet.read()
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{src}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        # Parquet does not check that text is UTF-8: a damaged file must fail here, not in a kernel
+        table.validate(full=True)
+    except Exception as exc:  # noqa: BLE001 - Arrow, OS and decoding errors of a damaged file
+        text = str(exc).splitlines()
+        why = text[0][:120] if text else type(exc).__name__
+        raise DataError(f"{src}: not a readable Parquet file ({why})") from None
     names = list(table.column_names)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DataError(f"{src}: duplicate column {dup[0]!r}")
+    if b"pandas" in (table.schema.metadata or {}):
+        # what pandas reads to restore dtypes and the index: damaged, it would fail much later
+        # (any column shown through pandas); an empty slice runs the same reconstruction
+        try:
+            table.slice(0, 0).to_pandas()
+        except Exception as exc:  # noqa: BLE001 - KeyError, ValueError, TypeError ... of the metadata
+            raise DataError(f"{src}: not a readable Parquet file (its pandas metadata is damaged: "
+                            f"{type(exc).__name__})") from None
     if table.num_rows == 0:
         raise DataError(f"{src}: the file has no rows")
     return table
@@ -449,7 +496,7 @@ def mostly_numeric_error(table: Table, name: str, parsed: tuple[np.ndarray, np.n
     return DataError(
         f"column {name!r} is mostly numeric ({n_num} of {n_num + n_bad} non-empty cells) but row {i + 1} "
         f"holds {masked_shape(table.cell_text(name, i))}: fix the cell, protect it explicitly with --columns, "
-        f"remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name}"
+        f"remove it with --drop {option_list([name])}, or release it unchanged on purpose with --passthrough {option_list([name])}"
         f"{_reading_hint(table, reading)}"
     )
 
@@ -522,7 +569,7 @@ def reading_error(table: Table, name: str, parsed: tuple[np.ndarray, np.ndarray]
     return DataError(
         f"column {name!r} holds numbers written with {reading.name} ({reading.matched} of {reading.total} "
         f"non-empty cells{besides}; e.g. row {reading.example_row + 1}); {_settle(reading)} (or protect it with "
-        f"--columns, remove it with --drop {name}, or release it unchanged on purpose with --passthrough {name})"
+        f"--columns, remove it with --drop {option_list([name])}, or release it unchanged on purpose with --passthrough {option_list([name])})"
         f"{_decimal_comma_hint(table, reading)}"
     )
 
@@ -578,7 +625,7 @@ def resolve_columns(
         seen: set[str] = set()
         for name in names:
             if name not in have:
-                raise DataError(f"{label}: no column {quote(name)} in the input (columns: {name_list(have)})")
+                raise DataError(f"{label}: {missing_column(name, have)}")
             if name in seen:
                 raise InvalidParameterError(f"{label}: column {name!r} is named twice")
             seen.add(name)
@@ -976,7 +1023,7 @@ def write_table(
             import pyarrow as pa
 
             frame = pa.Table.from_pandas(frame, preserve_index=False)
-        _stage_or_write(path, stat_writer(frame, fmt), force=force, into=into, what="output")
+        _stage_or_write(path, stat_writer(frame, fmt, str(path)), force=force, into=into, what="output")
         return
     if fmt == "csv":
         if arrow:
@@ -985,6 +1032,8 @@ def write_table(
         else:
             data = _csv_text(frame, delimiter, decimal).encode("utf-8")
             writer = lambda fh: fh.write(data)  # noqa: E731
+        if is_gzip(path):
+            writer = gzip_writer(writer)
     else:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -996,6 +1045,18 @@ def write_table(
             table = pa.Table.from_pandas(frame, preserve_index=False)
             writer = lambda fh: pq.write_table(table, fh)  # noqa: E731
     _stage_or_write(path, writer, force=force, into=into, what="output")
+
+
+def gzip_writer(writer: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``writer`` compressing what it writes with gzip (no time stamp or name in the
+    header: the same table gives the same bytes); the file stays atomic, as ``writer``'s."""
+    import gzip
+
+    def write(fh: Any) -> None:
+        with gzip.GzipFile(filename="", fileobj=fh, mode="wb", mtime=0) as gz:
+            writer(gz)
+
+    return write
 
 
 @contextlib.contextmanager

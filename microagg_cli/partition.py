@@ -82,9 +82,17 @@ def zscore(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     X = np.asarray(X, dtype=np.float64)
     mean = X.mean(axis=0)
     sd = X.std(axis=0)
-    constant = ~(sd > 0)
-    scale = np.where(constant, 1.0, sd)
-    return (X - mean) / scale, mean, scale, constant
+    constant = (np.ptp(X, axis=0) == 0) if X.shape[0] else np.ones(X.shape[1], dtype=bool)
+    scale = np.where(constant | ~(sd > 0), 1.0, sd)
+    Z = (X - mean) / scale
+    tiny = ~constant & ~(sd > 0)  # values so small (subnormal) that their squares vanish: not constant
+    if tiny.any():  # z-scored through their largest magnitude, where the arithmetic is exact enough
+        top = np.abs(X[:, tiny]).max(axis=0)
+        U = X[:, tiny] / top
+        mu, su = U.mean(axis=0), U.std(axis=0)
+        Z[:, tiny] = (U - mu) / su
+        mean[tiny], scale[tiny] = top * mu, np.maximum(top * su, np.finfo(np.float64).smallest_subnormal)
+    return Z, mean, scale, constant
 
 
 def group_centroids(X: np.ndarray, labels: np.ndarray) -> np.ndarray:

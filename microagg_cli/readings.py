@@ -27,7 +27,8 @@ import numpy as np
 
 from .csvio import text_array
 
-__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "PLACEHOLDERS",
+__all__ = ["Reading", "numeric_reading", "masked_shape", "quote", "name_list", "needs_quotes", "missing_column", "option_list",
+           "PLACEHOLDERS",
            "decimal_comma_file", "mostly_share"]
 
 #: Cells official tables use for "not available", "not applicable", "confidential",
@@ -61,6 +62,22 @@ _AFFIXED = (rf"^{_SIGN}\s?({_CURRENCY}\s?{_SIGN}\s?{_ANY_NUMBER}|{_ANY_NUMBER}\s
             rf"|^{_ANY_NUMBER}[\-" "\u2212" "]$"  # a trailing minus (ledger exports: 120-)
             rf"|^'{_SIGN}{_ANY_NUMBER}$")  # a leading apostrophe (a spreadsheet's "keep as text")
 _PARENS = rf"^\(\s?({_CURRENCY}\s?)?{_ANY_NUMBER}\s?({_CURRENCY}|{_PCT})?\s?\)$"
+
+# Any script (RE2 Unicode classes): decimal digits of category Nd (Arabic-Indic ٠-٩, Extended
+# Arabic-Indic, Devanagari, Bengali, Thai, fullwidth ０-９ ...), separated by grouping or
+# decimal marks (. , ' ’ · Arabic ٫ ٬ ، fullwidth ，．, any space), with signs (+ - U+2212
+# and their fullwidth or small forms), currency (category Sc or a code), percent signs and
+# parentheses around them.
+_U_SPACE = r"[\s\p{Zs}\x{200B}-\x{200F}\x{2066}-\x{2069}\x{061C}]"  # with zero-width and direction marks
+_U_SIGN = r"[+\-\x{2212}\x{2010}-\x{2015}\x{FE63}\x{FF0B}\x{FF0D}]"
+_U_MARK = r"[.,'\x{2019}\x{00B7}\x{066B}\x{066C}\x{060C}\x{FF0C}\x{FF0E}\x{2E41}\s\p{Zs}]"  # one grouping mark
+_U_AFFIX = rf"({_U_SPACE}|{_U_SIGN}|\p{{Sc}}|{_CURRENCY}|[%\x{{2030}}\x{{066A}}\x{{FF05}}()\x{{FF08}}\x{{FF09}}])"
+_U_DECIMAL = r"[.,\x{00B7}\x{066B}\x{FF0C}\x{FF0E}]"
+# plain digits, or groups of three after the first (1,234,567) or Indian groups (12,34,567),
+# then an optional decimal part: a version "1.2.3" or a phone number "+41 44 123 45 67" is not a number
+_U_CORE = (rf"(\p{{Nd}}+|\p{{Nd}}{{1,3}}({_U_MARK}\p{{Nd}}{{3}})+|\p{{Nd}}{{1,2}}({_U_MARK}\p{{Nd}}{{2}})*{_U_MARK}\p{{Nd}}{{3}})"
+           rf"({_U_DECIMAL}\p{{Nd}}+)?")
+_UNICODE_NUMBER = rf"^{_U_AFFIX}*{_U_CORE}{_U_AFFIX}*$"
 
 
 @dataclass(frozen=True)
@@ -169,6 +186,14 @@ def numeric_reading(col: Any, *, decimal: str = ".", thousands: str | None = Non
         options = [o for _m, _n, o, _r in best if o]
         return Reading(" or ".join(n for _m, n, _o, _r in best), " or ".join(options) if options else None,
                        n_strict + top, total, min(r for *_x, r in best))
+    # any script, sign or mark: cells that are decimal digits (Unicode Nd) once spaces,
+    # signs, currency, percent and grouping marks are set aside
+    hits = _match(text, _UNICODE_NUMBER) & counted & ~strict
+    m = int(hits.sum())
+    if m and m >= int(anything.sum()) and n_strict + m >= mostly_share * total:
+        return Reading("digits, signs or grouping marks of another script or convention", None, n_strict + m, total,
+                       int(np.flatnonzero(hits)[0]))
+    anything |= hits
     # every convention at once (a file may mix them): still mostly numbers?
     m = int(anything.sum())
     if m and n_strict + m >= mostly_share * total:
@@ -223,8 +248,44 @@ def quote(value: Any, limit: int = 40) -> str:
 
 def name_list(names: Iterable[str], limit: int = 12) -> str:
     """``a, b, c`` for a message: each name capped at 40 characters, at most ``limit``
-    names (then ``... (N in all)``)."""
-    names = list(names)
+    names (then ``... (N in all)``). When a name holds a comma, a quote, leading or
+    trailing white space or is empty, every name is quoted (``'income, net', 'age'``),
+    so the list cannot be read two ways.
+
+    >>> name_list(["a", "b"]), name_list(["income, net", " age"])
+    ('a, b', "'income, net', ' age'")
+    """
+    names = [str(n) for n in names]
     shown = [n if len(n) <= 40 else n[:40] + "..." for n in names[:limit]]
+    if any(needs_quotes(n) for n in names):
+        shown = [repr(n) for n in shown]
     more = f", ... ({len(names)} in all)" if len(names) > limit else ""
     return ", ".join(shown) + more
+
+
+def needs_quotes(name: str) -> bool:
+    """Would ``name`` be misread in a plain comma-separated list (or on a command line)?"""
+    return (not name or name != name.strip() or any(c in name for c in ",;\"'")
+            or not name.isprintable())
+
+
+def option_list(names: Iterable[str]) -> str:
+    """Names as a comma-list option takes them back: a name that needs it in double
+    quotes (``"income, net",age``), so a suggested ``--passthrough`` can be pasted.
+
+    >>> option_list(["income, net", "age"])
+    '"income, net",age'
+    """
+    return ",".join('"' + n.replace('"', '""') + '"' if needs_quotes(n) else n for n in map(str, names))
+
+
+def missing_column(name: str, have: Iterable[str]) -> str:
+    """``no column 'x' in the input (columns: ...)``, with the column it may mean when only
+    white space differs (a padded header name is matched exactly: quote it)."""
+    have = [str(h) for h in have]
+    near = [h for h in have if h.strip() == name.strip() and h != name]
+    hint = ""
+    if near:
+        quoted = '"' + near[0].replace('"', '""') + '"'
+        hint = f"; the input has {near[0]!r} (with spaces): name it in quotes, e.g. '{quoted}'"
+    return f"no column {quote(name)} in the input (columns: {name_list(have)}){hint}"

@@ -117,6 +117,32 @@ def _build(cls: type, options: Mapping[str, Any]) -> Any:
     return cls(**own)
 
 
+def _check_seed(seed: Any) -> None:
+    """A seed is an integer >= 0 (numpy refuses a negative one deep inside a run)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, *_np_integer())) or seed < 0:
+        raise InvalidParameterError(f"--seed must be an integer >= 0, got {seed!r}")
+
+
+def _np_integer() -> tuple[type, ...]:
+    """numpy's integer types when numpy is loaded (a seed may be one), without importing it."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    return (np.integer,) if np is not None else ()
+
+
+def _check_encoding(encoding: Any) -> None:
+    import codecs
+
+    try:
+        info = codecs.lookup(str(encoding))
+    except LookupError:
+        info = None
+    if info is None or not isinstance(encoding, str) or not getattr(info, "_is_text_encoding", True):
+        raise InvalidParameterError(f"--encoding: unknown text encoding {encoding!r} "
+                                    "(e.g. utf-8, latin-1, cp1252)")
+
+
 def _check_decimal(decimal: str) -> None:
     if decimal not in (".", ","):
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
@@ -162,9 +188,13 @@ class ReadOptions(_Request):
     na_values: list[str] | None = opt(
         None, "Extra cells read as missing, comma-separated (placeholders of official tables such as "
               "'..', 'x', '-'), besides empty cells, NA, N/A, NaN, NULL and '.'.")
+    encoding: str = opt(
+        "utf-8", "Text encoding of CSV input (utf-8, latin-1, cp1252, or any Python codec); CSV output "
+                 "is UTF-8, every character of a column passed through kept.")
 
     def __post_init__(self) -> None:
         _check_decimal(self.decimal)
+        _check_encoding(self.encoding)
         sep = self.thousands
         if sep is not None and (len(sep) != 1 or sep.isalnum() or sep in "+-eE" or sep == self.decimal):
             raise InvalidParameterError(
@@ -214,6 +244,7 @@ class RunOptions(_Request):
               "(0/1, each key's divided by half its Gini-Simpson index).")
 
     def __post_init__(self) -> None:
+        _check_seed(self.seed)
         if self.bound not in BOUND_MODES:
             raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {self.bound!r}")
         if self.missing not in MISSING_POLICIES:
@@ -399,6 +430,7 @@ class EvaluateRequest(_Request):
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
+        _check_seed(self.seed)
         if self.missing not in ("error", "complete"):
             raise InvalidParameterError(f"unknown missing-value policy {self.missing!r} (use error or complete)")
         if self.scale not in ("z", "raw"):
@@ -482,6 +514,9 @@ class CompareRequest(_Request):
         None, "Gates checked on every cell after the grid is written: {\"min_ci_overlap\": 0.8}.")
     read: ReadOptions = _nested(ReadOptions)
 
+    def __post_init__(self) -> None:
+        _check_seed(self.seed)
+
 
 @dataclass(frozen=True)
 class BlocksRequest(_Request):
@@ -526,6 +561,9 @@ class BlocksRequest(_Request):
     output: Any = opt(None, "Write the plan here (.toml or .json) instead of printing it.")
     force: bool = opt(False, "Replace the plan file if it exists.")
     read: ReadOptions = _nested(ReadOptions)
+
+    def __post_init__(self) -> None:
+        _check_seed(self.seed)
 
     @property
     def evaluating(self) -> bool:

@@ -50,6 +50,7 @@ __all__ = [
     "PYREADSTAT_INSTALL_HINT",
     "pyreadstat_module",
     "check_writable",
+    "check_spss_names",
     "read_stat",
     "stat_writer",
     "write_stat",
@@ -58,6 +59,7 @@ __all__ = [
     "permute_codes",
     "declared_missing_counts",
     "declared_missing_message",
+    "code_written_back",
     "storage_changes",
     "report_fields",
     "set_spss_weight",
@@ -68,9 +70,9 @@ STAT_SUFFIXES = {".sav": "sav", ".zsav": "zsav", ".dta": "dta", ".sas7bdat": "sa
 STAT_FORMATS = ("sav", "zsav", "dta", "sas7bdat", "xpt")
 #: Formats ``sdc`` writes (.sas7bdat has no open writer: SAS transport .xpt instead).
 WRITABLE_FORMATS = ("sav", "zsav", "dta", "xpt")
-#: ``--input-format`` / ``--output-format`` choices of every command.
-INPUT_FORMATS = ("csv", "parquet") + STAT_FORMATS
-OUTPUT_FORMATS = ("csv", "parquet") + STAT_FORMATS
+#: ``--input-format`` / ``--output-format`` choices of every command (Excel is read, not written).
+INPUT_FORMATS = ("csv", "parquet", "xlsx") + STAT_FORMATS
+OUTPUT_FORMATS = ("csv", "parquet") + WRITABLE_FORMATS
 FORMAT_NAMES = {"sav": "SPSS .sav", "zsav": "SPSS .zsav", "dta": "Stata .dta", "sas7bdat": "SAS .sas7bdat",
                 "xpt": "SAS transport .xpt"}
 #: Schema-metadata key of the file's labels, formats and declared missing codes (JSON).
@@ -91,7 +93,10 @@ def pyreadstat_module() -> Any:
 
 
 def check_writable(fmt: str) -> None:
-    """A usage error for a format ``sdc`` cannot write (.sas7bdat)."""
+    """A usage error for a format ``sdc`` cannot write (.sas7bdat, .xlsx)."""
+    if fmt == "xlsx":
+        raise InvalidParameterError("Excel .xlsx files are read, not written: give an output format sdc writes "
+                                    "by its extension (-o NAME.csv, which Excel opens, or NAME.parquet)")
     if fmt == "sas7bdat":
         raise InvalidParameterError("SAS .sas7bdat files cannot be written (there is no open writer for them); "
                                     "write a SAS transport file instead: -o NAME.xpt")
@@ -174,7 +179,23 @@ def read_stat(src: Path, fmt: str) -> Any:
                         f"{len(frame)} could be read)")
     if len(frame) == 0:
         raise DataError(f"{src}: the file has no rows")
+    try:
+        return _arrow_table(src, fmt, frame, meta, special)
+    except (KeyError, ValueError, TypeError, IndexError, OverflowError) as exc:  # a damaged dictionary
+        raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file (its variable dictionary is damaged: "
+                        f"{type(exc).__name__} {_first_line(exc)[:80]})") from None
+
+
+def _arrow_table(src: Path, fmt: str, frame: Any, meta: Any, special: dict[str, Any]) -> Any:
+    """The Arrow table of a file pyreadstat read (see :func:`read_stat`)."""
+    import pyarrow as pa
+
     names = [str(c) for c in meta.column_names]
+    if names != [str(c) for c in frame.columns]:
+        raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file (its variable names do not match its data)")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DataError(f"{src}: duplicate column {dup[0]!r}")
     rtypes = dict(meta.readstat_variable_types or {})
     labels = dict(meta.column_names_to_labels or {})
     value_labels = dict(meta.variable_value_labels or {})
@@ -384,9 +405,29 @@ def declared_missing_message(data: Any, name: str) -> str | None:
     code = codes[int(index[first])]
     label = _code_label(meta["columns"].get(name, {}).get("value_labels", []), code)
     what = _code_text(code, meta["format"]) + (f" ({label!r})" if label else "")
+    keeps = ("an SPSS output (.sav, .zsav) writes them back as they were, other outputs hold plain missing values"
+             if _FAMILY.get(meta.get("format", "")) == "spss" else
+             "a Stata (.dta) or SAS transport (.xpt) output writes them back as they were, other outputs hold plain "
+             "missing values")
     return (f"column {name!r} holds declared missing codes in {rows.size} row(s), the first {what} in row "
             f"{int(rows[first]) + 1}; they are missing, not numbers: use --missing available (group on the "
-            "observed values) or --missing complete (leave those records out); codes are written back as they were")
+            f"observed values) or --missing complete (leave those records out); {keeps}")
+
+
+def code_written_back(code: str, out_fmt: str) -> bool:
+    """Does an output of format ``out_fmt`` hold the declared missing code ``code`` (as the
+    report shows it: ``99998`` for SPSS, ``.a`` for Stata, ``.A`` / ``._`` for SAS)? CSV and
+    Parquet hold none (the cell is plain missing); SPSS holds numeric codes, Stata the
+    letters ``.a``-``.z``, SAS transport the letters and ``._``."""
+    family = _FAMILY.get(out_fmt)
+    letter = len(code) == 2 and code[0] == "."
+    if family == "spss":
+        return not letter
+    if family == "stata":
+        return letter and code[1].isalpha()
+    if family == "sas":
+        return letter and (code[1].isalpha() or code[1] == "_")
+    return False
 
 
 def _out_storage(field_type: Any, fmt: str, name: str, meta: dict[str, Any] | None) -> str:
@@ -560,9 +601,26 @@ def _pandas_frame(data: Any, meta: dict[str, Any] | None, fmt: str) -> tuple[Any
     return out, kwargs
 
 
-def write_stat(data: Any, path: str | Path, fmt: str) -> None:
-    """Write an Arrow table (read by :func:`read_stat`, or any other) as ``fmt`` to ``path``."""
+def check_spss_names(names: list[str], fmt: str, shown: str) -> None:
+    """SPSS variable names are case-insensitive: ``Income`` and ``income`` in one .sav or
+    .zsav output would be one variable (exit code 3, naming both)."""
+    if fmt not in ("sav", "zsav"):
+        return
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(str(name).casefold(), str(name))
+        if other != name:
+            raise DataError(f"cannot write {FORMAT_NAMES[fmt]} file {shown!r}: columns {other!r} and {name!r} differ "
+                            "only in case, and SPSS names are case-insensitive; rename one, --drop one, "
+                            "or write another format")
+
+
+def write_stat(data: Any, path: str | Path, fmt: str, *, shown: str | None = None) -> None:
+    """Write an Arrow table (read by :func:`read_stat`, or any other) as ``fmt`` to ``path``;
+    ``shown``: the file name messages give (default: ``path``'s name)."""
     check_writable(fmt)
+    shown = Path(path).name if shown is None else shown
+    check_spss_names([str(n) for n in data.column_names], fmt, shown)
     prs = pyreadstat_module()
     meta = stat_meta(data)
     frame, kwargs = _pandas_frame(data, meta, fmt)
@@ -575,22 +633,25 @@ def write_stat(data: Any, path: str | Path, fmt: str) -> None:
         else:
             prs.write_xport(frame, str(path), **kwargs)
     except Exception as exc:  # PyreadstatError, ReadstatError, ValueError, TypeError
-        raise DataError(f"cannot write {FORMAT_NAMES[fmt]} file {Path(path).name!r}: {_first_line(exc)}") from None
+        raise DataError(f"cannot write {FORMAT_NAMES[fmt]} file {shown!r}: {_first_line(exc)}") from None
     if fmt in ("sav", "zsav") and meta and meta.get("weight") and meta["weight"] in frame.columns:
         set_spss_weight(Path(path), list(frame.columns).index(meta["weight"]))
     if fmt == "xpt" and tags:
-        _xpt_tag_missing(Path(path), list(frame.columns), tags)
+        _xpt_tag_missing(Path(path), list(frame.columns), tags, shown)
 
 
-def stat_writer(data: Any, fmt: str) -> Callable[[Any], None]:
+def stat_writer(data: Any, fmt: str, name: str | None = None) -> Callable[[Any], None]:
     """``writer(fh)`` for :class:`microagg_cli.outputs.OutputSet`: the file is written to a
-    private temporary folder (pyreadstat writes to paths) and copied into ``fh``."""
+    private temporary folder (pyreadstat writes to paths) and copied into ``fh``; ``name``:
+    the output's real path, which messages give (never the temporary file's)."""
     check_writable(fmt)
+    shown = name or ("output." + fmt)
+    check_spss_names([str(n) for n in data.column_names], fmt, shown)
 
     def writer(fh: Any) -> None:
         with tempfile.TemporaryDirectory(prefix="sdc-statfile-") as tmp:
             target = os.path.join(tmp, "out." + fmt)
-            write_stat(data, target, fmt)
+            write_stat(data, target, fmt, shown=shown)
             with open(target, "rb") as src:
                 shutil.copyfileobj(src, fh, 1 << 20)
 
@@ -715,13 +776,13 @@ def _xpt_special_missing(src: Path, names: list[str], n_rows: int) -> dict[str, 
     return out
 
 
-def _xpt_tag_missing(path: Path, names: list[str], tags: dict[str, dict[int, str]]) -> None:
+def _xpt_tag_missing(path: Path, names: list[str], tags: dict[str, dict[int, str]], shown: str | None = None) -> None:
     """Turn system-missing cells of a SAS transport file into special missings ``.A``-``.Z``, ``._``."""
     buf = bytearray(path.read_bytes())
     try:
         data_start, reclen, variables = _xpt_layout(buf, len(names))
     except ValueError as exc:
-        raise DataError(f"cannot write SAS special missings into {path.name!r}: {exc}") from None
+        raise DataError(f"cannot write SAS special missings into {shown or path.name!r}: {exc}") from None
     for name, cells in tags.items():
         pos = variables[names.index(name)][2]
         for row, letter in cells.items():

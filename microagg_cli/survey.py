@@ -67,7 +67,14 @@ def resolve_small_strata(strata: Strata, Z: np.ndarray, k: int, policy: str) -> 
     if not small:
         return strata
     if len(strata.keys) == 1 and strata.keys[0] == ():
-        raise InfeasibleError(f"k={k} exceeds the {sizes[0]} record(s) to group; choose k <= {sizes[0]}")
+        n = sizes[0]
+        if n < 2:  # no k >= 2 fits: saying "choose k <= 1" would send the user to a k that is no protection
+            raise InfeasibleError(
+                ("only 1 record to group; " if n == 1 else "no record to group; ")
+                + "microaggregation needs groups of at least k >= 2 records, so "
+                + ("a single record cannot be protected" if n == 1 else "there is nothing to protect")
+                + "; nothing was written")
+        raise InfeasibleError(f"k={k} exceeds the {n} record(s) to group; choose k <= {n}")
     if policy == "error":
         index = {key: i for i, key in enumerate(strata.keys)}
         listed = ", ".join(f"{_describe(key)} ({sizes[index[key]]})" for key in small[:10])

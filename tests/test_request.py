@@ -73,7 +73,7 @@ def test_every_option_default_and_help_come_from_the_request(name):
             assert f.default is None and tuple(param.default) == (), (name, pname)
         else:
             assert param.default == f.default, (name, pname, param.default, f.default)
-        if pname not in ("decimal", "delimiter", "input_format"):  # "of the input" / "of both inputs"
+        if pname not in ("decimal", "delimiter", "input_format", "encoding"):  # "of the input" / "of both inputs"
             assert param.help == f.metadata["help"], (name, pname)
         assert f.metadata.get("help"), (cls.__name__, pname)
 

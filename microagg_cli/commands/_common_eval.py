@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ._options import check_delimiter, field_option
+from ._options import check_delimiter, field_option, split_quoted
 from ..request import EvaluateRequest as E
 
 from ..errors import InvalidParameterError
@@ -46,7 +46,7 @@ def gate_options(func: Callable) -> Callable:
 
 def scenario_options(func: Callable) -> Callable:
     """``--known`` (repeatable), ``--max-scenarios``, ``-s/--seed``, ``-k``."""
-    func = field_option(E, "seed", "-s", "--seed", type=int, show_default=True, metavar="N")(func)
+    func = field_option(E, "seed", "-s", "--seed", type=click.IntRange(min=0), show_default=True, metavar="N")(func)
     func = field_option(E, "max_scenarios", "--max-scenarios", type=int, metavar="N")(func)
     func = field_option(E, "known", "--known", multiple=True, metavar="A,B,C", default=())(func)
     func = field_option(E, "k", "-k", "k", type=int, metavar="K")(func)
@@ -54,13 +54,15 @@ def scenario_options(func: Callable) -> Callable:
 
 
 def input_options(func: Callable) -> Callable:
-    """``--input-format``, ``--delimiter``, ``--decimal`` (for both input files)."""
+    """``--input-format``, ``--delimiter``, ``--decimal``, ``--encoding`` (for both input files)."""
     func = field_option(E, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
                         help="Decimal mark of CSV inputs (',' for European CSV with ';' delimiter).")(func)
     func = field_option(E, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter,
                         help="CSV delimiter of both inputs (default: sniffed from , ; TAB |).")(func)
     func = field_option(E, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)),
                         help="Format of both inputs (default: from each file's extension).")(func)
+    func = field_option(E, "encoding", "--encoding", metavar="NAME", show_default=True,
+                        help="Text encoding of both CSV inputs (utf-8, latin-1, cp1252, or any Python codec).")(func)
     return func
 
 
@@ -70,7 +72,7 @@ def collect_gates(values: dict[str, Any]) -> dict[str, float]:
 
 
 def _names(text: str, what: str) -> list[str]:
-    names = [v.strip() for v in text.split(",")]
+    names = split_quoted(text, ",", what=what)
     if not names or any(not v for v in names):
         raise InvalidParameterError(f"{what}: empty column name in {text!r}")
     return names
@@ -84,10 +86,23 @@ def parse_blocks(value: str | None) -> list[list[str]] | None:
     """
     if value is None:
         return None
-    parts = [p for p in value.split(";")]
+    parts = _raw_parts(value, ";")
     if any(not p.strip() for p in parts):
         raise InvalidParameterError(f"--blocks: empty block in {value!r} (use \"a,b;c,d\")")
     return [_names(p, "--blocks") for p in parts]
+
+
+def _raw_parts(value: str, sep: str) -> list[str]:
+    """``value`` split at ``sep`` outside double quotes, each part as written (quotes kept)."""
+    parts, start, quoted = [], 0, False
+    for i, ch in enumerate(value):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == sep and not quoted:
+            parts.append(value[start:i])
+            start = i + 1
+    parts.append(value[start:])
+    return parts
 
 
 def parse_known(values: tuple[str, ...]) -> list[list[str]] | None:

@@ -16,7 +16,7 @@ from ..request import ProtectRequest, help_text
 from ..request import default as field_default
 from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # #28
 
-__all__ = ["field_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list",
+__all__ = ["field_option", "encoding_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list", "split_quoted",
            "stderr_console", "complete_method", "complete_method_list"]
 
 
@@ -58,8 +58,14 @@ def check_delimiter(_ctx: click.Context | None, _param: click.Parameter | None, 
     return value
 
 
+def encoding_option(request: type) -> Callable:
+    """``--encoding NAME`` of a reading command (default UTF-8)."""
+    return field_option(request, "encoding", "--encoding", metavar="NAME", show_default=True)
+
+
 def format_options(func: Callable) -> Callable:
-    """``--input-format``, ``--output-format``, ``--delimiter``."""
+    """``--input-format``, ``--output-format``, ``--delimiter``, ``--encoding``."""
+    func = encoding_option(ProtectRequest)(func)
     func = field_option(ProtectRequest, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)(func)
     func = field_option(ProtectRequest, "output_format", "--output-format",
                         type=click.Choice(list(OUTPUT_FORMATS)))(func)
@@ -160,19 +166,68 @@ def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
 
 
 def split_names(value: str | None) -> list[str] | None:
-    """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None."""
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None. CSV-style quoting names a
+    column with a comma or with leading/trailing spaces exactly: ``'"income, net", age'``
+    -> ``["income, net", "age"]``, ``'" id "'`` -> ``[" id "]`` (see :func:`split_quoted`)."""
     return split_list(value, "empty column name in")
 
 
-def split_list(value: str | None, what: str) -> list[str] | None:
+def split_list(value: str | None, what: str, sep: str = ",") -> list[str] | None:
     """``"a, b,c"`` -> ``["a", "b", "c"]``; None stays None; an empty item is an error
-    (``what``, then the value, e.g. ``"--k: empty item in"``)."""
+    (``what``, then the value, e.g. ``"--k: empty item in"``). Items may be quoted
+    (:func:`split_quoted`)."""
     if value is None:
         return None
-    items = [v.strip() for v in value.split(",")]
+    items = split_quoted(value, sep, what=what.split(":")[0] if ":" in what else "column list")
     if any(not v for v in items):
         raise InvalidParameterError(f"{what} {value!r}")
     return items
+
+
+def split_quoted(value: str, sep: str = ",", *, what: str = "column list") -> list[str]:
+    """Split ``value`` at ``sep`` the way a CSV row is split: an item in double quotes
+    is taken exactly (separators, spaces and ``""`` for a quote inside), an unquoted
+    item is stripped of surrounding white space.
+
+    >>> split_quoted('"income, net", age')
+    ['income, net', 'age']
+    >>> split_quoted('" padded ",x,"a""b"')
+    [' padded ', 'x', 'a"b']
+    """
+    items: list[str] = []
+    i, n = 0, len(value)
+    while True:
+        j = i
+        while j < n and value[j] in " \t":
+            j += 1
+        if j < n and value[j] == '"':
+            out, j = [], j + 1
+            while True:
+                if j >= n:
+                    raise InvalidParameterError(f"{what}: a quote is not closed in {value!r}")
+                if value[j] == '"':
+                    if j + 1 < n and value[j + 1] == '"':
+                        out.append('"')
+                        j += 2
+                        continue
+                    j += 1
+                    break
+                out.append(value[j])
+                j += 1
+            while j < n and value[j] in " \t":
+                j += 1
+            if j < n and value[j] != sep:
+                raise InvalidParameterError(f"{what}: text after a closing quote in {value!r} "
+                                            f"(quote the whole name: \"a\"\"b\" for a\"b)")
+            items.append("".join(out))
+        else:
+            k = value.find(sep, j)
+            k = n if k < 0 else k
+            items.append(value[j:k].strip())
+            j = k
+        if j >= n:
+            return items
+        i = j + 1
 
 
 def complete_method(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:

@@ -39,9 +39,10 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
               help="What goes to stdout: a text table / TOML plan, or JSON.")
 @field_option(B, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
 @field_option(B, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
+@field_option(B, "encoding", "--encoding", metavar="NAME", show_default=True)
 @verbosity_options
 def blocks_command(input, strategy, size, check, columns, drop, method, k, params, evaluate, recommend,
-                   max_il, max_known, seed, output, force, fmt, input_format, delimiter, quiet, verbose):
+                   max_il, max_known, seed, output, force, fmt, input_format, delimiter, encoding, quiet, verbose):
     """Propose, check or evaluate a plan splitting INPUT's columns into blocks.
 
     Each block of a plan is microaggregated on its own (sdc protect --plan): smaller
@@ -67,7 +68,7 @@ def blocks_command(input, strategy, size, check, columns, drop, method, k, param
         strategy=strategy, size=size, seed=seed, columns=split_names(columns),
         drop=split_names(drop), method=method, k=k, params=parse_params(params), check=check,
         evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known,
-        output=output, force=force, input_format=input_format, delimiter=delimiter,
+        output=output, force=force, input_format=input_format, delimiter=delimiter, encoding=encoding,
     ))
     asked_recommend = recommend or max_il is not None
     evaluated = any(c["evaluation"] is not None for c in res["candidates"].values())

@@ -66,13 +66,14 @@ def _presets_text() -> str:
                    "overlap of the regression coefficients is below J (0 to 1).")
 @field_option(C, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
 @field_option(C, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
+@field_option(C, "encoding", "--encoding", metavar="NAME", show_default=True)
 @field_option(C, "decimal", "--decimal", type=click.Choice([".", ","]), show_default=True,
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")
 @listing_option("--list-presets", _presets_text, "List the presets with their references and notes, then exit.")
 @verbosity_options
 def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, categorical, preset, known,
                     max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,
-                    force, min_ci_overlap, input_format, delimiter, decimal, quiet, verbose):
+                    force, min_ci_overlap, input_format, delimiter, encoding, decimal, quiet, verbose):
     """Compare methods, k values and blocking plans on INPUT: information loss against risk.
 
     Every combination ("cell") of a method, a k and a plan is protected in memory
@@ -127,6 +128,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         delimiter=delimiter,
         decimal=decimal,
         gates={"min_ci_overlap": min_ci_overlap} if min_ci_overlap is not None else None,
+        encoding=encoding,
     )
     if max_scenarios is not None and max_scenarios < 0:
         raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")

@@ -60,7 +60,7 @@ __all__ = ["evaluate_command"]
 def evaluate_command(original, protected, columns, key, pairing_file, pairing_check, blocks, plan, categorical, k,
                      known, max_scenarios, seed, dr_weights, score_weights, scale, bound, time_limit, missing,
                      models, weights, by, strata, fmt, report, html, internal, max_dld, max_id, max_score,
-                     min_kprime, max_il, min_ci_overlap, gate_on, force, jobs, input_format, delimiter, decimal,
+                     min_kprime, max_il, min_ci_overlap, gate_on, force, jobs, input_format, delimiter, decimal, encoding,
                      quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
@@ -141,7 +141,7 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
                                  max_il=max_il, min_ci_overlap=min_ci_overlap)),
         models=list(models) or None, weights=weights, by=split_names(by), strata=split_names(strata),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
-        input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
+        input_format=input_format, delimiter=delimiter, decimal=decimal, encoding=encoding, bound=bound, time_limit=time_limit,
         categorical=split_names(categorical),
     )
     failure: ThresholdExceeded | None = None

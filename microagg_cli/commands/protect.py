@@ -92,7 +92,8 @@ def methods_text() -> str:
 def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
                     weights, missing, shuffle_rows, pairing_file, id_column, regenerate_ids, decimal, thousands,
                     na_values, keys, categorical, ordinal, metadata, mixed_weights, evaluate_risk,
-                    bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, quiet,
+                    bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, encoding,
+                    quiet,
                     verbose):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
 
@@ -131,7 +132,7 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
             k=k, method=method, params=params, plan=block_plan,
             columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report,
             seed=seed, stat=stat, force=force, input_format=input_format, output_format=output_format,
-            delimiter=delimiter, decimal=decimal, thousands=thousands,
+            delimiter=delimiter, decimal=decimal, thousands=thousands, encoding=encoding,
             na_values=None if na_values is None else [v for v in na_values.split(",") if v.strip()],
             keys=split_names(keys), categorical=split_names(categorical), ordinal=split_names(ordinal),
             metadata=metadata, mixed_weights=parse_weights(mixed_weights, "--mixed-weights"),

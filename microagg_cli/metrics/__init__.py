@@ -165,7 +165,8 @@ def _check_pair(X: Any, Xp: Any) -> tuple[np.ndarray, np.ndarray]:
             f"original and protected data must have the same shape, got {X.shape} and {Xp.shape}"
         )
     if X.shape[0] < 2 or X.shape[1] < 1:
-        raise DataError(f"evaluation needs at least 2 records and 1 attribute, got {X.shape}")
+        raise DataError(f"evaluation needs at least 2 records and 1 column, got {X.shape[0]} "
+                        f"record{'' if X.shape[0] == 1 else 's'} and {X.shape[1]} column{'' if X.shape[1] == 1 else 's'}")
     if not (np.isfinite(X).all() and np.isfinite(Xp).all()):
         raise DataError("original and protected data must be finite (no NaN or inf)")
     return X, Xp

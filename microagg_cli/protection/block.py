@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -30,6 +31,7 @@ import numpy as np
 from .._jit import compile_seconds
 from ..blocking import Block
 from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError, check_k_value
+from ..readings import name_list
 from ..methods import MethodSpec, get_method
 from ..methods._common import check_k
 from ..metrics import il_sse
@@ -95,7 +97,7 @@ def resolve_params(spec: MethodSpec, params: Mapping[str, Any], columns: tuple[s
             else:
                 raise InvalidParameterError(
                     f"{spec.name}: parameter {p.name!r}: {ref!r} is not a column of the block "
-                    f"({', '.join(columns)})"
+                    f"({name_list(columns, limit=len(columns))})"
                 )
     return values
 
@@ -234,7 +236,9 @@ def protect_array(
         constant = np.zeros(p, dtype=bool)
     elif has_missing:
         Z, mean, scale = nan_zscore(X)
-        constant = ~(np.nanstd(X, axis=0) > 0)
+        with warnings.catch_warnings():  # an all-missing column: constant too
+            warnings.simplefilter("ignore", RuntimeWarning)
+            constant = ~(np.nanmax(X, axis=0) > np.nanmin(X, axis=0))  # all observed values equal
     else:
         Z, mean, scale, constant = zscore(X)
     const_cols = [columns[j] for j in np.flatnonzero(constant)]

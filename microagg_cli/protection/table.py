@@ -33,6 +33,7 @@ from .. import audit
 from .._version import __version__
 from ..blocking import Block, BlockPlan
 from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
+from ..readings import name_list, option_list
 from ..io import (
     Table,
     assemble_output,
@@ -451,10 +452,10 @@ def released_check(results: list[BlockResult], strata_cols: list[np.ndarray], st
                    "which releases them under one merged label, or --small-strata suppress)"
                    if strata and not recode_merged and any((r.stats.get("strata") or {}).get("merged") or []
                                                            for r in results) else
-                   (f" (microaggregate within the keys: --strata {','.join(keys)})" if keys else ""))
+                   (f" (microaggregate within the keys: --strata {option_list(keys)})" if keys else ""))
             raise PrivacyCheckError(
                 f"block {r.block.name!r}: {small} released rows fall in classes of identical "
-                f"({', '.join(names + mixed_keys)}, protected values) smaller than k={r.block.k} (smallest {k_min}); "
+                f"({name_list(names + mixed_keys, limit=len(names + mixed_keys))}, protected values) smaller than k={r.block.k} (smallest {k_min}); "
                 f"nothing was written{how}")
 
 

@@ -76,10 +76,17 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
 
 def _print_statfile(rep: dict[str, Any], console: Any) -> None:
     """SPSS/Stata/SAS files (#28): declared missing codes, storage changes, the weight variable."""
+    from ..statfiles import code_written_back
+
+    out_fmt = rep["output"].get("format", "")
     for col, codes in (rep.get("declared_missing") or {}).items():
         parts = [f"{code}" + (f" {c['label']!r}" if c.get("label") else "") + f": {c['count']}"
                  for code, c in codes.items()]
-        console.print(f"declared missing codes in {col} (read as missing, written back as they were): "
+        kept = [code_written_back(str(code), out_fmt) for code in codes]
+        fate = ("written back as they were" if all(kept) else
+                f"plain missing values in the {out_fmt or 'output'} output, which cannot hold them" if not any(kept)
+                else "written back where the output format holds them, else plain missing values")
+        console.print(f"declared missing codes in {col} (read as missing, {fate}): "
                       + ", ".join(parts), markup=False, highlight=False)
     changes = rep["output"].get("storage_changes") or []
     if changes:
