@@ -27,7 +27,7 @@ from .csvio import MISSING_TOKENS, CsvSource, CsvWriter, missing_tokens, open_cs
 from .csvio import arrow_numpy, check_input_file, float_arrow, read_csv_arrow, sniff_delimiter, write_csv
 from .errors import DataError, InvalidParameterError, OutputExistsError
 from .request import ReadOptions
-from .readings import Reading, decimal_comma_file, masked_shape, missing_column, name_list, numeric_reading, option_list, quote
+from .readings import Reading, decimal_comma_file, masked_shape, missing_column, numeric_reading, option_list
 from .statfiles import INPUT_FORMATS, STAT_FORMATS, STAT_SUFFIXES, schema_json  # #28: SPSS, Stata, SAS
 from .outputs import (
     COMMIT_LOCK,

@@ -159,7 +159,6 @@ def read_stat(src: Path, fmt: str) -> Any:
     Raises :class:`DataError` (exit code 3, one line) for a file that is not one of its
     format, is truncated, encrypted or empty, or has no rows.
     """
-    import pyarrow as pa
 
     prs = pyreadstat_module()
     _check_not_encrypted(src, fmt)

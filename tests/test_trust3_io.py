@@ -6,7 +6,6 @@ subprocess (the shell's redirections are the point); the rest in-process."""
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import re
 import shlex
