@@ -523,6 +523,10 @@ def evaluate_tables(
         check_k_value(request.k)
     scenario_sampling(1, request.max_scenarios)
     key = key_columns(key)
+    if orig.n_rows < 2:  # said before the pairing proof, which a single record cannot make
+        n, p = orig.n_rows, len(orig.columns)
+        raise DataError(f"evaluation needs at least 2 records and 1 column, got {n} record{'' if n == 1 else 's'} "
+                        f"and {p} column{'' if p == 1 else 's'}")
     order, matching = pair_records(orig, prot, key=key, pairing_file=request.pairing_file)
     unshared = unshared_columns(orig, prot, exclude=key)
     names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan,

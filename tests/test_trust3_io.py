@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, SAMPLE, only_error_line, run_cli
 
-SMALL = "id,income,age\n1,10,30\n2,20,31\n3,30,35\n4,40,41\n5,50,44\n6,60,47\n"
+SMALL = "x,income,age\n1,10,30\n2,20,31\n3,30,35\n4,40,41\n5,50,44\n6,60,47\n"
 
 
 def sh(command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -75,7 +75,7 @@ def test_closed_stderr_still_ends_with_the_documented_code(tmp_path, small, quie
     ok = sh(f"SDC protect small.csv -o out.csv -k 3 {quiet} 2>&-", tmp_path)
     assert ok.returncode == 0
     text = (tmp_path / "out.csv").read_text()
-    assert text.splitlines()[0] == "id,income,age" and len(text.splitlines()) == 7
+    assert text.splitlines()[0] == "x,income,age" and len(text.splitlines()) == 7
     bad = sh(f"SDC protect missing.csv -o out2.csv -k 3 {quiet} 2>&-", tmp_path)
     assert bad.returncode == 3
     assert not (tmp_path / "out2.csv").exists()
@@ -450,14 +450,15 @@ def test_writer_error_names_the_real_output(tmp_path):
 
 def test_declared_missing_codes_to_csv_say_they_become_plain_missing(tmp_path):
     src = SAMPLE / "household.sav"
-    res = run_cli("protect", src, "-o", tmp_path / "h.csv", "-k", 3, "--missing", "available")
+    COLS = ("--columns", "income,expend,savings")  # the file's coded columns stay as they are
+    res = run_cli("protect", src, "-o", tmp_path / "h.csv", "-k", 3, "--missing", "available", *COLS)
     assert res.exit_code == 0
     lines = [ln for ln in res.stderr.splitlines() if "declared missing codes" in ln]
     assert lines and all("plain missing values in the csv output" in ln for ln in lines)
     assert not any("written back as they were" in ln for ln in lines)
-    res = run_cli("protect", src, "-o", tmp_path / "h.sav", "-k", 3, "--missing", "available")
+    res = run_cli("protect", src, "-o", tmp_path / "h.sav", "-k", 3, "--missing", "available", *COLS)
     assert all("written back as they were" in ln for ln in res.stderr.splitlines() if "declared missing" in ln)
-    res = run_cli("protect", src, "-o", tmp_path / "h2.csv", "-k", 3)
+    res = run_cli("protect", src, "-o", tmp_path / "h2.csv", "-k", 3, *COLS)
     assert "other outputs hold plain missing values" in only_error_line(res)
 
 
