@@ -51,7 +51,7 @@ __all__ = ["evaluate_command"]
 @verbosity_options
 def evaluate_command(original, protected, columns, key, blocks, plan, k, known, max_scenarios, seed,
                      dr_weights, score_weights, scale, bound, time_limit, missing, fmt, report, html, internal, max_dld, max_id,
-                     max_score, min_kprime, max_il, gate_on, force, jobs, input_format, delimiter, decimal,
+                     max_score, min_kprime, max_il, max_linkage, gate_on, force, jobs, input_format, delimiter, decimal,
                      quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
@@ -63,11 +63,13 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     the lower bound LB_NN and the optimality gap) and the disclosure risk of an
     intruder who knows the original values of some columns: real anonymity k',
     k_min and the share of records in classes smaller than k, distance-based (DLD)
-    and probabilistic (PLD) record linkage, interval disclosure (ID) and SDID, for
+    and probabilistic (PLD) record linkage, interval disclosure (ID) and SDID for
     every intruder scenario (every subset of the columns, a seeded sample, or
     --known), labelled 1G, 2G... by the number of blocks touched, with means and
-    the worst scenario. DR = 0.25 DLD + 0.25 PLD + 0.5 ID and score = 0.5 IL_score
-    + 0.5 DR summarise them (lower is better).
+    the worst scenario; one-to-one record linkage (linkage: the assignment of
+    smallest total distance) for the 4 largest scenarios; sdcMicro's RMD interval
+    disclosure (RMDID1, RMDID1w, RMDID2) over all columns. DR = 0.25 DLD + 0.25 PLD
+    + 0.5 ID and score = 0.5 IL_score + 0.5 DR summarise them (lower is better).
 
     --bound cg adds lb_cg, a certified lower bound on the IL_SSE of every
     k-partition (column generation with exact pricing; valid even when
@@ -76,14 +78,17 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     Above 100,000 records PLD is estimated from a seeded sample of 20,000 originals
     (each against every protected record), above 500,000 records DLD from a seeded
     sample of 100,000; the report names the method (pld_method, dld_method) and a
-    95 % error bound per scenario (pld_bound, dld_bound). A progress bar
+    95 % error bound per scenario (pld_bound, dld_bound). Above 2,000 records the
+    one-to-one linkage is estimated on 4 seeded local windows of 1,000 records
+    (linkage_method windows). A progress bar
     with the time left shows on a terminal (with -v off a terminal: a heartbeat line
     every 10 s); Ctrl-C ends the run within about a second, writing nothing.
 
     A summary goes to stderr (-q: none); --format json prints the JSON report on
     stdout, --report and --html write it to files. The reports hold no original
     value of a protected attribute unless --internal is given. Gates (--max-dld,
-    --max-id, --max-score, --min-kprime, --max-il) end with exit code 5 and one line
+    --max-id, --max-score, --min-kprime, --max-il, --max-linkage) end with exit
+    code 5 and one line
     naming the failed gate, after the reports are written.
 
     \b
@@ -109,7 +114,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
         dr_weights=parse_weights(dr_weights, "--dr-weights"),
         score_weights=parse_weights(score_weights, "--score-weights"),
         gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
-                                 max_il=max_il)),
+                                 max_il=max_il, max_linkage=max_linkage)),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal, bound=bound, time_limit=time_limit,
     )
