@@ -678,7 +678,7 @@ _SPECS = _SPECS + (
                func=lambda X, Xp, distance="euclidean": linkage(X, Xp, distance=distance),
                params=("distance",), identity=100.0, heading="linkage",
                formula="linkage = 100 * (originals linked to their true record by the one-to-one assignment of "
-               "smallest total z-scored Euclidean distance, identical records sharing the credit) / n",
+               "smallest total squared z-scored Euclidean distance, identical records sharing the credit) / n",
                gate=GateSpec("--max-linkage", "max", "scenarios", "linkage", "PCT",
                              "Fail (exit code 5) when linkage, the share of records linked correctly by the "
                              "one-to-one assignment of smallest total distance, exceeds PCT %.")),

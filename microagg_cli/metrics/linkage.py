@@ -17,7 +17,9 @@ to it and linked (by the assignment) ``m_ab`` times into the class b of protecte
 records identical to its true one, earns ``m_ab / (|a| |b|)`` (1 when nothing is tied;
 1/t for a link into the true record's class of t identical protected records when
 the originals are distinct). The figure does not depend on which of those optimal
-assignments the solver returns.
+assignments the solver returns. Other equally good assignments (rare with squared
+Euclidean distances, common with Manhattan or Gower on few attributes) are decided by
+the solver, the same way for the same input.
 """
 
 from __future__ import annotations
@@ -96,12 +98,13 @@ def _credit(A: np.ndarray, B: np.ndarray, assigned: np.ndarray) -> np.ndarray:
 
 
 def _assign(A: np.ndarray, B: np.ndarray, distance: str) -> np.ndarray:
-    """The protected row assigned to each original by the minimum-total-distance
-    one-to-one assignment."""
+    """The protected row assigned to each original by the one-to-one assignment of
+    smallest total cost: squared Euclidean distance, or the Manhattan distance of the
+    scaled values (manhattan, gower)."""
     from scipy.optimize import linear_sum_assignment
     from scipy.spatial.distance import cdist
 
-    cost = cdist(A, B, metric="euclidean" if distance == "euclidean" else "cityblock")
+    cost = cdist(A, B, metric="sqeuclidean" if distance == "euclidean" else "cityblock")
     rows, cols = linear_sum_assignment(cost)
     out = np.empty(A.shape[0], dtype=np.int64)
     out[rows] = cols
@@ -115,8 +118,9 @@ class LinkageEvaluator:
     ----------
     X, Xp : (n, p) original and protected matrices, same records in the same order;
         not mutated.
-    distance : ``"euclidean"`` (default) or ``"manhattan"`` on z-scores, or ``"gower"``
-        (range-scaled Manhattan, mean over the columns).
+    distance : ``"euclidean"`` (default; the assignment minimises the sum of squared
+        distances) or ``"manhattan"`` on z-scores, or ``"gower"`` (range-scaled
+        Manhattan, mean over the columns).
     exact_max : exact assignment up to this many records (:data:`LINKAGE_EXACT_MAX`).
     window, windows, seed : above ``exact_max``, the ``"windows"`` estimator: ``windows``
         originals drawn with ``seed`` are window centres; each window is the ``window``

@@ -477,7 +477,8 @@ def _linkage_rmd_html(h: Html, rep: dict[str, Any]) -> None:
                f"(the nearer half of each credited; exact up to {lk['exact_max']} records)")
         h.add("<h3>One-to-one record linkage</h3>")
         h.add(f"<p>The intruder links every original to a distinct protected record, choosing the assignment "
-              f"of smallest total {escape(lk['distance'])} distance ({escape(lk['scale'])}); {escape(how)}. "
+              f"of smallest total {'squared ' if lk['distance'] == 'euclidean' else ''}{escape(lk['distance'])} "
+              f"distance ({escape(lk['scale'])}); {escape(how)}. "
               f"Computed for the {lk['scenarios']} largest scenario(s). Identical records share the credit: "
               f"{escape(lk['tie_rule'])}.</p>")
         rows = [[_names(rep, r["attributes"]), r["label"], fmt(r["linkage"], 3), fmt(r["dld"], 3)]
