@@ -25,6 +25,10 @@ _PLD_KEYS = ("pld", "pld_em", "dr", "score")
 #: the sampled estimator's bound
 ADDED = {"pld_bound", "pld_method", "pld_exact_max", "pld_sample", "pld_seed", "pld_confidence",
          "dld_bound", "dld_method", "dld_exact_max", "dld_sample", "dld_seed", "dld_confidence"}
+#: fields added with evaluate schema 1.3: one-to-one linkage and the RMD figures
+ADDED_13 = {"linkage", "rmd", "worst_linkage", "linkage_method", "linkage_scenarios", "linkage_exact_max",
+            "rmdid1", "rmdid1w", "rmdid2"}
+ADDED |= ADDED_13
 
 
 def assert_close(got, want, path="", *, loose=False):
@@ -32,7 +36,8 @@ def assert_close(got, want, path="", *, loose=False):
     if isinstance(want, dict):
         assert isinstance(got, dict) and set(got) - ADDED == set(want), f"{path}: keys {sorted(got)} != {sorted(want)}"
         for key in set(got) & ADDED:
-            assert got[key] is None or key in ("pld_method", "pld_exact_max", "dld_method", "dld_exact_max"), f"{path}/{key}: {got[key]!r}"
+            assert got[key] is None or key in ("pld_method", "pld_exact_max", "dld_method", "dld_exact_max") or \
+                key in ADDED_13, f"{path}/{key}: {got[key]!r}"
         for key in want:
             assert_close(got[key], want[key], f"{path}/{key}", loose=loose)
     elif isinstance(want, list):

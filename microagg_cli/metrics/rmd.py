@@ -102,7 +102,8 @@ def rmd_risk(
 
     Notes
     -----
-    O(n p^2) plus the MCD and one k-d tree query per unsafe record. sdcMicro builds the
+    O(n p^2) plus the MCD and one k-d tree query per unsafe record. Columns constant in
+    the original are left out of the distances (sdcMicro would return NaN). sdcMicro builds the
     full n x n distance matrix of the masked records for step 4; the k-d tree finds the
     same nearest neighbours. With one record there is no neighbour: it stays unsafe.
 
@@ -119,16 +120,25 @@ def rmd_risk(
         raise InvalidParameterError(f"RMD parameters k and k2 must be finite and >= 0, got {k!r}, {k2!r}")
     Z = _standardize(X)
     Zp = _standardize(Xp)
-    if scatter is None:
-        S = mcd_scatter(Z)
-        how = "mcd"
-    else:
-        S = np.asarray(scatter, dtype=np.float64).reshape(p, p)
-        how = "given"
-    c = Z.mean(axis=0) if centre is None else np.asarray(centre, dtype=np.float64).reshape(p)
-    D = Z - c
-    # squared distances by solving S y = d (as R's mahalanobis inverts the covariance)
-    d2 = np.einsum("ij,ij->i", D, np.linalg.solve(S, D.T).T)
+    # a column constant in the original adds nothing to the distances (its z-scores
+    # are all 0, and R's scale() would make every figure NaN)
+    live = np.flatnonzero(X.max(axis=0) > X.min(axis=0))
+    how = "mcd" if scatter is None else "given"
+    d2 = np.zeros(n)
+    if live.size:
+        if scatter is None:
+            S = mcd_scatter(Z[:, live])
+        else:
+            S = np.asarray(scatter, dtype=np.float64).reshape(p, p)[np.ix_(live, live)]
+        c = Z.mean(axis=0) if centre is None else np.asarray(centre, dtype=np.float64).reshape(p)
+        D = Z[:, live] - c[live]
+        # squared distances by solving S y = d (as R's mahalanobis inverts the covariance);
+        # a singular scatter (collinear columns) through its pseudo-inverse
+        try:
+            Y = np.linalg.solve(S, D.T).T
+        except np.linalg.LinAlgError:
+            Y = D @ np.linalg.pinv(S, hermitian=True)
+        d2 = np.einsum("ij,ij->i", D, Y)
     d = RMD_SCALE * np.sqrt(np.maximum(d2, 0.0))
     half = (k * d)[:, None]
     inside = (Zp > Z - half) & (Zp < Z + half)
