@@ -52,7 +52,7 @@ import numpy as np
 from . import audit, threads
 from ._version import __version__
 from .blocking import STRATEGIES, Block, BlockPlan, load_plan, propose_blocks
-from .errors import DataError, InfeasibleError, InvalidParameterError, check_k_value, k_message
+from .errors import DataError, InfeasibleError, InvalidParameterError, ThresholdExceeded, check_k_value, k_message
 from .evaluation import known_positions, measure
 from .io import (
     Table,
@@ -112,7 +112,7 @@ __all__ = [
 log = logging.getLogger("microagg_cli")
 
 #: Version of the ``sdc compare`` JSON layout; bumped on any incompatible change.
-COMPARE_SCHEMA_VERSION = "1.2"
+COMPARE_SCHEMA_VERSION = "1.3"
 
 #: Default cap on the intruder scenarios evaluated per cell (see the module notes).
 DEFAULT_MAX_SCENARIOS = DEFAULT_COMPARE_SCENARIOS  # defined once, with the request
@@ -124,6 +124,9 @@ _FORMULAS = {
        for name in ("il_sse", "il_score", "dld", "pld", "id", "k_prime")},
     "labels": "a scenario's label mG says how many blocks of the plan its known columns touch",
 }
+_FORMULAS.update({"linkage": METRICS["linkage"].formula + "; mean over the scenarios it is computed for (the "
+                             "largest), worst_linkage their largest",
+                  "rmdid1": METRICS["rmdid1"].formula + "; all protected columns known"})
 
 
 # ------------------------------------------------------------------------ the grid
@@ -584,6 +587,9 @@ def run_cell(
         "scenarios": {"mode": risk["scenarios"]["mode"], "count": risk["scenarios"]["count"]},
         "by_label": by_label,
         "pld_skipped_reason": risk.get("pld_skipped_reason"),
+        "linkage": risk["mean"].get("linkage"),
+        "worst_linkage": (risk["worst"].get("linkage") or {}).get("value"),
+        "rmdid1": (risk.get("rmd") or {}).get("rmdid1"),
         "warnings": warnings,
         "saved": saved,
         "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
@@ -1008,3 +1014,21 @@ def compare_file(
             files.add_file(html_path, lambda fh: fh.write(data), what="HTML page")
         files.commit()
     return doc
+
+
+# ------------------------------------------------------------------------ gates
+
+
+def raise_for_gates(doc: dict[str, Any], request: CompareRequest) -> None:
+    """Raise :class:`~microagg_cli.errors.ThresholdExceeded` (exit code 5) when a cell
+    fails a gate of ``request`` (``max_linkage``: a cell's worst-scenario one-to-one
+    linkage above it); called after every output is written."""
+    if request.max_linkage is None:
+        return
+    bad = [r for r in doc["rows"]
+           if r is not None and r.get("worst_linkage") is not None and r["worst_linkage"] > request.max_linkage]
+    if bad:
+        cells = ", ".join(f"{r['label']} k={r['k']} ({r['plan']}): {r['worst_linkage']:.4g}" for r in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise ThresholdExceeded(f"gate failed: --max-linkage {request.max_linkage:g}: linkage (worst scenario) "
+                                f"above it in {len(bad)} of {len(doc['rows'])} cells: {cells}{more}")

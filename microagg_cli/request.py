@@ -417,6 +417,9 @@ class CompareRequest(_Request):
                        "methods and metrics share out the CPUs (ils's two searches, kd-tree queries, BLAS), so "
                        "workers x threads never exceeds them. The results do not depend on N.")
     force: bool = opt(False, "Replace existing output, HTML and saved files.")
+    max_linkage: float | None = opt(
+        None, "Fail (exit code 5, after every output is written) when a cell's one-to-one linkage in its worst "
+              "scenario exceeds PCT %.")
     read: ReadOptions = _nested(ReadOptions)
 
 

@@ -241,3 +241,19 @@ def test_evaluate_gate_max_linkage_exits_5(tmp_path):
     assert rep["summary"]["worst_linkage"] == 100.0 and rep["summary"]["linkage_method"] == "exact"
     ok = run_cli("evaluate", str(o), str(p), "--max-linkage", "100", "-q")
     assert ok.exit_code == 0, ok.output
+
+
+def test_compare_gate_max_linkage_exits_5_after_writing(tmp_path):
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(40, 3)) * 10, 2)
+    src = tmp_path / "in.csv"
+    src.write_text("a,b,c\n" + "".join(",".join(repr(float(v)) for v in r) + "\n" for r in X))
+    out = tmp_path / "grid.json"
+    res = run_cli("compare", str(src), "--methods", "mdav", "--k", "3", "-o", str(out), "--max-linkage", "1", "-q")
+    assert res.exit_code == 5, res.output
+    assert "--max-linkage 1" in res.output and "1 of 1 cells" in res.output
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["worst_linkage"] > 1 and row["linkage"] <= row["worst_linkage"] and 0 <= row["rmdid1"] <= 1
+    ok = run_cli("compare", str(src), "--methods", "mdav", "--k", "3", "--max-linkage", "100", "-q",
+                 "--format", "json")
+    assert ok.exit_code == 0, ok.output

@@ -25,7 +25,7 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 PINNED = {
     "protect": ("1.3", "dfe38a54e0760f5449dae927549edfde63e60465ee5fca1018ea1a305c99eb3b"),
     "evaluate": ("1.3", "dca0949483a23275e16dbd946278e4ee91e6898be9ef4da6842a1423fb8bdbea"),
-    "compare": ("1.2", "ba5da3c0a4adf41186c4509211b72fca4acc3a4628bd289150e78ca565b5b474"),
+    "compare": ("1.3", "0b5c68eb2e0f31250b88548835a3d0691e12bf2af7282b81e18d38f2006d75da"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
 }
 
