@@ -257,3 +257,13 @@ def test_compare_gate_max_linkage_exits_5_after_writing(tmp_path):
     ok = run_cli("compare", str(src), "--methods", "mdav", "--k", "3", "--max-linkage", "100", "-q",
                  "--format", "json")
     assert ok.exit_code == 0, ok.output
+
+
+def test_rmd_leaves_out_columns_constant_in_the_original():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 2))
+    Xp = X + 0.0004 * rng.normal(size=X.shape)
+    with_const = rmd_risk(np.column_stack([X, np.full(50, 7.0)]), np.column_stack([Xp, np.full(50, 7.0)]))
+    assert {k: with_const[k] for k in ("rmdid1", "rmdid1w", "rmdid2")} == pytest.approx(
+        {k: rmd_risk(X, Xp)[k] for k in ("rmdid1", "rmdid1w", "rmdid2")})
+    assert 0 < with_const["rmdid1"] < 1

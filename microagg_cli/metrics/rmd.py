@@ -103,7 +103,7 @@ def rmd_risk(
     Notes
     -----
     O(n p^2) plus the MCD and one k-d tree query per unsafe record. Columns constant in
-    the original are left out of the distances (sdcMicro would return NaN). sdcMicro builds the
+    the original are left out (sdcMicro would return NaN). sdcMicro builds the
     full n x n distance matrix of the masked records for step 4; the k-d tree finds the
     same nearest neighbours. With one record there is no neighbour: it stays unsafe.
 
@@ -120,8 +120,8 @@ def rmd_risk(
         raise InvalidParameterError(f"RMD parameters k and k2 must be finite and >= 0, got {k!r}, {k2!r}")
     Z = _standardize(X)
     Zp = _standardize(Xp)
-    # a column constant in the original adds nothing to the distances (its z-scores
-    # are all 0, and R's scale() would make every figure NaN)
+    # a column constant in the original reveals nothing: it is left out of the
+    # distances and of the intervals (R's scale() would make every figure NaN)
     live = np.flatnonzero(X.max(axis=0) > X.min(axis=0))
     how = "mcd" if scatter is None else "given"
     d2 = np.zeros(n)
@@ -141,7 +141,8 @@ def rmd_risk(
         d2 = np.einsum("ij,ij->i", D, Y)
     d = RMD_SCALE * np.sqrt(np.maximum(d2, 0.0))
     half = (k * d)[:, None]
-    inside = (Zp > Z - half) & (Zp < Z + half)
+    Zl, Zpl = Z[:, live], Zp[:, live]
+    inside = (Zpl > Zl - half) & (Zpl < Zl + half)
     unsafe1 = np.flatnonzero(inside.any(axis=1))
     unsafe2 = unsafe1
     if unsafe1.size:
