@@ -146,15 +146,20 @@ def rmd_risk(
     unsafe1 = np.flatnonzero(inside.any(axis=1))
     unsafe2 = unsafe1
     if unsafe1.size:
-        if n < 2:
-            hidden = np.zeros(unsafe1.size, dtype=bool)
-        else:
-            from scipy.spatial import cKDTree  # 0.15 s to import: only when used
+        hidden = np.zeros(unsafe1.size, dtype=bool)
+        if n >= 2:
+            # an identical masked record (a microaggregation group) lies at distance 0:
+            # found by sorting, so that the k-d tree is built only when needed
+            _, inv, counts = np.unique(Zp, axis=0, return_inverse=True, return_counts=True)
+            hidden = counts[inv.ravel()[unsafe1]] > 1
+            rest = unsafe1[~hidden]
+            if rest.size:
+                from scipy.spatial import cKDTree  # 0.15 s to import: only when used
 
-            # the nearest other masked record: the second of the two nearest (the first
-            # is the record itself, or an identical one at distance 0)
-            dist, _ = cKDTree(Zp).query(Zp[unsafe1], k=2, workers=workers)
-            hidden = dist[:, 1] <= k2
+                # the nearest other masked record: the second of the two nearest (the
+                # first is the record itself)
+                dist, _ = cKDTree(Zp).query(Zp[rest], k=2, workers=workers)
+                hidden[~hidden] = dist[:, 1] <= k2
         unsafe2 = unsafe1[~hidden]
     n1, n2 = int(unsafe1.size), int(unsafe2.size)
     return {
