@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import run_cli
 from microagg_cli.metrics import METRICS, evaluate_arrays
 from microagg_cli.metrics.linkage import LinkageEvaluator, linkage, linkage_scenarios
 from microagg_cli.metrics.rmd import rmd_risk

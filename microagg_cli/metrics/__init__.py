@@ -101,7 +101,7 @@ from .risk import (
     sdid,
 )
 from .linkage import LINKAGE_DISTANCES, LINKAGE_EXACT_MAX, LINKAGE_SCENARIOS, LINKAGE_WINDOW, LINKAGE_WINDOWS
-from .linkage import LinkageEvaluator, linkage, linkage_scenarios
+from .linkage import LinkageEvaluator, linkage_scenarios
 from .rmd import RMD_K, RMD_K2, rmd_risk
 from .scenarios import all_subsets, default_scenarios, sample_subsets, scenario_label
 from .utility import (
@@ -140,7 +140,6 @@ __all__ = [
     "interval_disclosure",
     "sdid",
     "real_anonymity",
-    "linkage",
     "LinkageEvaluator",
     "rmd_risk",
     "fellegi_sunter_em",
@@ -675,7 +674,7 @@ def _rmd_figure(name: str) -> Callable[..., float | None]:
 _SPECS = _SPECS + (
     MetricSpec("linkage", "risk", "one-to-one distance-based record linkage, % linked correctly", "percent",
                "lower", "risk.mean.linkage", _HNRT,
-               func=lambda X, Xp, distance="euclidean": linkage(X, Xp, distance=distance),
+               func=lambda X, Xp, distance="euclidean": _linkage.linkage(X, Xp, distance=distance),
                params=("distance",), identity=100.0, heading="linkage",
                formula="linkage = 100 * (originals linked to their true record by the one-to-one assignment of "
                "smallest total squared z-scored Euclidean distance, identical records sharing the credit) / n",

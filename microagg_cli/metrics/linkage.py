@@ -24,7 +24,8 @@ the solver, the same way for the same input.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -32,14 +33,15 @@ from ..errors import InvalidParameterError
 from .utility import as_pair
 
 __all__ = [
-    "linkage",
-    "LinkageEvaluator",
     "LINKAGE_DISTANCES",
     "LINKAGE_EXACT_MAX",
+    "LINKAGE_SCENARIOS",
     "LINKAGE_WINDOW",
     "LINKAGE_WINDOWS",
-    "LINKAGE_SCENARIOS",
     "TIE_RULE",
+    "LinkageEvaluator",
+    "linkage",
+    "linkage_scenarios",
 ]
 
 #: The distances offered, as sdcMicro's ``recordLinkage`` names them.

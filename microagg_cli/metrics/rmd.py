@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from .utility import as_pair
 
-__all__ = ["rmd_risk", "mcd_scatter", "RMD_K", "RMD_K2", "RMD_SCALE"]
+__all__ = ["RMD_K", "RMD_K2", "RMD_SCALE", "mcd_scatter", "rmd_risk"]
 
 #: Default weight of the distances in the interval half-widths (sdcMicro's ``k``).
 RMD_K = 0.01
