@@ -79,7 +79,7 @@ def evaluate_command(original, protected, columns, key, blocks, plan, k, known, 
     (each against every protected record), above 500,000 records DLD from a seeded
     sample of 100,000; the report names the method (pld_method, dld_method) and a
     95 % error bound per scenario (pld_bound, dld_bound). Above 2,000 records the
-    one-to-one linkage is estimated on 4 seeded local windows of 2,000 records
+    one-to-one linkage is estimated on 4 seeded local windows of 1,000 records
     (linkage_method windows). A progress bar
     with the time left shows on a terminal (with -v off a terminal: a heartbeat line
     every 10 s); Ctrl-C ends the run within about a second, writing nothing.

@@ -52,8 +52,11 @@ LINKAGE_EXACT_MAX = 2000
 #: Records per local window of the estimator used above :data:`LINKAGE_EXACT_MAX`. A
 #: window has fewer decoys than the whole file, so smaller windows overstate the
 #: linkage: 50,000 x 10 Gaussian mixture, MDAV k = 3, all columns known: 45.6 % with
-#: windows of 500, 38.4 % (1,000), 35.3 % (2,000), 33.9 % (4,000); DLD 30.8 %.
-LINKAGE_WINDOW = 2000
+#: windows of 500, 38.4 % (1,000), 35.3 % (2,000), 33.9 % (4,000); DLD 30.8 %. But the
+#: assignment's time grows up to the cube of the window where linking is hard (groups
+#: of 3 along one column, the same 50,000 x 10: 4 scenarios in 12 s with windows of
+#: 1,000, 70 s with 2,000), so windows stay at 1,000.
+LINKAGE_WINDOW = 1000
 #: Windows per scenario of that estimator.
 LINKAGE_WINDOWS = 4
 #: Intruder scenarios linkage is computed for by default (the largest ones; see
