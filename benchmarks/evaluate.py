@@ -15,6 +15,12 @@ scenarios):
   per-scenario figures are scaled to all of them (marked ``~``; DLD's layered pass
   then loses the subsets it builds on, so its figure is pessimistic); without it,
   today's code runs every scenario and the old one 64 of them above 200,000 records;
+- **one-to-one linkage and RMD** (today's code only): the seconds of the linkage of
+  the 4 largest scenarios (exact up to 2,000 records, local windows above) and of
+  RMDID1/RMDID1w/RMDID2 (``rmd``: the robust distances and the k-d tree; ``rmd_mcd``:
+  the MCD it needs, shared with robeigen inside ``sdc evaluate``, so not added time
+  there); ``--new-only`` times only these (and needs no MDAV: ``--fast-data`` protects
+  with groups of 3 consecutive records along the first column instead);
 - **end to end** (``--cli``): ``sdc protect`` and ``sdc evaluate --jobs J`` on the same
   Parquet file as child processes: wall seconds, ratio evaluate / protect, peak RSS.
 
@@ -22,6 +28,7 @@ Usage::
 
     python benchmarks/evaluate.py [--sizes 10000,50000] [--before-max 50000] [--cli]
                                   [--jobs 2] [--measure-scenarios M] [--json out.json]
+                                  [--new-only] [--fast-data]
 
 ``uptime`` is printed first: the machine is shared, note its load with the figures.
 """
@@ -47,24 +54,53 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 P = 10
 K = 3
 STAGES = ("setup", "k_prime", "dld", "pld", "id_sdid", "il_family", "lb_nn", "ci_overlap", "pmse", "groups")
+#: the measures of issue "Measures II" (today's code only)
+NEW_STAGES = ("linkage", "rmd", "rmd_mcd")
 
 
 def peak_mb(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024.0
 
 
-def data(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The mixture of benchmarks/end_to_end.py and its exact MDAV protection (k = 3)."""
+def data(n: int, fast: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture of benchmarks/end_to_end.py and its exact MDAV protection (k = 3);
+    ``fast``: groups of 3 consecutive records in the order of the first column."""
     from end_to_end import synthetic
     from microagg_cli.methods import get_method
     from microagg_cli.partition import aggregate, zscore
 
     X = synthetic(n)
+    if fast:
+        labels = np.empty(n, dtype=np.int64)
+        labels[np.argsort(X[:, 0], kind="stable")] = np.minimum(np.arange(n) // K, n // K - 1)
+        return X, aggregate(X, labels)
     labels = get_method("mdav").func(zscore(X)[0], K, rng=np.random.default_rng(0))
     return X, aggregate(X, labels)
 
 
-def one(n: int, version: str, measure: int | None) -> dict:
+def new_measures(X: np.ndarray, Xp: np.ndarray) -> dict:
+    """Seconds of the one-to-one linkage (its default scenarios) and of the RMD figures."""
+    from microagg_cli.mcd import det_mcd_kept
+    from microagg_cli.metrics.linkage import LINKAGE_SCENARIOS, LinkageEvaluator, linkage_scenarios
+    from microagg_cli.metrics.rmd import _standardize, rmd_risk
+    from microagg_cli.metrics.scenarios import all_subsets
+
+    sec = {}
+    subsets = all_subsets(P)
+    t = time.perf_counter()
+    ev = LinkageEvaluator(X, Xp)
+    values = [ev.scenario(subsets[i])["value"] for i in linkage_scenarios(subsets, LINKAGE_SCENARIOS)]
+    sec["linkage"] = time.perf_counter() - t
+    t = time.perf_counter()
+    det_mcd_kept(_standardize(X))  # robeigen's MCD in sdc evaluate: cached for rmd_risk
+    sec["rmd_mcd"] = time.perf_counter() - t
+    t = time.perf_counter()
+    r = rmd_risk(X, Xp)
+    sec["rmd"] = time.perf_counter() - t
+    return {"seconds": sec, "linkage_method": ev.method, "linkage": values, "rmdid1": r["rmdid1"]}
+
+
+def one(n: int, version: str, measure: int | None, new_only: bool = False, fast: bool = False) -> dict:
     """Per-measure seconds of one size with one code version (run in a child)."""
     from microagg_cli.metrics import utility
     from microagg_cli.metrics.scenarios import all_subsets
@@ -74,8 +110,12 @@ def one(n: int, version: str, measure: int | None) -> dict:
         import reference_risk as risk
     else:
         from microagg_cli.metrics import risk
-    X, Xp = data(n)
+    X, Xp = data(n, fast)
     rss0 = peak_mb()
+    if new_only:
+        out = new_measures(X, Xp)
+        return {"n": n, "version": version, "seconds": out["seconds"], "scaled": False, "peak_mb": peak_mb(),
+                "data_mb": rss0, "pld_method": None, "linkage_method": out["linkage_method"]}
     subsets = all_subsets(P)
     timed = subsets if not measure or measure >= len(subsets) else [
         subsets[i] for i in np.linspace(0, len(subsets) - 1, measure).round().astype(int)]
@@ -133,13 +173,19 @@ def one(n: int, version: str, measure: int | None) -> dict:
         sec["id_sdid"] += t4 - t3
     for key in ("k_prime", "dld", "pld", "id_sdid"):
         sec[key] *= scale
+    extra = {}
+    if version == "after":
+        new = new_measures(X, Xp)
+        sec.update(new["seconds"])
+        extra["linkage_method"] = new["linkage_method"]
     return {"n": n, "version": version, "seconds": sec, "scaled": scale > 1, "peak_mb": peak_mb(),
-            "data_mb": rss0, "pld_method": getattr(ev, "pld_method", "exact")}
+            "data_mb": rss0, "pld_method": getattr(ev, "pld_method", "exact"), **extra}
 
 
-def child(n: int, version: str, measure: int | None) -> dict:
+def child(n: int, version: str, measure: int | None, new_only: bool = False, fast: bool = False) -> dict:
     out = subprocess.run([sys.executable, __file__, "--one", str(n), "--version", version,
-                          "--measure-scenarios", str(measure or 0)], capture_output=True, text=True)
+                          "--measure-scenarios", str(measure or 0), *(["--new-only"] if new_only else []),
+                          *(["--fast-data"] if fast else [])], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -177,6 +223,8 @@ def cli(n: int, jobs: int, folder: Path) -> dict:
     out["pld_method"] = rep["summary"].get("pld_method")
     out["pld_bound"] = rep["summary"].get("pld_bound")
     out["ratio"] = out["evaluate"]["seconds"] / out["protect"]["seconds"]
+    out["linkage_method"] = rep["summary"].get("linkage_method")
+    out["timing"] = rep.get("timing")
     return out
 
 
@@ -188,11 +236,14 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true")
     ap.add_argument("--jobs", type=int, default=0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--new-only", action="store_true", help="time only the linkage and RMD measures")
+    ap.add_argument("--fast-data", action="store_true", help="protect by groups of 3 along column 1, not MDAV")
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--version", default="after", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.version, args.measure_scenarios or None)))
+        print(json.dumps(one(args.one, args.version, args.measure_scenarios or None, args.new_only,
+                             args.fast_data)))
         return
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -202,7 +253,15 @@ def main() -> None:
         # today's code runs every scenario (DLD's layers need them all); the old code,
         # at large sizes, a spread sample of them, scaled
         measure = args.measure_scenarios or (64 if n > 200_000 else 0)
-        row["after"] = child(n, "after", args.measure_scenarios or None)
+        row["after"] = child(n, "after", args.measure_scenarios or None, args.new_only, args.fast_data)
+        if args.new_only:
+            sec = row["after"]["seconds"]
+            print(f"\n{n:,} x {P}, {'groups of 3' if args.fast_data else 'mdav k = 3'}: linkage "
+                  f"({row['after']['linkage_method']}, 4 scenarios) {sec['linkage']:.2f} s, rmd {sec['rmd']:.2f} s "
+                  f"(+ its MCD {sec['rmd_mcd']:.2f} s, shared with robeigen); peak RSS "
+                  f"{row['after']['peak_mb']:.0f} MB")
+            results.append(row)
+            continue
         if n <= args.before_max:
             row["before"] = child(n, "before", measure or (128 if n > 20_000 else 0))
         if args.cli:
@@ -212,7 +271,7 @@ def main() -> None:
         head = f"\n{n:,} x {P}, mdav k = {K}, 1,023 scenarios"
         print(head + (f" (PLD {row['after']['pld_method']})"))
         print(f"  {'measure (one thread)':22s} {'before s':>10s} {'after s':>10s} {'speed-up':>9s}")
-        for key in STAGES:
+        for key in STAGES + NEW_STAGES:
             a = row["after"]["seconds"][key]
             b = row.get("before", {}).get("seconds", {}).get(key)
             mark = "~" if row["after"]["scaled"] and key in ("k_prime", "dld", "id_sdid") else " "
@@ -220,7 +279,7 @@ def main() -> None:
             sp = f"{b / a:8.1f}x" if b is not None and a > 0 else f"{'':>9s}"
             print(f"  {key:22s} {bs} {a:9.2f}{mark} {sp}")
         tb = sum(row.get("before", {}).get("seconds", {}).values()) if "before" in row else None
-        ta = sum(row["after"]["seconds"].values())
+        ta = sum(v for key, v in row["after"]["seconds"].items() if key != "rmd_mcd")
         print(f"  {'total':22s} {tb if tb is not None else float('nan'):10.2f} {ta:10.2f}")
         print(f"  peak RSS (child): after {row['after']['peak_mb']:.0f} MB"
               + (f", before {row['before']['peak_mb']:.0f} MB" if "before" in row else ""))
@@ -229,7 +288,8 @@ def main() -> None:
             print(f"  sdc protect {c['protect']['seconds']:.1f} s ({c['protect']['peak_mb']:.0f} MB), "
                   f"sdc evaluate --jobs {args.jobs} {c['evaluate']['seconds']:.1f} s "
                   f"({c['evaluate']['peak_mb']:.0f} MB): {c['ratio']:.1f}x protect; PLD {c['pld_method']}"
-                  + (f", bound {c['pld_bound']:.3f} points" if c["pld_bound"] is not None else ""))
+                  + (f", bound {c['pld_bound']:.3f} points" if c["pld_bound"] is not None else "")
+                  + f"; linkage {c['linkage_method']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -73,6 +73,7 @@ GATES: dict[str, Gate] = {
 FORMULAS: dict[str, str] = {
     name: METRICS[name].formula for name in ("il_sse", "lb_nn", "il1s", "dld", "pld", "id", "sdid", "k_prime")
 }
+FORMULAS.update({name: METRICS[name].formula for name in ("linkage", "rmdid1", "rmdid1w", "rmdid2")})
 
 
 def _check_names(names: list[str], orig: Table, prot: Table, key: list[str], option: str) -> None:
@@ -199,6 +200,12 @@ def _summary(measures: dict[str, Any]) -> dict[str, Any]:
         "worst_dld": g("risk", "worst", "dld", "value"),
         "worst_id": g("risk", "worst", "id", "value"),
         "worst_k_prime": g("risk", "worst", "k_prime", "value"),
+        "linkage": g("risk", "mean", "linkage"),
+        "worst_linkage": g("risk", "worst", "linkage", "value"),
+        "linkage_method": g("risk", "linkage", "method"),
+        "rmdid1": g("risk", "rmd", "rmdid1"),
+        "rmdid1w": g("risk", "rmd", "rmdid1w"),
+        "rmdid2": g("risk", "rmd", "rmdid2"),
     }
 
 
@@ -424,6 +431,9 @@ def evaluate_matrices(
             "dld_sample": measures["risk"]["parameters"]["dld_sample"],
             "id_percents": measures["risk"]["parameters"]["id_percents"],
             "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
+            "linkage_method": measures["risk"]["linkage"]["method"],
+            "linkage_scenarios": measures["risk"]["linkage"]["scenarios"],
+            "linkage_exact_max": measures["risk"]["linkage"]["exact_max"],
             "partition_based": partition,
             "partition_rule": "LB_NN and the optimality gap are reported when every class of identical "
                               "protected rows in every block holds at least k records",

@@ -124,6 +124,9 @@ _FORMULAS = {
        for name in ("il_sse", "il_score", "dld", "pld", "id", "k_prime", "ci_overlap", "pmse_ratio")},
     "labels": "a scenario's label mG says how many blocks of the plan its known columns touch",
 }
+_FORMULAS.update({"linkage": METRICS["linkage"].formula + "; mean over the scenarios it is computed for (the "
+                             "largest), worst_linkage their largest",
+                  "rmdid1": METRICS["rmdid1"].formula + "; all protected columns known"})
 
 
 # ------------------------------------------------------------------------ the grid
@@ -594,6 +597,9 @@ def run_cell(
         "scenarios": {"mode": risk["scenarios"]["mode"], "count": risk["scenarios"]["count"]},
         "by_label": by_label,
         "pld_skipped_reason": risk.get("pld_skipped_reason"),
+        "linkage": risk["mean"].get("linkage"),
+        "worst_linkage": (risk["worst"].get("linkage") or {}).get("value"),
+        "rmdid1": (risk.get("rmd") or {}).get("rmdid1"),
         "warnings": warnings,
         "saved": saved,
         "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
@@ -1081,3 +1087,21 @@ def compare_file(
             files.add_file(html_path, lambda fh: fh.write(data), what="HTML page")
         files.commit()
     return doc
+
+
+# ------------------------------------------------------------------------ gates
+
+
+def raise_for_gates(doc: dict[str, Any], request: CompareRequest) -> None:
+    """Raise :class:`~microagg_cli.errors.ThresholdExceeded` (exit code 5) when a cell
+    fails a gate of ``request`` (``max_linkage``: a cell's worst-scenario one-to-one
+    linkage above it); called after every output is written."""
+    if request.max_linkage is None:
+        return
+    bad = [r for r in doc["rows"]
+           if r is not None and r.get("worst_linkage") is not None and r["worst_linkage"] > request.max_linkage]
+    if bad:
+        cells = ", ".join(f"{r['label']} k={r['k']} ({r['plan']}): {r['worst_linkage']:.4g}" for r in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise ThresholdExceeded(f"gate failed: --max-linkage {request.max_linkage:g}: linkage (worst scenario) "
+                                f"above it in {len(bad)} of {len(doc['rows'])} cells: {cells}{more}")

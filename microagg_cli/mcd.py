@@ -14,7 +14,7 @@ import numpy as np
 
 from .memo import LastResults, array_key
 
-__all__ = ["det_mcd", "robust_mahalanobis", "robust_scale"]
+__all__ = ["det_mcd", "det_mcd_kept", "robust_mahalanobis", "robust_scale"]
 
 
 #: Relative floor of the eigenvalues of a scatter matrix (see :func:`_inv_sqrt_parts`).
@@ -183,12 +183,21 @@ def det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Deterministic reweighted MCD estimate of location and scatter (see
     :func:`_det_mcd`); the last few results are kept, keyed by a digest of the
     matrix's bytes, and returned as copies."""
+    centre, scatter, _ = det_mcd_kept(X)
+    return centre, scatter
+
+
+def det_mcd_kept(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`det_mcd`, and the number of records its reweighting step kept (all n
+    when the reweighting was skipped), for callers that rescale the reweighted scatter
+    as another program does (R's ``covMcd`` multiplies it by m / (m - 1) and a
+    consistency factor of the share m / n kept)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
-    centre, scatter = _RESULTS.get(array_key(X), lambda: _det_mcd(X))
-    return centre.copy(), scatter.copy()
+    centre, scatter, kept = _RESULTS.get(array_key(X), lambda: _det_mcd(X))
+    return centre.copy(), scatter.copy(), kept
 
 
-def _det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Deterministic reweighted MCD estimate of location and scatter.
 
     1. Standardize each column by its median and robust scale (MAD, see :func:`robust_scale`).
@@ -211,7 +220,8 @@ def _det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    centre : (p,) float array; scatter : (p, p) float array, in the units of ``X``.
+    centre : (p,) float array; scatter : (p, p) float array, in the units of ``X``;
+    kept : records used by the reweighting (n when it was skipped).
 
     Notes
     -----
@@ -259,11 +269,13 @@ def _det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         S = S * c
         d2 = d2 / c
     keep = d2 <= _chi2_quantile(0.975, p)
+    kept = n
     if keep.sum() > p:
         mu = A[keep].mean(axis=0)
         S = _cov(A[keep], mu)
+        kept = int(keep.sum())
     # Back to the units of X.
-    return mu * sc + med, S * sc[:, None] * sc[None, :]
+    return mu * sc + med, S * sc[:, None] * sc[None, :], kept
 
 
 def robust_mahalanobis(X: np.ndarray) -> np.ndarray:

@@ -512,6 +512,9 @@ class CompareRequest(_Request):
     force: bool = opt(False, "Replace existing output, HTML and saved files.")
     gates: Mapping[str, float] | None = opt(
         None, "Gates checked on every cell after the grid is written: {\"min_ci_overlap\": 0.8}.")
+    max_linkage: float | None = opt(
+        None, "Fail (exit code 5, after every output is written) when a cell's one-to-one linkage in its worst "
+              "scenario exceeds PCT %.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:

@@ -343,6 +343,9 @@ RISK_KEYS = {"parameters", "scenarios", "anonymity", "mean", "worst", "by_label"
              "per_scenario", "pld_skipped_reason", "pld_bound", "dld_bound", "dr"}
 SCENARIO_KEYS = {"attributes", "label", "size", "k_prime", "k_min", "classes",
                  "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound"}
+# one-to-one linkage (per scenario, None where not computed) and the RMD figures
+RISK_KEYS |= {"linkage", "rmd"}
+SCENARIO_KEYS |= {"linkage"}
 
 
 def _get(report, dotted):

@@ -25,8 +25,8 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
     "protect": ("1.4", "b2f8bd1899cf0352ca1af0c386c0fa6884118035add36fb62d0fa1e502425add"),
-    "evaluate": ("1.3", "82732ddd0a8b28c78a3a4b10add4cafcdb2cff2c3a80b05b5c42feb478a4763f"),
-    "compare": ("1.3", "1ecdc0d4a3bac7f274de8968f7df1a8fe69c0550e881854fe93f100b0ece37b2"),
+    "evaluate": ("1.3", "7e345c3efe9df65a04f53f95122301b168813d5e249aeee9dbda5a7693eaebc4"),
+    "compare": ("1.3", "3667b47ce2617436796532ca54b33883bb9b31c24295b68a513ec9ddbe3d2667"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
     "roles": ("1.0", "1068fc3ef5ac177c612cee3886ed333e2bcfb34e910acc08fb3cc1c739990051"),
 }

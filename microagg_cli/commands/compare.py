@@ -64,6 +64,7 @@ def _presets_text() -> str:
 @click.option("--min-ci-overlap", "min_ci_overlap", type=float, default=None, metavar="J",
               help="Fail (exit code 5, after the outputs are written) when a cell's mean confidence-interval "
                    "overlap of the regression coefficients is below J (0 to 1).")
+@field_option(C, "max_linkage", "--max-linkage", type=float, metavar="PCT")
 @field_option(C, "input_format", "--input-format", type=click.Choice(list(INPUT_FORMATS)))
 @field_option(C, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
 @field_option(C, "encoding", "--encoding", metavar="NAME", show_default=True)
@@ -73,16 +74,16 @@ def _presets_text() -> str:
 @verbosity_options
 def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, categorical, preset, known,
                     max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,
-                    force, min_ci_overlap, input_format, delimiter, encoding, decimal, quiet, verbose):
+                    force, min_ci_overlap, max_linkage, input_format, delimiter, encoding, decimal, quiet, verbose):
     """Compare methods, k values and blocking plans on INPUT: information loss against risk.
 
     Every combination ("cell") of a method, a k and a plan is protected in memory
     and evaluated like sdc evaluate: IL_SSE, IL_score, the record-linkage risks DLD
-    and PLD, interval disclosure ID, DR, score and the real anonymity k', with k'
-    and DLD per intruder-knowledge label (1G, 2G... = scenarios touching 1, 2...
-    blocks of the plan). The result is one table per plan, rows grouped by method
-    then k (--format csv or json for machines), and with --html a page holding the
-    tables and a risk-utility map: one labelled marker per cell, lower left is
+    and PLD, interval disclosure ID, DR, score, the real anonymity k', the
+    one-to-one linkage and RMDID1, with k' and DLD per intruder-knowledge label
+    (1G, 2G... = scenarios touching 1, 2... blocks of the plan). The result is one
+    table per plan, rows grouped by method then k (--format csv or json for
+    machines), and with --html a page holding the tables and a risk-utility map: one labelled marker per cell, lower left is
     better. The figures do not depend on --jobs; only timings do.
 
     Every cell also gets the mean confidence-interval overlap of the default
@@ -92,6 +93,8 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
     Intruder scenarios are capped at --max-scenarios per cell (64 by default: a
     grid of 15 cells on Census takes well under a minute); every cell of a plan
     uses the same scenarios. A progress bar shows on a terminal (not with -q).
+    --max-linkage PCT ends with exit code 5, after the outputs are written, when a
+    cell's worst-scenario one-to-one linkage exceeds PCT %.
     Ctrl-C stops the grid; with -o the finished rows stay in the file (exit code
     130).
 
@@ -129,6 +132,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         decimal=decimal,
         gates={"min_ci_overlap": min_ci_overlap} if min_ci_overlap is not None else None,
         encoding=encoding,
+        max_linkage=max_linkage,
     )
     if max_scenarios is not None and max_scenarios < 0:
         raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")
@@ -154,6 +158,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         stderr_console().print(f"sdc compare: {doc['finished']} cells written to {kwargs['output']}"
                                + (f"; HTML page {html}" if html else ""))
     grid.raise_for_grid_gates(doc, request.gates)
+    grid.raise_for_gates(doc, request)
 
 
 def _with_progress(input: str, request: CompareRequest) -> dict:

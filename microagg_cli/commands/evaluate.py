@@ -60,7 +60,7 @@ __all__ = ["evaluate_command"]
 def evaluate_command(original, protected, columns, key, pairing_file, pairing_check, blocks, plan, categorical, k,
                      known, max_scenarios, seed, dr_weights, score_weights, scale, bound, time_limit, missing,
                      models, weights, by, strata, fmt, report, html, internal, max_dld, max_id, max_score,
-                     min_kprime, max_il, min_ci_overlap, gate_on, force, jobs, input_format, delimiter, decimal, encoding,
+                     min_kprime, max_il, min_ci_overlap, max_linkage, gate_on, force, jobs, input_format, delimiter, decimal, encoding,
                      quiet, verbose):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
@@ -79,11 +79,13 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
     the lower bound LB_NN and the optimality gap) and the disclosure risk of an
     intruder who knows the original values of some columns: real anonymity k',
     k_min and the share of records in classes smaller than k, distance-based (DLD)
-    and probabilistic (PLD) record linkage, interval disclosure (ID) and SDID, for
+    and probabilistic (PLD) record linkage, interval disclosure (ID) and SDID for
     every intruder scenario (every subset of the columns, a seeded sample, or
     --known), labelled 1G, 2G... by the number of blocks touched, with means and
-    the worst scenario. DR = 0.25 DLD + 0.25 PLD + 0.5 ID and score = 0.5 IL_score
-    + 0.5 DR summarise them (lower is better).
+    the worst scenario; one-to-one record linkage (linkage: the assignment of
+    smallest total distance) for the 4 largest scenarios; sdcMicro's RMD interval
+    disclosure (RMDID1, RMDID1w, RMDID2) over all columns. DR = 0.25 DLD + 0.25 PLD
+    + 0.5 ID and score = 0.5 IL_score + 0.5 DR summarise them (lower is better).
 
     --bound cg adds lb_cg, a certified lower bound on the IL_SSE of every
     k-partition (column generation with exact pricing; valid even when
@@ -92,14 +94,17 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
     Above 100,000 records PLD is estimated from a seeded sample of 20,000 originals
     (each against every protected record), above 500,000 records DLD from a seeded
     sample of 100,000; the report names the method (pld_method, dld_method) and a
-    95 % error bound per scenario (pld_bound, dld_bound). A progress bar
+    95 % error bound per scenario (pld_bound, dld_bound). Above 2,000 records the
+    one-to-one linkage is estimated on 4 seeded local windows of 1,000 records
+    (linkage_method windows). A progress bar
     with the time left shows on a terminal (with -v off a terminal: a heartbeat line
     every 10 s); Ctrl-C ends the run within about a second, writing nothing.
 
     A summary goes to stderr (-q: none); --format json prints the JSON report on
     stdout, --report and --html write it to files. The reports hold no original
     value of a protected attribute unless --internal is given. Gates (--max-dld,
-    --max-id, --max-score, --min-kprime, --max-il, --min-ci-overlap) end with exit
+    --max-id, --max-score, --min-kprime, --max-il, --min-ci-overlap,
+    --max-linkage) end with exit
     code 5 and one line naming the failed gate, after the reports are written.
 
     Analysis utility: the confidence-interval overlap of regression coefficients
@@ -138,7 +143,8 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
         dr_weights=parse_weights(dr_weights, "--dr-weights"),
         score_weights=parse_weights(score_weights, "--score-weights"),
         gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
-                                 max_il=max_il, min_ci_overlap=min_ci_overlap)),
+                                 max_il=max_il, min_ci_overlap=min_ci_overlap,
+                                 max_linkage=max_linkage)),
         models=list(models) or None, weights=weights, by=split_names(by), strata=split_names(strata),
         gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
         input_format=input_format, delimiter=delimiter, decimal=decimal, encoding=encoding, bound=bound, time_limit=time_limit,

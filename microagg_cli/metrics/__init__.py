@@ -57,6 +57,15 @@ or removing one is a breaking change)::
       pld_bound                None (exact PLD) or {"mean", "max", "rule"}: the sampled
                                PLD's 95 % error bounds over the scenarios, in points
       dr                       {"value", "formula", "weights"}
+      linkage                  {"method" ("exact" | "windows"), "distance", "scale",
+                                "exact_max", "window", "windows", "seed", "tie_rule",
+                                "scenarios", "max_scenarios", "records"}: the one-to-one
+                               record linkage (per_scenario rows and mean / worst /
+                               by_label carry "linkage", percent, None for scenarios it
+                               was not computed for)
+      rmd                      None, or {"rmdid1", "rmdid1w", "rmdid2", "rmdid2w",
+                               "unsafe1", "unsafe2", "k", "k2", "scatter"} over all
+                               attributes (shares in [0, 1]; the weighted ones >= 0)
     score                      {"value", "formula", "weights"}
 
 Percentages are in [0, 100] except ``sdid`` and ``share_below_k`` (shares in [0, 1],
@@ -76,6 +85,7 @@ from ..progress import set_done as progress_set
 from ..threads import limit as thread_limit
 from ..threads import limited as threads_limited
 from . import groups, pmse, regression, risk, scenarios, utility
+from . import linkage as _linkage
 from . import scenarios as _scenarios
 from .risk import (
     DEFAULT_DR_WEIGHTS,
@@ -92,6 +102,9 @@ from .risk import (
     real_anonymity,
     sdid,
 )
+from .linkage import LINKAGE_DISTANCES, LINKAGE_EXACT_MAX, LINKAGE_SCENARIOS, LINKAGE_WINDOW, LINKAGE_WINDOWS
+from .linkage import LinkageEvaluator, linkage_scenarios
+from .rmd import RMD_K, RMD_K2, rmd_risk
 from .scenarios import all_subsets, default_scenarios, sample_subsets, scenario_label
 from .utility import (
     data_quality,
@@ -129,6 +142,8 @@ __all__ = [
     "interval_disclosure",
     "sdid",
     "real_anonymity",
+    "LinkageEvaluator",
+    "rmd_risk",
     "fellegi_sunter_em",
     "disclosure_risk",
     "overall_score",
@@ -189,6 +204,15 @@ class MeasureOptions:
     partition_based: bool = True
     per_scenario: bool = True
     jobs: int | None = None
+    linkage_scenarios: int = LINKAGE_SCENARIOS
+    linkage_distance: str = "euclidean"
+    linkage_exact_max: int = LINKAGE_EXACT_MAX
+    linkage_window: int = LINKAGE_WINDOW
+    linkage_windows: int = LINKAGE_WINDOWS
+    linkage_seed: int = 0
+    rmd: bool = True
+    rmd_k: float = RMD_K
+    rmd_k2: float = RMD_K2
     risk: RiskOptions = field(default_factory=RiskOptions)
 
     @classmethod
@@ -246,6 +270,14 @@ def evaluate_arrays(
     partition_based : report the optimality gap (needs ``k``); False for methods that
         do not partition records.
     per_scenario : include the per-scenario list (the summaries are always there).
+    linkage_scenarios : one-to-one linkage is computed for this many scenarios (the
+        largest; 0 = every scenario), see :func:`microagg_cli.metrics.linkage.linkage_scenarios`.
+    linkage_distance : ``"euclidean"``, ``"manhattan"`` or ``"gower"``.
+    linkage_exact_max, linkage_window, linkage_windows, linkage_seed : exact linkage up to
+        ``linkage_exact_max`` records, above it the windows estimator
+        (:class:`microagg_cli.metrics.linkage.LinkageEvaluator`).
+    rmd, rmd_k, rmd_k2 : compute RMDID1/RMDID1w/RMDID2 over all attributes (sdcMicro's
+        ``k`` and ``k2``; :func:`microagg_cli.metrics.rmd.rmd_risk`).
     workers : threads for kd-tree queries (results do not depend on it).
     progress : optional callback ``progress(done, total)`` after each scenario.
     jobs : intruder scenarios evaluated side by side in threads (default
@@ -325,16 +357,17 @@ def evaluate_arrays(
         row["label"] = scenario_label(sc, blist)
         row["size"] = len(sc)
     per = [r for r in rows if r is not None]
+    link_out = _linkage_rows(X, Xp, subsets, per, o)
     labels = [r["label"] for r in per]
     measures = {
         name: [r[name] for r in per]
-        for name in ("dld", "pld", "id", "sdid", "k_prime", "k_min", "share_below_k")
+        for name in ("dld", "pld", "id", "sdid", "k_prime", "k_min", "share_below_k", "linkage")
     }
     summary = _scenarios.summarize(measures, subsets, labels)
     mean = summary["mean"]
     dr = disclosure_risk(mean["dld"], mean["pld"], mean["id"], weights=dr_weights)
     key_order = ("attributes", "label", "size", "k_prime", "k_min", "classes",
-                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound")
+                 "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound", "linkage")
     bounds = [r["pld_bound"] for r in per if r["pld_bound"] is not None]
     dbounds = [r["dld_bound"] for r in per if r["dld_bound"] is not None]
     risk_out: dict[str, Any] = {
@@ -387,6 +420,9 @@ def evaluate_arrays(
                     "for each scenario's PLD, in percentage points, given the EM fitted on the sample",
         },
         "dr": dr,
+        "linkage": link_out,
+        "rmd": (rmd_risk(X, Xp, k=o.rmd_k, k2=o.rmd_k2, workers=max(int(o.risk.workers), n_jobs))
+                if o.rmd else None),
     }
     return {
         "schema": SCHEMA,
@@ -398,6 +434,27 @@ def evaluate_arrays(
         "risk": risk_out,
         "score": overall_score(util["il_score"]["value"], dr["value"], weights=score_weights),
     }
+
+
+def _linkage_rows(X: np.ndarray, Xp: np.ndarray, subsets: Sequence[Sequence[int]],
+                  rows: list[dict[str, Any]], o: MeasureOptions) -> dict[str, Any]:
+    """One-to-one linkage of the chosen scenarios into their ``rows`` (``"linkage"``,
+    None for the others) and the report's description of it."""
+    ev = LinkageEvaluator(X, Xp, distance=o.linkage_distance, exact_max=o.linkage_exact_max,
+                          window=o.linkage_window, windows=o.linkage_windows, seed=o.linkage_seed)
+    chosen = linkage_scenarios(subsets, int(o.linkage_scenarios))
+    for r in rows:
+        r["linkage"] = None
+    done: dict[tuple[int, ...], dict[str, Any]] = {}
+    with progress_phase("one-to-one linkage", total=len(chosen), unit="scenarios"):
+        for count, i in enumerate(chosen, 1):
+            sc = tuple(sorted(int(v) for v in subsets[i]))
+            if sc not in done:
+                done[sc] = ev.scenario(sc)
+            rows[i]["linkage"] = done[sc]["value"]
+            progress_set(count)
+    return {**ev.parameters(), "scenarios": len(done), "max_scenarios": int(o.linkage_scenarios),
+            "records": next(iter(done.values()))["records"] if done else None}
 
 
 # ---------------------------------------------------------------------------------
@@ -697,11 +754,50 @@ _SPECS: tuple[MetricSpec, ...] = (
                              "Fail (exit code 5) when score = 0.5 * IL_score + 0.5 * DR exceeds S.")),
 )
 
+_HNRT = ("Herranz, Nin, Rodriguez & Tassa (2015), Revisiting distance-based record linkage for "
+         "privacy-preserving release of statistical datasets, Data & Knowledge Engineering 100")
+
+
+def _rmd_figure(name: str) -> Callable[..., float | None]:
+    def f(X: np.ndarray, Xp: np.ndarray, k: float = RMD_K, k2: float = RMD_K2) -> float | None:
+        return rmd_risk(X, Xp, k=k, k2=k2)[name]
+
+    f.__name__ = name
+    return f
+
+
+_SPECS = _SPECS + (
+    MetricSpec("linkage", "risk", "one-to-one distance-based record linkage, % linked correctly", "percent",
+               "lower", "risk.mean.linkage", _HNRT,
+               func=lambda X, Xp, distance="euclidean": _linkage.linkage(X, Xp, distance=distance),
+               params=("distance",), identity=100.0, heading="linkage",
+               formula="linkage = 100 * (originals linked to their true record by the one-to-one assignment of "
+               "smallest total squared z-scored Euclidean distance, identical records sharing the credit) / n",
+               gate=GateSpec("--max-linkage", "max", "scenarios", "linkage", "PCT",
+                             "Fail (exit code 5) when linkage, the share of records linked correctly by the "
+                             "one-to-one assignment of smallest total distance, exceeds PCT %.")),
+    MetricSpec("rmdid1", "risk", "sdcMicro dRiskRMD: share of records with a value inside its RMD-weighted "
+               "interval", "share", "lower", "risk.rmd.rmdid1", _TM,
+               func=_rmd_figure("rmdid1"), params=("k", "k2"), identity=None, heading="RMDID1", digits=4,
+               formula="RMDID1 = share of records with a protected value strictly within k * 0.05 * RMD_i of its "
+               "original (both files standardized; RMD_i the robust Mahalanobis distance under the MCD scatter; "
+               "k = 0.01)"),
+    MetricSpec("rmdid1w", "risk", "sdcMicro dRiskRMD wrisk1: |U| * sum of 0.05 RMD over the RMDID1 records / n",
+               "ratio", "lower", "risk.rmd.rmdid1w", _TM,
+               func=_rmd_figure("rmdid1w"), params=("k", "k2"), identity=None, heading="RMDID1w", digits=4,
+               formula="RMDID1w = |U1| * sum_{i in U1} 0.05 * RMD_i / n, U1 the RMDID1 records (sdcMicro's wrisk1)"),
+    MetricSpec("rmdid2", "risk", "sdcMicro dRiskRMD: RMDID1 records with no other protected record within k2",
+               "share", "lower", "risk.rmd.rmdid2", _TM,
+               func=_rmd_figure("rmdid2"), params=("k", "k2"), identity=None, heading="RMDID2", digits=4,
+               formula="RMDID2 = share of RMDID1 records with no other protected record within Euclidean "
+               "distance k2 = 0.05 (standardized)"),
+)
+
 #: name -> MetricSpec, in report order: the one catalogue of measures. The gates of
 #: ``sdc evaluate`` (:data:`microagg_cli.evaluation.GATES` and the CLI options), the
 #: formulas of every report and the headings of every table derive from it.
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
 
 #: The gates, in CLI option order (--max-dld, --max-id, --max-score, --min-kprime, --max-il,
-#: --min-ci-overlap).
-GATE_ORDER: tuple[str, ...] = ("dld", "id", "score", "k_prime", "il_sse", "ci_overlap")
+#: --min-ci-overlap, --max-linkage).
+GATE_ORDER: tuple[str, ...] = ("dld", "id", "score", "k_prime", "il_sse", "ci_overlap", "linkage")

@@ -39,7 +39,8 @@ __all__ = [
 #: measure catalogue :data:`microagg_cli.metrics.METRICS`.
 MEASURES: tuple[tuple[str, str, int], ...] = tuple(
     (key, METRICS[key].heading, METRICS[key].digits)
-    for key in ("il_sse", "il_score", "dld", "pld", "id", "dr", "score", "k_prime", "ci_overlap", "pmse_ratio")
+    for key in ("il_sse", "il_score", "dld", "pld", "id", "dr", "score", "k_prime", "ci_overlap", "pmse_ratio", "linkage",
+                "rmdid1")
 )
 
 #: Measures given per intruder-knowledge label (1G, 2G, ...): (key, heading).

@@ -166,6 +166,13 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
         rows.insert(4 if cg is not None else 3, ("eigen", fmt(s["eigen"], 3),
                         "sum |e - e'| / e, eigenvalues of the correlation matrix (robust: "
                         f"{fmt(s.get('robeigen'), 3)})"))
+    if s.get("linkage") is not None:
+        rows.append((METRICS["linkage"].heading, fmt(s["linkage"], 2),
+                     f"% linked one-to-one (mean; worst {fmt(s['worst_linkage'], 2)}; {s['linkage_method']})"))
+    if s.get("rmdid1") is not None:
+        rows.append((METRICS["rmdid1"].heading, fmt(s["rmdid1"], 4),
+                     f"share in RMD-weighted intervals (RMDID1w {fmt(s['rmdid1w'], 4)}, "
+                     f"RMDID2 {fmt(s['rmdid2'], 4)})"))
     for r in rows:
         head.add_row(*r)
     console.print(head)
@@ -553,6 +560,38 @@ def _risk_section(h: Html, rep: dict[str, Any]) -> None:
           f"share of records in classes smaller than {escape(str(k))} = {escape(fmt(an.get('share_below_k'), 4))}.</p>")
     if risk.get("pld_skipped_reason"):
         h.el("p", f"PLD not computed: {risk['pld_skipped_reason']}", "muted")
+    _linkage_rmd_html(h, rep)
+
+
+def _linkage_rmd_html(h: Html, rep: dict[str, Any]) -> None:
+    """One-to-one linkage per computed scenario and the RMD interval disclosure figures."""
+    risk = rep["measures"]["risk"]
+    lk = risk.get("linkage")
+    if lk:
+        how = ("exact assignment" if lk["method"] == "exact" else
+               f"estimated on {lk['windows']} seeded local windows of {lk['window']} records "
+               f"(the nearer half of each credited; exact up to {lk['exact_max']} records)")
+        h.add("<h3>One-to-one record linkage</h3>")
+        h.add(f"<p>The intruder links every original to a distinct protected record, choosing the assignment "
+              f"of smallest total {'squared ' if lk['distance'] == 'euclidean' else ''}{escape(lk['distance'])} "
+              f"distance ({escape(lk['scale'])}); {escape(how)}. "
+              f"Computed for the {lk['scenarios']} largest scenario(s). Identical records share the credit: "
+              f"{escape(lk['tie_rule'])}.</p>")
+        rows = [[_names(rep, r["attributes"]), r["label"], fmt(r["linkage"], 3), fmt(r["dld"], 3)]
+                for r in (risk.get("per_scenario") or []) if r.get("linkage") is not None]
+        if rows:
+            h.table(["columns the intruder knows", "label", "linkage %", "DLD %"], rows)
+    rmd = risk.get("rmd")
+    if rmd:
+        h.add("<h3>RMD interval disclosure (sdcMicro dRiskRMD)</h3>")
+        h.add(f"<p>Intervals around each original value widened by the record's robust Mahalanobis distance "
+              f"(k = {escape(fmt(rmd['k'], 4))}); RMDID2 clears a record another protected record lies within "
+              f"{escape(fmt(rmd['k2'], 4))} of. All evaluated columns known.</p>")
+        h.table(["measure", "value", "records", "definition"], [
+            [METRICS["rmdid1"].heading, fmt(rmd["rmdid1"], 4), rmd["unsafe1"], METRICS["rmdid1"].formula],
+            [METRICS["rmdid1w"].heading, fmt(rmd["rmdid1w"], 4), rmd["unsafe1"], METRICS["rmdid1w"].formula],
+            [METRICS["rmdid2"].heading, fmt(rmd["rmdid2"], 4), rmd["unsafe2"], METRICS["rmdid2"].formula],
+        ])
 
 
 def _utility_section(h: Html, rep: dict[str, Any]) -> None:
