@@ -233,13 +233,13 @@ def test_evaluate_gate_max_linkage_exits_5(tmp_path):
     o, p = tmp_path / "o.csv", tmp_path / "p.csv"
     for path, M in ((o, X), (p, X + 0.01)):
         path.write_text("a,b\n" + "".join(f"{float(r[0])!r},{float(r[1])!r}\n" for r in M))
-    res = run_cli("evaluate", str(o), str(p), "--max-linkage", "50", "--format", "json", "-q")
+    res = run_cli("evaluate", str(o), str(p), "--max-linkage", "50", "--no-pairing-check", "--format", "json", "-q")
     assert res.exit_code == 5, res.output
     rep = json.loads(res.stdout)
     check = rep["gates"]["checks"][0]
     assert (check["option"], check["value"], check["passed"]) == ("--max-linkage", 100.0, False)
     assert rep["summary"]["worst_linkage"] == 100.0 and rep["summary"]["linkage_method"] == "exact"
-    ok = run_cli("evaluate", str(o), str(p), "--max-linkage", "100", "-q")
+    ok = run_cli("evaluate", str(o), str(p), "--max-linkage", "100", "--no-pairing-check", "-q")
     assert ok.exit_code == 0, ok.output
 
 

@@ -102,7 +102,7 @@ from .risk import (
     real_anonymity,
     sdid,
 )
-from .linkage import LINKAGE_DISTANCES, LINKAGE_EXACT_MAX, LINKAGE_SCENARIOS, LINKAGE_WINDOW, LINKAGE_WINDOWS
+from .linkage import LINKAGE_EXACT_MAX, LINKAGE_SCENARIOS, LINKAGE_WINDOW, LINKAGE_WINDOWS
 from .linkage import LinkageEvaluator, linkage_scenarios
 from .rmd import RMD_K, RMD_K2, rmd_risk
 from .scenarios import all_subsets, default_scenarios, sample_subsets, scenario_label
