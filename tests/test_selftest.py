@@ -50,6 +50,7 @@ def test_every_kernel_module_is_covered():
     covered |= {"microagg_cli.methods._fast_mdav", "microagg_cli.methods._cones"}
     covered |= {"microagg_cli.methods._monge"}  # optimal-1d's check runs its solvers
     covered |= {"microagg_cli.methods._contiguous"}  # so do optimal-1d's, pcp's, mhm's, genetic's
+    covered |= {"microagg_cli.methods._refine_kernels"}  # ils's and mdav-ls's
     assert kernel_modules and kernel_modules <= covered, kernel_modules - covered
 
 
