@@ -48,6 +48,8 @@ KERNEL_FAMILIES: dict[str, tuple[str, int | None]] = {
     "microagg_cli.methods._fast_mdav": ("fast MDAV", 10),
     "microagg_cli.methods._cones": ("fast MDAV", 10),
     "microagg_cli.methods._mixed_kernels": ("mixed MDAV", 3),
+    "microagg_cli.methods._refine_kernels": ("refine", None),
+    "microagg_cli.metrics._cg_kernels": ("cg_bound", None),
 }
 
 _log = logging.getLogger("microagg_cli")

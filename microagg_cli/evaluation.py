@@ -372,7 +372,7 @@ def evaluate_matrices(
         (``measures.utility.il_sse_raw`` is always in the report).
     bound : ``"nn"`` (default: LB_NN only) or ``"cg"``: also the certified
         column-generation bound lb_cg (``measures.utility.cg_bound``, see
-        :func:`microagg_cli.metrics.cg_bound.cg_report`), at most ``time_limit`` s.
+        :func:`microagg_cli.metrics.lb_cg.cg_report`), at most ``time_limit`` s.
 
     Returns
     -------
@@ -399,7 +399,7 @@ def evaluate_matrices(
                        progress=progress)
     cg_summary: dict[str, Any] = {}
     if bound == "cg":
-        from .metrics.cg_bound import cg_report  # scipy's HiGHS: loaded only when asked for
+        from .metrics.lb_cg import cg_report  # scipy's HiGHS: loaded only when asked for
 
         cg = cg_report(X, Xp, k, block_pos, il_sse=measures["utility"]["il_sse"],
                        partition_based=partition, time_limit=time_limit)

@@ -1,4 +1,4 @@
-"""The column-generation lower bound (metrics/cg_bound.py): validity on small instances.
+"""The column-generation lower bound (metrics/cg_bound.py, its kernels and lb_cg.py): validity on small instances.
 
 Every instance is small enough (n <= 14) to enumerate every group of k..2k-1 records:
 the exact optimum comes from a dynamic program over subsets (exhaustive), the LP
@@ -17,12 +17,12 @@ from scipy.optimize import linprog
 
 from microagg_cli.metrics.cg_bound import (
     PricingOptions,
-    cg_bound_blocks,
     cg_lower_bound,
     exact_pricing,
     lagrangian_bound,
     squared_distances,
 )
+from microagg_cli.metrics.lb_cg import cg_bound_blocks
 from microagg_cli.metrics.utility import lb_nn
 from microagg_cli.partition import sst, zscore
 
@@ -151,7 +151,7 @@ def test_check_catches_a_bound_above_the_optimum(monkeypatch):
         return np.zeros(D.shape[0]), [], {"nodes": 0, "cut_seeds": 0}
 
     monkeypatch.setattr(cg, "exact_pricing", blind)
-    monkeypatch.setattr(cg, "_heuristic_all", lambda *a: 0)
+    monkeypatch.setattr(cg, "heuristic_all", lambda *a: 0)
     res = cg.cg_lower_bound(Z, 2, time_limit=None, start_labels=np.repeat(np.arange(3), 3))
     assert res.lower > opt + 1e-6  # the start partition's LP value: not a bound
 
@@ -277,13 +277,14 @@ def _smoothed(rng: np.random.Generator, n: int, k: int, shift: float, node_limit
     """_smoothed_bounds on random data and duals; asserts the bound is valid."""
     import time
 
-    from microagg_cli.metrics.cg_bound import _nn_prefix, _smoothed_bounds
+    from microagg_cli.metrics._cg_kernels import nn_prefix
+    from microagg_cli.metrics.cg_bound import _smoothed_bounds
 
     Z = zscore(rng.normal(size=(n, 2)))[0]
     D = squared_distances(Z)
     u = rng.normal(scale=3.0, size=n) + shift
     hist: list = []
-    lb = _smoothed_bounds(D, _nn_prefix(D, 2 * k - 1), u, k, time.perf_counter() + 30, node_limit, 1e-6,
+    lb = _smoothed_bounds(D, nn_prefix(D, 2 * k - 1), u, k, time.perf_counter() + 30, node_limit, 1e-6,
                           hist, 0.0, False)
     assert lb <= _optimum(Z, k) + 1e-9
     return lb, hist

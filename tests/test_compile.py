@@ -105,6 +105,13 @@ def test_notice_once_per_process_named_after_the_family(monkeypatch):
     monkeypatch.setattr(_jit, "_announced", [])
     assert _jit._notice("microagg_cli.methods.refine") == (
         "compiling refine kernels, once per installation (`sdc self-test --all` does it ahead of time)")
+    # kernels in their own modules are announced by the family that calls them
+    monkeypatch.setattr(_jit, "_announced", [])
+    assert _jit._notice("microagg_cli.metrics._cg_kernels") == (
+        "compiling cg_bound kernels, once per installation (`sdc self-test --all` does it ahead of time)")
+    monkeypatch.setattr(_jit, "_announced", [])
+    assert _jit._notice("microagg_cli.methods._refine_kernels") == (
+        "compiling refine kernels, once per installation (`sdc self-test --all` does it ahead of time)")
 
 
 def test_cli_says_so_before_a_cold_compile_only(tmp_path):

@@ -13,8 +13,8 @@ from method_checks import problem_sizes
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.methods import METHODS
 from microagg_cli.methods.fixed_size import mdav
+from microagg_cli.methods._refine_kernels import best_step
 from microagg_cli.methods.refine import (
-    _best_step,
     _kick_search,
     _knn,
     _Partition,
@@ -98,8 +98,8 @@ def test_kernel_step_delta_equals_recomputed_sse_change(seed, k):
     for i in range(X.shape[0]):
         before = sse(X, part.labels)
         old = part.labels.copy()
-        d, _, b = _best_step(X, part.nrm, i, part.knn, k, part.cap, part.labels, part.members,
-                             part.pos, part.sizes, part.sums, *buf, np.empty((0, 2), np.int64), 0)
+        d, _, b = best_step(X, part.nrm, i, part.knn, k, part.cap, part.labels, part.members,
+                            part.pos, part.sizes, part.sums, *buf, np.empty((0, 2), np.int64), 0)
         after = sse(X, part.labels)
         if b < 0:
             assert after == before and np.array_equal(old, part.labels)

@@ -51,6 +51,7 @@ def test_every_kernel_module_is_covered():
     covered |= {"microagg_cli.methods._monge"}  # optimal-1d's check runs its solvers
     covered |= {"microagg_cli.methods._contiguous"}  # so do optimal-1d's, pcp's, mhm's, genetic's
     covered |= {"microagg_cli.methods._mixed_kernels", "microagg_cli.methods.mixed_refine"}  # the mixed check
+    covered |= {"microagg_cli.methods._refine_kernels"}  # ils's and mdav-ls's
     assert kernel_modules and kernel_modules <= covered, kernel_modules - covered
 
 

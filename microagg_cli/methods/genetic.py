@@ -1,7 +1,7 @@
 """Genetic refinement of MDAV: macrogroups and a genetic algorithm per macrogroup.
 
 The module also holds the small random-number generator shared by the compiled
-kernels of this family and of :mod:`refine` (a xorshift64* stream seeded from the
+kernels of this family and of :mod:`._refine_kernels` (a xorshift64* stream seeded from the
 caller's ``np.random.Generator``), so that every stochastic method here is
 deterministic per seed, independent of numba's own generator state and of the
 order in which independent pieces (macrogroups) are processed.

@@ -22,8 +22,8 @@ What makes the exact pricing work at k = 10 (groups of 10..19 records in 13-D):
 seeds taken in order of decreasing dual (:func:`pricing_order`), so that the records
 with large duals, which make the reduced-cost bounds weakest, are kept out of every
 later seed's candidates; nearest-neighbour sums restricted to the node's pool of
-candidates (:func:`_local_nn`); and a second, Gilmore-Lawler bound with part of the
-linear terms moved onto the pairs (:func:`_alpha_filter`), which charges a record
+candidates (:func:`._cg_kernels.local_nn`); and a second, Gilmore-Lawler bound with part of the
+linear terms moved onto the pairs (:func:`._cg_kernels.alpha_filter`), which charges a record
 for its partners' costs. On Census at k = 5 the LP is now solved in about 70 s (was
 13 min). Where the pricing still cannot finish at the column-generation duals, the
 bound is taken at smoothed duals between the plain restricted master's duals and the
@@ -31,6 +31,8 @@ LB_NN duals (:func:`_smoothed_bounds`), every one of which gives a valid bound; 
 the few seeds a pass leaves cut are priced again alone, with a wider node budget each
 round (Census k = 10: 10.73 % after one pass, 10.83 % after two such rounds). Seeds are
 priced side by side in threads (``jobs``; each seed's search is independent).
+The compiled kernels are in :mod:`._cg_kernels`; the measure built on the bound
+(lb_cg per block and overall, the ``sdc evaluate --bound cg`` section) in :mod:`.lb_cg`.
 
 A search cut by its node budget still gives a bound: every subtree left unexplored
 is charged the largest bound met on its path from the root (a child's own bound can
@@ -86,21 +88,19 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-from .._jit import njit
 from scipy import sparse
 from scipy.optimize import LinearConstraint, OptimizeWarning, linprog, milp
 
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
+from ._cg_kernels import exact_seed, heuristic_all, nn_prefix, sqdist
 
 __all__ = [
     "CGResult",
     "cg_lower_bound",
-    "cg_bound_blocks",
-    "cg_report",
     "lagrangian_bound",
     "exact_pricing",
     "PricingOptions",
@@ -116,509 +116,11 @@ MAX_ROWS = 4000
 _EPS = 2.0 ** -52
 
 
-# ----------------------------------------------------------------- numeric kernels
-@njit(cache=True, nogil=True)
-def _sqdist(Z):  # pragma: no cover - compiled
-    n, p = Z.shape
-    D = np.empty((n, n))
-    for i in range(n):
-        D[i, i] = 0.0
-        for j in range(i + 1, n):
-            s = 0.0
-            for a in range(p):
-                d = Z[i, a] - Z[j, a]
-                s += d * d
-            D[i, j] = s
-            D[j, i] = s
-    return D
-
-
 def squared_distances(Z: np.ndarray) -> np.ndarray:
     """(n, n) squared Euclidean distances, coordinate-wise (non-negative, no cancellation)."""
-    return _sqdist(np.ascontiguousarray(Z, dtype=np.float64))
+    return sqdist(np.ascontiguousarray(Z, dtype=np.float64))
 
 
-@njit(cache=True, nogil=True)
-def _nn_prefix(D, r_max):  # pragma: no cover - compiled
-    """nnp[j, q] = sum of the q smallest D[j, l] over l != j (q = 0..r_max)."""
-    n = D.shape[0]
-    out = np.zeros((n, r_max + 1))
-    for j in range(n):
-        row = D[j].copy()
-        row[j] = np.inf
-        srt = np.sort(row)
-        s = 0.0
-        for q in range(1, r_max + 1):
-            if q - 1 < n - 1:
-                s += srt[q - 1]
-                out[j, q] = s
-            else:
-                out[j, q] = np.inf
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _keep_smallest(buf, cnt, R, v):  # pragma: no cover - compiled
-    """Insert ``v`` into ``buf[0:cnt]``, the ``R`` smallest values seen so far in
-    ascending order; return the new count (at most ``R``)."""
-    if cnt < R:
-        pos = cnt
-        cnt += 1
-    elif v < buf[R - 1]:
-        pos = R - 1
-    else:
-        return cnt
-    while pos > 0 and buf[pos - 1] > v:
-        buf[pos] = buf[pos - 1]
-        pos -= 1
-    buf[pos] = v
-    return cnt
-
-
-@njit(cache=True, nogil=True)
-def _local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
-    """lnn[c, q] = sum of the q smallest D[pool[c], pool[l]] over l != c, q = 0..R (inf: fewer).
-
-    A completion's added records all come from the pool, so each one's partners
-    among them are at least as far as its nearest *pool* records: restricting the
-    nearest-neighbour sums to the pool keeps the bound of :func:`_bound_filter`
-    valid and makes it much tighter once the pool has shrunk.
-    """
-    for c in range(plen):
-        j = pool[c]
-        cnt = 0
-        for l in range(plen):
-            if l == c:
-                continue
-            v = D[j, pool[l]]
-            cnt = _keep_smallest(buf, cnt, R, v)
-        lnn[c, 0] = 0.0
-        s = 0.0
-        for q in range(1, R + 1):
-            if q <= cnt:
-                s += buf[q - 1]
-                lnn[c, q] = s
-            else:
-                lnn[c, q] = np.inf
-
-
-# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
-# and a jitclass would defeat cache=True)
-@njit(cache=True, nogil=True)
-def _bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel):  # pragma: no cover
-    """Lower bound on rc over every completion of a node; filters the node's pool in place.
-
-    The node holds t records with pairwise squared-distance sum ``ps`` and dual sum
-    ``ut``; ``acc[c]`` is the sum of squared distances from pool record ``pool[c]`` to
-    the node's records, ``lnn[c, q]`` a lower bound on the sum of its q smallest
-    squared distances to other pool records. A completion S of size m adds a set A
-    (|A| = r = m - t) from the pool and m SSE(S) = ps + sum_{j in A} acc_j + pairs(A),
-    with pairs(A) >= (1/2) sum_{j in A} lnn[j, r-1] (each j's r-1 partners in A are
-    pool records). So rc(S) >= ps/m - ut + sum_{j in A} v_j(m),
-    v_j(m) = (acc_j + lnn[j, r-1]/2)/m - u_j, minimised by the r smallest v_j(m).
-    A pool record j is dropped when even the bound with j forced in is >= ``best``
-    for every m (its rows of ``acc`` and ``lnn`` move with it).
-
-    Returns ``(bound, new_plen)``.
-    """
-    bound = np.inf
-    m_lo = k if k > t + 1 else t + 1
-    any_m = False
-    for m in range(m_lo, kmax + 1):
-        r = m - t
-        wbuf[m] = np.inf
-        if plen < r:
-            break
-        any_m = True
-        # r smallest v_j(m), kept sorted in sel[0..r)
-        cnt = 0
-        for c in range(plen):
-            j = pool[c]
-            v = (acc[c] + 0.5 * lnn[c, r - 1]) / m - u[j]
-            cnt = _keep_smallest(sel, cnt, r, v)
-        base = ps / m - ut
-        s = 0.0
-        for q in range(r - 1):
-            s += sel[q]
-        wbuf[m] = base + s
-        lb = base + s + sel[r - 1]
-        if lb < bound:
-            bound = lb
-    if not any_m or bound >= best:
-        return bound, plen
-    # filter: keep j when some m gives (bound with j forced) < best
-    keep = 0
-    R = kmax - t  # columns 0..kmax-t-1 are the ones this node's descendants read
-    for c in range(plen):
-        j = pool[c]
-        ok = False
-        for m in range(m_lo, kmax + 1):
-            r = m - t
-            if plen < r:
-                break
-            v = (acc[c] + 0.5 * lnn[c, r - 1]) / m - u[j]
-            if wbuf[m] + v < best:
-                ok = True
-                break
-        if ok:
-            if keep != c:
-                pool[keep] = j
-                acc[keep] = acc[c]
-                for q in range(R):
-                    lnn[keep, q] = lnn[c, q]
-            keep += 1
-    return bound, keep
-
-
-# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
-# and a jitclass would defeat cache=True)
-@njit(cache=True, nogil=True)
-def _alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, hm, wbuf, sel, pbuf):  # pragma: no cover
-    """A second bound, with part of the linear terms moved onto the pairs; filters the pool.
-
-    With L_j = acc_j/m - u_j and Q_jl = D_jl/m the completion's cost is
-    sum_{j in A} L_j + sum_{pairs in A} Q_jl, which equals, for any alpha,
-    sum_{j in A} [(1 - alpha/2) L_j + (1/2) sum_{l in A, l != j} (Q_jl + alpha L_l / (r-1))]
-    (each L_l is counted r-1 times in the double sum). Bounding each j's inner sum by
-    its r-1 smallest terms over the pool (Gilmore-Lawler) gives h_j(m), and the cost
-    is >= the sum of the r smallest h_j(m). Unlike :func:`_bound_filter`, a record
-    is charged for the cost of its partners too: a set of attractive records (large
-    duals) far from each other, each with cheap neighbours of its own, no longer looks
-    like a good group. ``hm`` is (kmax + 1, >= plen) scratch. Returns ``(bound, new_plen)``.
-    """
-    bound = np.inf
-    m_lo = k if k > t + 1 else t + 1
-    any_m = False
-    for m in range(m_lo, kmax + 1):
-        r = m - t
-        wbuf[m] = np.inf
-        if plen < r:
-            break
-        any_m = True
-        if r == 1:
-            for c in range(plen):
-                hm[m, c] = acc[c] / m - u[pool[c]]
-        else:
-            w = alpha / (r - 1)
-            for c in range(plen):  # partner weights in D units: alpha m L_l / (r-1)
-                pbuf[c] = w * (acc[c] - m * u[pool[c]])
-            R = r - 1
-            for c in range(plen):
-                j = pool[c]
-                cnt = 0
-                for l in range(plen):
-                    if l == c:
-                        continue
-                    v = D[j, pool[l]] + pbuf[l]
-                    cnt = _keep_smallest(sel, cnt, R, v)
-                s = 0.0
-                for q in range(R):
-                    s += sel[q]
-                hm[m, c] = (1.0 - 0.5 * alpha) * (acc[c] / m - u[j]) + 0.5 * s / m
-        # the r smallest h
-        cnt = 0
-        for c in range(plen):
-            v = hm[m, c]
-            cnt = _keep_smallest(sel, cnt, r, v)
-        base = ps / m - ut
-        s = 0.0
-        for q in range(r - 1):
-            s += sel[q]
-        wbuf[m] = base + s
-        lb = base + s + sel[r - 1]
-        if lb < bound:
-            bound = lb
-    if not any_m or bound >= best:
-        return bound, plen
-    keep = 0
-    R = kmax - t
-    for c in range(plen):
-        ok = False
-        for m in range(m_lo, kmax + 1):
-            if plen < m - t:
-                break
-            if wbuf[m] + hm[m, c] < best:
-                ok = True
-                break
-        if ok:
-            if keep != c:
-                pool[keep] = pool[c]
-                acc[keep] = acc[c]
-                for q in range(R):
-                    lnn[keep, q] = lnn[c, q]
-            keep += 1
-    return bound, keep
-
-
-# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
-# and a jitclass would defeat cache=True)
-@njit(cache=True, nogil=True)
-def _tighten(D, t, ps, ut, pool, acc, lnn, plen, lsize, u, k, kmax, best, wbuf, sel, nbuf,
-             hm, pbuf, alpha, alpha_pool, alpha_depth=1):  # pragma: no cover
-    """Filter a node's pool; recompute pool-restricted neighbour sums when it has shrunk.
-
-    ``lsize`` is the size of the pool the node's ``lnn`` rows were computed over
-    (inherited from an ancestor: still valid, the pool only shrinks). They are
-    recomputed (O(plen^2)) once the pool is below 3/4 of that, then filtered again.
-    When that does not prune the node and the pool has at most ``alpha_pool``
-    records (always at the root, t = 1), the bound of :func:`_alpha_filter`
-    (O(plen^2 k)) is tried too. Returns ``(bound, plen, lsize)``.
-    """
-    b, pl = _bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel)
-    R = kmax - t - 1  # a completion adds at most kmax - t records: r - 1 <= R partners
-    for _ in range(3):
-        if b >= best or R < 1 or pl < 2 or 4 * pl > 3 * lsize:
-            break
-        _local_nn(D, pool, pl, R, lnn, nbuf)
-        lsize = pl
-        b, pl = _bound_filter(t, ps, ut, pool, acc, lnn, pl, u, k, kmax, best, wbuf, sel)
-    if b < best and alpha > 0.0 and (t <= alpha_depth or pl <= alpha_pool):
-        b2, pl = _alpha_filter(D, t, ps, ut, pool, acc, lnn, pl, u, k, kmax, alpha, best, hm, wbuf, sel, pbuf)
-        if b2 > b:
-            b = b2
-    return b, pl, lsize
-
-
-# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
-# and a jitclass would defeat cache=True)
-@njit(cache=True, nogil=True)
-def _exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_rc,
-                alpha=1.25, alpha_pool=150, alpha_depth=1):  # pragma: no cover
-    """Branch and bound: min rc(S) over groups S with seed ``seed`` and other members from ``cand``.
-
-    ``cand`` lists the admissible partners (records after the seed in the pricing
-    order), nearest first. The search keeps an incumbent starting at ``thr0`` (< 0):
-    only groups with rc below it matter (the bound clips at ``thr0``). Each node's
-    pool is filtered by :func:`_tighten` (global, then pool-restricted neighbour
-    sums). Returns ``(lower, nodes, found, limited)``:
-    ``lower`` <= every rc(S) of the seed's groups, or ``thr0`` when none is below it;
-    up to ``out_sets.shape[0]`` of the last improving groups are written to
-    ``out_sets`` / ``out_rc`` (``found`` of them, -1 padded, best last); ``limited``
-    tells that the node budget ran out: the subtrees not searched then contribute
-    their bounds (``node_limit`` <= 1: the root bound alone).
-    """
-    nc = cand.shape[0]
-    pool = np.empty((kmax, nc), dtype=np.int64)
-    acc = np.empty((kmax, nc))
-    lnn = np.empty((kmax, nc, kmax))
-    plen = np.zeros(kmax, dtype=np.int64)
-    lsz = np.zeros(kmax, dtype=np.int64)
-    cur = np.zeros(kmax, dtype=np.int64)
-    members = np.empty(kmax, dtype=np.int64)
-    ps = np.zeros(kmax)
-    ut = np.zeros(kmax)
-    wbuf = np.empty(kmax + 1)
-    sel = np.empty(kmax)
-    nbuf = np.empty(kmax)
-    hm = np.empty((kmax + 1, nc))
-    pbuf = np.empty(nc)
-    nbuf_out = out_sets.shape[0]
-    found = 0
-    best = thr0
-    cut = np.inf
-    members[0] = seed
-    ut[0] = u[seed]
-    for c in range(nc):
-        pool[0, c] = cand[c]
-        acc[0, c] = D[seed, cand[c]]
-        for q in range(kmax):
-            lnn[0, c, q] = nnp[cand[c], q]
-    # the global sums count neighbours outside the pool: as if computed over n + 1 records
-    b, pl, ls = _tighten(D, 1, 0.0, ut[0], pool[0], acc[0], lnn[0], nc, D.shape[0] + 1, u, k, kmax,
-                         best, wbuf, sel, nbuf, hm, pbuf, alpha, alpha_pool, alpha_depth)
-    nodes = 1
-    if b >= best:
-        return best, nodes, found, False
-    if node_limit <= 1:
-        return b, nodes, found, True
-    plen[0] = pl
-    lsz[0] = ls
-    cur[0] = 0
-    # a node's bound holds for its whole subtree, so a cut subtree is accounted for by
-    # the largest bound on its path (a child's own bound can be the weaker one)
-    bnd = np.empty(kmax)
-    bnd[0] = b
-    d = 0
-    limited = False
-    while d >= 0:
-        if cur[d] >= plen[d]:
-            d -= 1
-            continue
-        q = cur[d]
-        cur[d] += 1
-        j = pool[d, q]
-        t = d + 2
-        ps_c = ps[d] + acc[d, q]
-        ut_c = ut[d] + u[j]
-        members[d + 1] = j
-        if t >= k:
-            rc = ps_c / t - ut_c
-            if rc < best:
-                best = rc
-                slot = found % nbuf_out
-                for a in range(kmax):
-                    out_sets[slot, a] = members[a] if a < t else -1
-                out_rc[slot] = rc
-                found += 1
-        if t >= kmax:
-            continue
-        # child pool: the parent's pool after q (neighbour sums inherited: still valid)
-        e = d + 1
-        m = 0
-        for c in range(q + 1, plen[d]):
-            jj = pool[d, c]
-            pool[e, m] = jj
-            acc[e, m] = acc[d, c] + D[j, jj]
-            for a in range(kmax - t):
-                lnn[e, m, a] = lnn[d, c, a]
-            m += 1
-        nodes += 1
-        b, pl, ls = _tighten(D, t, ps_c, ut_c, pool[e], acc[e], lnn[e], m, lsz[d], u, k, kmax, best,
-                             wbuf, sel, nbuf, hm, pbuf, alpha, alpha_pool, alpha_depth)
-        if b >= best:
-            continue
-        if b < bnd[d]:
-            b = bnd[d]
-        if limited:
-            # budget spent: account for this subtree by its bound, do not descend
-            if b < cut:
-                cut = b
-            continue
-        if nodes >= node_limit:
-            limited = True
-            if b < cut:
-                cut = b
-            continue
-        plen[e] = pl
-        lsz[e] = ls
-        bnd[e] = b
-        ps[e] = ps_c
-        ut[e] = ut_c
-        cur[e] = 0
-        d = e
-    lower = best if best < cut else cut
-    return lower, nodes, found, limited
-
-
-@njit(cache=True, nogil=True)
-def _heuristic_seed(D, u, near, seed, k, kmax, out_set):  # pragma: no cover
-    """Greedy group around ``seed`` over its near records, then best-improvement swaps.
-
-    Returns the best reduced cost met (size k..kmax) and writes its members to
-    ``out_set`` (-1 padded). Any group found is a valid column; optimality is not
-    claimed (the exact pricing does that).
-    """
-    L = near.shape[0]
-    inset = np.zeros(L, dtype=np.bool_)
-    accv = np.zeros(L)  # sum of D to current members, per near record
-    memb = np.empty(kmax, dtype=np.int64)  # positions in near (seed = -1)
-    t = 1
-    ps = 0.0
-    ut = u[seed]
-    for c in range(L):
-        accv[c] = D[seed, near[c]]
-    best = np.inf
-    best_t = 0
-    best_m = np.empty(kmax, dtype=np.int64)
-    while t < kmax:
-        bc = -1
-        bv = np.inf
-        for c in range(L):
-            if inset[c]:
-                continue
-            v = (ps + accv[c]) / (t + 1) - ut - u[near[c]]
-            if v < bv:
-                bv = v
-                bc = c
-        if bc < 0:
-            break
-        inset[bc] = True
-        memb[t - 1] = bc
-        ps += accv[bc]
-        ut += u[near[bc]]
-        jj = near[bc]
-        for c in range(L):
-            accv[c] += D[jj, near[c]]
-        t += 1
-        if t >= k and bv < best:
-            best = bv
-            best_t = t
-            for a in range(t - 1):
-                best_m[a] = memb[a]
-    if best_t == 0:
-        return np.inf
-    # rebuild the best set and improve it by swaps (seed fixed), first improvement
-    t = best_t
-    inset[:] = False
-    for a in range(t - 1):
-        inset[best_m[a]] = True
-    for c in range(L):
-        s = D[seed, near[c]]
-        for a in range(t - 1):
-            s += D[near[best_m[a]], near[c]]
-        accv[c] = s
-    ut = u[seed]
-    for a in range(t - 1):
-        ut += u[near[best_m[a]]]
-    ps = 0.0
-    for a in range(t - 1):
-        ps += D[seed, near[best_m[a]]]
-        for b2 in range(a + 1, t - 1):
-            ps += D[near[best_m[a]], near[best_m[b2]]]
-    cur = ps / t - ut
-    for _ in range(4 * kmax):
-        bd = 0.0
-        ba = -1
-        bc = -1
-        for a in range(t - 1):
-            oa = best_m[a]
-            jo = near[oa]
-            for c in range(L):
-                if inset[c]:
-                    continue
-                jn = near[c]
-                # swap jo out, jn in
-                nps = ps - accv[oa] + accv[c] - D[jo, jn]
-                nut = ut - u[jo] + u[jn]
-                dv = nps / t - nut - cur
-                if dv < bd - 1e-12:
-                    bd = dv
-                    ba = a
-                    bc = c
-        if ba < 0:
-            break
-        oa = best_m[ba]
-        jo = near[oa]
-        jn = near[bc]
-        ps = ps - accv[oa] + accv[bc] - D[jo, jn]
-        ut = ut - u[jo] + u[jn]
-        cur = ps / t - ut
-        inset[oa] = False
-        inset[bc] = True
-        best_m[ba] = bc
-        for c in range(L):
-            accv[c] += D[jn, near[c]] - D[jo, near[c]]
-    out_set[0] = seed
-    for a in range(kmax - 1):
-        out_set[a + 1] = near[best_m[a]] if a < t - 1 else -1
-    return cur
-
-
-@njit(cache=True, nogil=True)
-def _heuristic_all(D, u, near, k, kmax, tol, out_sets, out_rc):  # pragma: no cover
-    n = near.shape[0]
-    buf = np.empty(kmax, dtype=np.int64)
-    cnt = 0
-    for i in range(n):
-        rc = _heuristic_seed(D, u, near[i], i, k, kmax, buf)
-        if rc < -tol:
-            out_sets[cnt, :] = buf
-            out_rc[cnt] = rc
-            cnt += 1
-    return cnt
-
-
-# ----------------------------------------------------------------- python layer
 def _group_sse(D: np.ndarray, members: np.ndarray) -> float:
     m = members.size
     sub = D[np.ix_(members, members)]
@@ -726,11 +228,11 @@ def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, c
     out_sets = np.empty((keep, kmax), dtype=np.int64)
     out_rc = np.empty(keep)
     cols: list[np.ndarray] = []
-    low, nodes, found, limited = _exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
+    low, nodes, found, limited = exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
     hi = _collect(out_sets, out_rc, found, keep, cols, -tol)
     if limited and lim > 1 and low < hi:
         # A cut search is retried, each result (completed or cut) being a valid
-        # bound: first with the partner-charging bound of _alpha_filter at the top
+        # bound: first with the partner-charging bound of alpha_filter at the top
         # ``deep`` levels of the tree, not only at the root (O(pool^2 k) a node, so
         # only for the seeds that need it; Census k=10, 15 hard seeds at smoothed
         # duals: the sum of their bounds went from -71.7 to -13.2), then by
@@ -744,8 +246,8 @@ def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, c
                 break
             if step > 0 or depth == 1:
                 thr = 0.5 * (low + hi)
-            low2, nd, found2, lim2 = _exact_seed(D, u, nnp, i, cand, k, kmax, thr, lim, out_sets, out_rc,
-                                                 1.25, 150, depth)
+            low2, nd, found2, lim2 = exact_seed(D, u, nnp, i, cand, k, kmax, thr, lim, out_sets, out_rc,
+                                                1.25, 150, depth)
             nodes += nd
             hi = min(hi, _collect(out_sets, out_rc, found2, keep, cols, hi))
             low = max(low, low2)
@@ -781,7 +283,7 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, opts: PricingOptions = P
     tightens it pass by pass.
 
     A seed whose search is cut by ``node_limit`` is searched again: once with the
-    partner-charging bound (:func:`_alpha_filter`) at the nodes of depth < ``deep``
+    partner-charging bound (:func:`._cg_kernels.alpha_filter`) at the nodes of depth < ``deep``
     (1: at the root only, no such retry), then ``refine`` times with the search's
     threshold bisected between the bound proven and the best rc met; its bound is the
     best of all these (each is valid). ``cut_seeds`` counts the seeds still not
@@ -800,7 +302,7 @@ def exact_pricing(D: np.ndarray, u: np.ndarray, k: int, opts: PricingOptions = P
     kmax = 2 * k - 1
     tol, node_limit, deadline, jobs = opts.tol, opts.node_limit, opts.deadline, opts.jobs
     if nnp is None:
-        nnp = _nn_prefix(D, kmax)
+        nnp = nn_prefix(D, kmax)
     u = np.ascontiguousarray(u, dtype=np.float64)
     order = pricing_order(u) if order is None else np.asarray(order, dtype=np.int64)
     if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
@@ -1112,7 +614,7 @@ def cg_lower_bound(
     seed (greedy growth among the seed's near records, then swaps); when that finds
     no column of negative reduced cost, the exact pricing runs (branch and bound per
     seed over the records after it in :func:`pricing_order`, nearest first, with the
-    bounds of :func:`_bound_filter` and :func:`_alpha_filter`) and yields a certified
+    bounds of :func:`._cg_kernels.bound_filter` and :func:`._cg_kernels.alpha_filter`) and yields a certified
     bound. The status is "optimal" when the exact pricing finds no column with
     rc < -tol with no search cut; then the LP optimum is within n * tol of the bound.
     With a time limit, when searches stay cut at a node budget of 8,000 per seed, the
@@ -1145,7 +647,7 @@ def cg_lower_bound(
     final = None if time_limit is None else t0 + float(time_limit)
     sst = float(((Z - Z.mean(axis=0)) ** 2).sum())
     D = squared_distances(Z)
-    nnp = _nn_prefix(D, kmax)
+    nnp = nn_prefix(D, kmax)
     L = min(n - 1, near if near is not None else int(np.clip(6 * k, 20, 80)))
     near_idx = np.argsort(D, axis=1, kind="stable")[:, 1: L + 1].astype(np.int64) if L > 0 else \
         np.zeros((n, 0), dtype=np.int64)
@@ -1201,7 +703,7 @@ def cg_lower_bound(
         out_of_time = deadline is not None and time.perf_counter() > deadline
         added = 0
         if not out_of_time and L > 0:
-            cnt = _heuristic_all(D, u, near_idx, k, kmax, tol, hs, hrc)
+            cnt = heuristic_all(D, u, near_idx, k, kmax, tol, hs, hrc)
             order = np.argsort(hrc[:cnt], kind="stable")[:max_new]
             for a in order:
                 s = hs[a]
@@ -1266,7 +768,7 @@ def cg_lower_bound(
             stop = t0 + 0.4 * float(time_limit)
             while True:
                 lp, u, _ = _solve_lp(cols, n)
-                cnt = _heuristic_all(D, u, near_idx, k, kmax, tol, hs, hrc)
+                cnt = heuristic_all(D, u, near_idx, k, kmax, tol, hs, hrc)
                 added = 0
                 for a in np.argsort(hrc[:cnt], kind="stable")[:max_new]:
                     s = hs[a]
@@ -1293,126 +795,3 @@ def cg_lower_bound(
     return CGResult(lower=float(lower), lp_value=float(lp), status=status, sst=sst,
                     seconds=time.perf_counter() - t0, iterations=it, columns=len(cols.sets),
                     upper=upper, labels=best_labels, history=history, bound_seconds=bound_seconds)
-
-
-def cg_bound_blocks(
-    X: np.ndarray,
-    k: int,
-    blocks: Sequence[Sequence[int]] | None = None,
-    *,
-    labels: Sequence[np.ndarray | None] | None = None,
-    time_limit: float | None = 600.0,
-) -> dict[str, Any]:
-    """lb_cg per block and overall, on the spec's z-scale (original means, population sds).
-
-    Parameters
-    ----------
-    X : (n, p) original matrix (not z-scored).
-    blocks : column positions per block (default: one block of all columns).
-    labels : per block, a k-partition to start from (e.g. the protected file's classes).
-    time_limit : seconds for all blocks together (shared out over the blocks left).
-
-    Returns
-    -------
-    ``{"lb_cg": {"overall", "per_block"}, "cg_status": {...}, "cg_seconds": {...},
-    "lp_value": {...}, "upper": {...}}``; lb_cg in IL_SSE percent; overall lb_cg is
-    100 * (sum of the blocks' SSE bounds) / (total SST); overall status is "optimal"
-    only when every block is. A block with more than :data:`MAX_ROWS` records or
-    fewer than k gets None (status "skipped").
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n, p = X.shape
-    blist = [list(range(p))] if blocks is None else [list(b) for b in blocks]
-    mean = X.mean(axis=0)
-    sd = X.std(axis=0)
-    Z = (X - mean) / np.where(sd > 0, sd, 1.0)
-    sst_col = ((Z - Z.mean(axis=0)) ** 2).sum(axis=0)
-    t0 = time.perf_counter()
-    lbs: list[float | None] = []
-    status: list[str] = []
-    secs: list[float] = []
-    lps: list[float | None] = []
-    ups: list[float | None] = []
-    total = 0.0
-    complete = True
-    for b, cols in enumerate(blist):
-        den = float(sst_col[cols].sum())
-        if n < k or n > MAX_ROWS:
-            lbs.append(None), status.append("skipped"), secs.append(0.0), lps.append(None), ups.append(None)
-            complete = False
-            continue
-        left = None
-        if time_limit is not None:
-            left = max(1.0, (float(time_limit) - (time.perf_counter() - t0)) / (len(blist) - b))
-        start = None if labels is None else labels[b]
-        res = cg_lower_bound(Z[:, cols], k, time_limit=left, start_labels=start)
-        total += res.lower
-        scale = 100.0 / den if den > 0 else 0.0
-        lbs.append(res.lower * scale)
-        status.append(res.status)
-        secs.append(res.seconds)
-        lps.append(res.lp_value * scale)
-        ups.append(None if res.upper is None else res.upper * scale)
-    den = float(sst_col.sum())
-    overall = (100.0 * total / den if den > 0 else 0.0) if complete else None
-    return {
-        "lb_cg": {"overall": overall, "per_block": lbs},
-        "cg_status": {"overall": ("optimal" if all(s == "optimal" for s in status) else
-                                  "skipped" if not complete else "time_limit"), "per_block": status},
-        "cg_seconds": {"overall": time.perf_counter() - t0, "per_block": secs},
-        "lp_value": {"per_block": lps},
-        "upper": {"per_block": ups},
-    }
-
-
-def cg_report(
-    X: np.ndarray,
-    Xp: np.ndarray,
-    k: int,
-    blocks: Sequence[Sequence[int]],
-    *,
-    il_sse: dict[str, Any],
-    partition_based: bool,
-    time_limit: float | None = 600.0,
-) -> dict[str, Any]:
-    """The ``sdc evaluate --bound cg`` section: lb_cg, the certified gap, status and time.
-
-    Parameters
-    ----------
-    X, Xp : (n, p) original and protected matrices (same rows).
-    blocks : column positions per block.
-    il_sse : ``{"overall", "per_block"}`` IL_SSE of the protected file (percent).
-    partition_based : the protected file is a k-partition in every block; then its
-        classes of identical rows start the column generation, and the gap is given.
-    time_limit : seconds for all blocks together (None: until every LP is solved).
-
-    Returns
-    -------
-    ``{"k", "time_limit", "lb_cg", "cg_gap", "cg_status", "cg_seconds", "lp_value"}``,
-    each except k / time_limit ``{"overall", "per_block"}``; cg_gap =
-    (IL_SSE - lb_cg) / IL_SSE (a share; None when IL_SSE is 0 or the protected file
-    is not a k-partition, whose IL the bound does not bound).
-    """
-    labels = None
-    if partition_based:
-        labels = [np.unique(Xp[:, list(cols)], axis=0, return_inverse=True)[1].reshape(-1)
-                  for cols in blocks]
-    out = cg_bound_blocks(X, k, blocks, labels=labels, time_limit=time_limit)
-
-    def gap(il: float | None, lb: float | None) -> float | None:
-        if not partition_based or il is None or lb is None or il <= 0:
-            return None
-        return (il - lb) / il
-
-    return {
-        "k": int(k),
-        "time_limit": time_limit,
-        "lb_cg": out["lb_cg"],
-        "cg_gap": {
-            "overall": gap(il_sse.get("overall"), out["lb_cg"]["overall"]),
-            "per_block": [gap(a, b) for a, b in zip(il_sse.get("per_block", []), out["lb_cg"]["per_block"])],
-        },
-        "cg_status": out["cg_status"],
-        "cg_seconds": out["cg_seconds"],
-        "lp_value": out["lp_value"],
-    }
