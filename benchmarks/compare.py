@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from microagg_cli import api, grid  # noqa: E402
+from microagg_cli import api, comparison  # noqa: E402
 
 METHODS = ["mdav", "pcp", "zscores", "sugeno", "mic1d"]
 K = [3, 5, 10]
@@ -37,7 +37,7 @@ def peak_mb(who: int) -> float:
 
 
 def comparable(doc: dict) -> dict:
-    doc = json.loads(grid.to_json(doc))
+    doc = json.loads(comparison.to_json(doc))
     doc.pop("timing")
     doc.pop("audit", None)  # when and how it ran: differs between runs by design
     for r in doc["rows"]:
@@ -48,7 +48,7 @@ def comparable(doc: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values to time")
-    ap.add_argument("--max-scenarios", type=int, default=grid.DEFAULT_MAX_SCENARIOS)
+    ap.add_argument("--max-scenarios", type=int, default=comparison.DEFAULT_MAX_SCENARIOS)
     ap.add_argument("--html", default=None, help="also write the HTML page of the last run")
     args = ap.parse_args()
     census = ROOT / "sample_data" / "census.csv"
@@ -67,7 +67,7 @@ def main() -> None:
               f"{'PASS' if wall < 120 else 'FAIL'} (< 120 s)")
         if first is None:
             first = comparable(doc)
-            print(grid.table_text(doc))
+            print(comparison.table_text(doc))
         else:
             print(f"  same result as the first run: {comparable(doc) == first}")
 

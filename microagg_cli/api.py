@@ -1,7 +1,7 @@
 """Library API, file level: protect, evaluate and compare microdata files. No printing here.
 
 Each function reads its input files, calls the core (:mod:`microagg_cli.protection`,
-:mod:`microagg_cli.evaluation`, :mod:`microagg_cli.grid`) and writes its outputs as
+:mod:`microagg_cli.evaluation`, :mod:`microagg_cli.comparison`) and writes its outputs as
 one transaction (:class:`microagg_cli.outputs.OutputSet`). For data already in memory
 use :mod:`microagg_cli.frames` (pandas DataFrames and Arrow tables).
 
@@ -335,7 +335,7 @@ def compare(input: str | Path, *, progress: Any = None, **options: Any) -> dict[
         ``individual``, ``single``, ``random``; see :func:`microagg_cli.blocking.make_plan`).
     columns : protected columns (one block) when no plan is given; default every
         numeric column.
-    preset : a literature experiment (:data:`microagg_cli.grid.PRESETS`); the other
+    preset : a literature experiment (:data:`microagg_cli.comparison.PRESETS`); the other
         arguments, when given, replace its parts.
     known, max_scenarios : intruder scenarios: explicit column sets, or a cap (every
         subset when there are at most ``max_scenarios``, else a seeded sample of that
@@ -350,12 +350,12 @@ def compare(input: str | Path, *, progress: Any = None, **options: Any) -> dict[
 
     Returns
     -------
-    The result (dict, schema :data:`microagg_cli.grid.COMPARE_SCHEMA_VERSION`): one
+    The result (dict, schema :data:`microagg_cli.comparison.COMPARE_SCHEMA_VERSION`): one
     row per cell in ``rows``, ordered by plan, method, k.
 
     Raises
     ------
-    microagg_cli.grid.GridInterrupted : Ctrl-C; the finished rows were written to
+    microagg_cli.comparison.GridInterrupted : Ctrl-C; the finished rows were written to
         ``output`` and ``html`` (its ``written`` and ``document`` say what).
     """
     return compare_request(input, CompareRequest.build(**options), progress=progress)
@@ -364,9 +364,9 @@ def compare(input: str | Path, *, progress: Any = None, **options: Any) -> dict[
 def compare_request(input: str | Path, request: CompareRequest, *, progress: Any = None) -> dict[str, Any]:
     """:func:`compare` with its options as one :class:`~microagg_cli.request.CompareRequest`
     (what ``sdc compare`` builds from its options)."""
-    from . import grid
+    from . import comparison
 
-    return grid.compare_file(input, request, progress=progress)
+    return comparison.compare_file(input, request, progress=progress)
 
 
 def propose_plans(input: str | Path, **options: Any) -> dict[str, Any]:
@@ -440,7 +440,7 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
     if check is not None:
         check_plan = load_plan(check, default_k=k, default_method=r.method,
                                default_params=r.params).with_drop(r.drop)
-    from .advice import advise  # protects and measures the candidates: loaded only here
+    from .blocks_advice import advise  # protects and measures the candidates: loaded only here
 
     res = advise(table, r.replace(strategy=strategy, size=size), names=names, check_plan=check_plan,
                  check_name=None if check is None else Path(check).name)

@@ -768,5 +768,5 @@ def evaluate_protected(table: Table, plan: BlockPlan, result: ProtectResult, *, 
 
 # =================================================================================
 # sdc compare: method x k x plan grids. (Section owned by the compare command; the
-# work is done in :mod:`microagg_cli.grid`.)
+# work is done in :mod:`microagg_cli.comparison`.)
 

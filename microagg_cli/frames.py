@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .advice import advise
+from .blocks_advice import advise
 from .blocking import STRATEGIES, check_k_option
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
@@ -172,7 +172,7 @@ def compare_frames(df: Any, **options: Any) -> dict[str, Any]:
     Parameters and the result dict are those of :func:`microagg_cli.api.compare`
     (one row per cell in ``rows``); nothing is written.
     """
-    from .grid import compare_table
+    from .comparison import compare_table
 
     _refuse(options, _COMPARE_FILES, "compare_frames")
     request = CompareRequest.build(**options)

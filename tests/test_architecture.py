@@ -140,13 +140,14 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 @pytest.mark.parametrize("layer, forbidden", [
-    ("microagg_cli.protection", ("microagg_cli.api", "microagg_cli.grid", "microagg_cli.engines",
+    ("microagg_cli.protection", ("microagg_cli.api", "microagg_cli.comparison", "microagg_cli.engines",
                                  "microagg_cli.evaluation", "microagg_cli.report", "microagg_cli.commands")),
-    ("microagg_cli.evaluation", ("microagg_cli.api", "microagg_cli.grid", "microagg_cli.engines",
+    ("microagg_cli.evaluation", ("microagg_cli.api", "microagg_cli.comparison", "microagg_cli.engines",
                                  "microagg_cli.commands")),
     ("microagg_cli.blocking", ("microagg_cli.api", "microagg_cli.protection", "microagg_cli.evaluation",
-                               "microagg_cli.grid", "microagg_cli.engines")),
-    ("microagg_cli.grid", ("microagg_cli.api", "microagg_cli.commands")),
+                               "microagg_cli.comparison", "microagg_cli.engines")),
+    ("microagg_cli.comparison", ("microagg_cli.api", "microagg_cli.commands")),
+    ("microagg_cli.blocks_advice", ("microagg_cli.api", "microagg_cli.commands", "microagg_cli.comparison")),
     # measures judge partitions and never make them (the CG bound's polish lives with its caller)
     ("microagg_cli.metrics", ("microagg_cli.methods", "microagg_cli.protection", "microagg_cli.api")),
 ])
@@ -159,7 +160,8 @@ def test_layers_import_downwards_only(layer, forbidden):
 
 
 def test_gates_options_formulas_and_headings_derive_from_the_metric_catalogue():
-    from microagg_cli import evaluation, grid
+    from microagg_cli import evaluation
+    from microagg_cli.comparison import document as compare_document
     from microagg_cli.commands._common_eval import GATE_OPTIONS
     from microagg_cli.metrics import GATE_ORDER, METRICS
 
@@ -169,7 +171,7 @@ def test_gates_options_formulas_and_headings_derive_from_the_metric_catalogue():
         (m.gate.key, m.heading, m.gate.field) for m in gated]
     for name, text in evaluation.FORMULAS.items():
         assert text == METRICS[name].formula != ""
-    for name, text in grid._FORMULAS.items():
+    for name, text in compare_document._FORMULAS.items():
         if name in METRICS:
             assert text.startswith(METRICS[name].formula)
     from microagg_cli.report import compare as report_compare

@@ -25,7 +25,7 @@ from microagg_cli.blocking import (
     plan_to_toml,
     propose_blocks,
 )
-from microagg_cli.advice import evaluate_plan, recommend_plan
+from microagg_cli.blocks_advice import evaluate_plan, recommend_plan
 from microagg_cli.evaluation import scenario_risk, scenario_subsets
 from microagg_cli.errors import DataError, InvalidParameterError
 from microagg_cli.io import numeric_matrix, read_table

@@ -1,4 +1,4 @@
-"""``sdc compare``: method x k x plan grids (microagg_cli/grid.py, commands/compare.py)."""
+"""``sdc compare``: method x k x plan grids (microagg_cli/comparison/, commands/compare.py)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import CENSUS_MDAV_IL, ROOT, SAMPLE
-from microagg_cli import api, grid, protection
+from microagg_cli import api, comparison, protection
 from microagg_cli.blocking import load_plan, propose_blocks
 from microagg_cli.cli import cli
 from microagg_cli.errors import InvalidParameterError
 from microagg_cli.io import numeric_matrix, read_table
+from microagg_cli.methods import get_method
 from microagg_cli.request import RunOptions
 
 CENSUS = SAMPLE / "census.csv"
@@ -59,7 +60,7 @@ def test_acceptance_eight_rows_with_all_measures(accept_json):
         (m, k) for m in ("mdav", "pcp", "zscores", "sugeno") for k in (3, 5)]
     assert [r["cell"] for r in rows] == list(range(8))
     for r in rows:
-        for key, _h, _d in grid.MEASURES:
+        for key, _h, _d in comparison.MEASURES:
             assert isinstance(r[key], float), (r["method"], r["k"], key)
         assert set(r["by_label"]) == {"1G"}
         assert r["by_label"]["1G"]["scenarios"] == 8
@@ -144,7 +145,7 @@ def test_output_format_from_extension_and_existing_output(tmp_path):
     args = [CENSUS, "--k", "3", "--known", "AGI", "-o", out]
     assert run(*args).exit_code == 0
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == grid.COMPARE_SCHEMA_VERSION and len(doc["rows"]) == 1
+    assert doc["schema_version"] == comparison.COMPARE_SCHEMA_VERSION and len(doc["rows"]) == 1
     before = out.read_bytes()
     res = run(*args)
     assert res.exit_code == 3 and "--force" in res.stderr
@@ -203,13 +204,13 @@ def test_mic1d_takes_its_own_k_values():
 
 
 def test_method_parameters_in_the_method_list():
-    choice = grid.parse_method("ufs:order=pv:AGI:descending=true")
+    choice = comparison.parse_method("ufs:order=pv:AGI:descending=true")
     assert choice.params == {"order": "pv:AGI", "descending": "true"}
-    assert grid.parse_method("vmdav").params == {}
+    assert comparison.parse_method("vmdav").params == {}
     with pytest.raises(InvalidParameterError):
-        grid.parse_method("vmdav:nope=1")
+        comparison.parse_method("vmdav:nope=1")
     with pytest.raises(InvalidParameterError):
-        grid.parse_method("vmdav:gamma=0.1:gamma=0.2")
+        comparison.parse_method("vmdav:gamma=0.1:gamma=0.2")
     doc = api.compare(CENSUS, methods=["individual-ranking:optimal=true", "individual-ranking"], k=[3],
                       known=[["AGI"]])
     opt, plain = doc["rows"]
@@ -223,11 +224,11 @@ def test_preset_comparative_13_reproduces_the_mdav_figures():
     assert doc["preset"]["name"] == "comparative-13"
     mdav = {r["k"]: r["il_sse"] for r in doc["rows"] if r["method"] == "mdav"}
     assert {k: round(v, 4) for k, v in mdav.items()} == {k: CENSUS_MDAV_IL[k] for k in (3, 4, 5)}
-    assert len(grid.PRESETS["comparative-13"].columns) == 13
+    assert len(comparison.PRESETS["comparative-13"].columns) == 13
 
 
 def test_preset_comparative_13_runs_the_papers_methods():
-    p = grid.PRESETS["comparative-13"]
+    p = comparison.PRESETS["comparative-13"]
     assert [(m.label, m.name, dict(m.params)) for m in p.methods] == [
         ("UFS-PV", "ufs", {"order": "pv:0"}), ("UFS-SZ", "ufs", {"order": "sz"}),
         ("UFS-FPC", "ufs", {"order": "fpc"}),
@@ -238,7 +239,7 @@ def test_preset_comparative_13_runs_the_papers_methods():
         ("MDO-FPC", "kward", {"order": "fpc"}), ("MDO-MD", "kward", {"order": "md"}),
     ]
     for m in p.methods:
-        grid.get_method(m.name).validate_params(dict(m.params))
+        get_method(m.name).validate_params(dict(m.params))
     assert p.ks == (3, 4, 5)
 
 
@@ -267,15 +268,15 @@ def test_nin_plans_are_named_by_measurement():
     rc = _mean_block_r([b.columns for b in corr.blocks])
     rn = _mean_block_r([b.columns for b in non.blocks])
     assert rc == pytest.approx(0.658, abs=1e-3) and rn == pytest.approx(0.418, abs=1e-3)
-    p = {pl.name: pl for pl in grid.PRESETS["nin-census"].plans}
+    p = {pl.name: pl for pl in comparison.PRESETS["nin-census"].plans}
     assert [list(c) for _n, c in p["correlated"].blocks] == [list(b.columns) for b in corr.blocks]
     assert [list(c) for _n, c in p["non-correlated"].blocks] == [list(b.columns) for b in non.blocks]
 
 
 def test_preset_nin_census_runs_mic1d_once_over_all_nine():
-    p = grid.PRESETS["nin-census"]
+    p = comparison.PRESETS["nin-census"]
     assert p.mic1d_ks == (3000, 4000, 5000) and p.ks == (5, 25, 50)
-    cells = grid.build_cells(p.methods, p.ks, p.plans, mic1d_ks=p.mic1d_ks)
+    cells = comparison.build_cells(p.methods, p.ks, p.plans, mic1d_ks=p.mic1d_ks)
     mic = [(c.plan.name, c.k) for c in cells if c.method.name == "mic1d"]
     assert mic == [("all-nine", 3000), ("all-nine", 4000), ("all-nine", 5000)]
     assert {c.plan.name for c in cells if c.method.name != "mic1d"} == {"correlated", "non-correlated"}
@@ -361,7 +362,7 @@ class _StopAfter:
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_interrupt_keeps_the_finished_rows(tmp_path, jobs):
     out, html = tmp_path / "g.json", tmp_path / "g.html"
-    with pytest.raises(grid.GridInterrupted) as info:
+    with pytest.raises(comparison.GridInterrupted) as info:
         api.compare(CENSUS, methods=["mdav"], k=[3, 4, 5, 6, 7, 8], known=[["AGI"]], output=out, html=html,
                     jobs=jobs, progress=_StopAfter(2))
     exc = info.value
@@ -406,24 +407,24 @@ def test_ctrl_c_on_the_command_line(tmp_path):
 
 
 def test_build_cells_order_and_checks():
-    plans = [grid.single_plan(["a", "b"], "p1"), grid.single_plan(["a", "b"], "p2")]
-    methods = [grid.parse_method("mdav"), grid.parse_method("mic1d")]
-    cells = grid.build_cells(methods, [3, 5], plans, mic1d_ks=[100])
+    plans = [comparison.single_plan(["a", "b"], "p1"), comparison.single_plan(["a", "b"], "p2")]
+    methods = [comparison.parse_method("mdav"), comparison.parse_method("mic1d")]
+    cells = comparison.build_cells(methods, [3, 5], plans, mic1d_ks=[100])
     assert [(c.index, c.plan.name, c.method.name, c.k) for c in cells] == [
         (0, "p1", "mdav", 3), (1, "p1", "mdav", 5), (2, "p1", "mic1d", 100),
         (3, "p2", "mdav", 3), (4, "p2", "mdav", 5), (5, "p2", "mic1d", 100)]
     with pytest.raises(InvalidParameterError):
-        grid.build_cells([grid.parse_method("mdav"), grid.parse_method("mdav")], [3], plans)
+        comparison.build_cells([comparison.parse_method("mdav"), comparison.parse_method("mdav")], [3], plans)
     with pytest.raises(InvalidParameterError):
-        grid.build_cells(methods, [3], [plans[0], plans[0]])
+        comparison.build_cells(methods, [3], [plans[0], plans[0]])
 
 
 def test_resolve_jobs():
-    assert grid.resolve_jobs(4, 2) == 2
-    assert grid.resolve_jobs(1, 10) == 1
-    assert grid.resolve_jobs(0, 100) == min(os.cpu_count() or 1, 100)
+    assert comparison.resolve_jobs(4, 2) == 2
+    assert comparison.resolve_jobs(1, 10) == 1
+    assert comparison.resolve_jobs(0, 100) == min(os.cpu_count() or 1, 100)
     with pytest.raises(InvalidParameterError):
-        grid.resolve_jobs(-1, 3)
+        comparison.resolve_jobs(-1, 3)
 
 
 def test_svg_map_places_markers_by_value():
@@ -433,7 +434,7 @@ def test_svg_map_places_markers_by_value():
         {"label": "b", "plan": "p", "k": 3, "k_counts": "records", "il_sse": 40.0, "il_score": 1.0, "dr": 10.0,
          "score": 1.0, "k_prime": 3.0},
     ]
-    svg = grid.risk_utility_svg({"rows": rows, "plans": [{"name": "p"}]})
+    svg = comparison.risk_utility_svg({"rows": rows, "plans": [{"name": "p"}]})
     root = ET.fromstring(svg)
     circles = [e for e in root.iter() if e.tag.rsplit("}", 1)[-1] == "circle"]
     (xa, ya), (xb, yb) = [(float(c.get("cx")), float(c.get("cy"))) for c in circles]

@@ -51,7 +51,7 @@ def test_method_names_complete():
 
 
 def test_preset_names_and_report_kinds_complete():
-    from microagg_cli.grid import PRESETS
+    from microagg_cli.comparison import PRESETS
 
     assert complete("sdc compare in.csv --preset ") == list(PRESETS)
     assert complete("sdc schema ") == ["protect", "evaluate", "blocks", "compare", "roles"]

@@ -14,7 +14,7 @@ from microagg_cli import schemas
 from microagg_cli.evaluation import EVALUATION_SCHEMA_VERSION
 from microagg_cli.protection.table import REPORT_SCHEMA_VERSION
 from microagg_cli.blocking import BLOCKS_SCHEMA_VERSION
-from microagg_cli.grid import COMPARE_SCHEMA_VERSION
+from microagg_cli.comparison import COMPARE_SCHEMA_VERSION
 from microagg_cli.roles import ROLES_SCHEMA_VERSION
 
 VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERSION,

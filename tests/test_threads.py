@@ -6,8 +6,9 @@ import multiprocessing
 
 import pytest
 
-from microagg_cli import grid, threads
+from microagg_cli import threads
 from microagg_cli.errors import InvalidParameterError
+from microagg_cli.comparison import pool as compare_pool
 from microagg_cli.methods import refine
 
 
@@ -24,17 +25,17 @@ def test_limit_is_capped_by_the_cpus_and_restored():
 
 def test_jobs_never_exceed_the_cpus_or_the_cells():
     cpus = threads.available_cpus()
-    assert grid.resolve_jobs(0, 100) == min(cpus, 100)
-    assert grid.resolve_jobs(10 * cpus, 100) == cpus
-    assert grid.resolve_jobs(4, 1) == 1
+    assert compare_pool.resolve_jobs(0, 100) == min(cpus, 100)
+    assert compare_pool.resolve_jobs(10 * cpus, 100) == cpus
+    assert compare_pool.resolve_jobs(4, 1) == 1
     with pytest.raises(InvalidParameterError, match="--jobs must be >= 0"):
-        grid.resolve_jobs(-1, 3)
+        compare_pool.resolve_jobs(-1, 3)
 
 
 def _probe(state):
     from threadpoolctl import threadpool_info
 
-    grid._worker_init(state)
+    compare_pool._worker_init(state)
     return threads.limit(), max((i["num_threads"] for i in threadpool_info()), default=1)
 
 
@@ -42,7 +43,7 @@ def _probe(state):
 def test_a_worker_gets_its_share_of_the_cpus():
     import numpy  # noqa: F401  (OpenBLAS loaded, as in a real worker)
 
-    state = grid._WorkerState(None, [], None, None, False, threads=1)
+    state = compare_pool._WorkerState(None, [], None, None, False, threads=1)
     with multiprocessing.get_context("fork").Pool(1) as pool:
         limit, blas = pool.apply(_probe, (state,))
     assert limit == 1 and blas == 1

@@ -7,7 +7,7 @@ import sys
 import click
 
 from .. import api
-from .. import grid, interrupts, report
+from .. import comparison, interrupts, report
 from ..errors import InvalidParameterError
 from ..statfiles import INPUT_FORMATS  # #28
 from ..request import CompareRequest
@@ -32,7 +32,7 @@ def _methods(value: str | None) -> list[str] | None:
 
 def _presets_text() -> str:
     lines = []
-    for p in grid.PRESETS.values():
+    for p in comparison.PRESETS.values():
         lines.append(f"{p.name}: {p.summary}")
         lines.append(f"    reference: {p.reference}")
         lines.append(f"    {p.notes}")
@@ -49,7 +49,7 @@ def _presets_text() -> str:
 @field_option(C, "block_size", "--block-size", type=int, metavar="S")
 @field_option(C, "columns", "-c", "--columns", metavar="A,B,C")
 @field_option(C, "categorical", "--categorical", metavar="COL[,COL]")
-@field_option(C, "preset", "--preset", type=click.Choice(list(grid.PRESETS)))
+@field_option(C, "preset", "--preset", type=click.Choice(list(comparison.PRESETS)))
 @field_option(C, "known", "--known", multiple=True, metavar="A,B,C", default=())
 @field_option(C, "max_scenarios", "--max-scenarios", type=int, show_default=True, metavar="N")
 @field_option(C, "dr_weights", "--dr-weights", metavar="dld=W,pld=W,id=W")
@@ -142,13 +142,13 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
             doc = _with_progress(input, request)
         else:
             doc = api.compare_request(input, request)
-    except grid.GridInterrupted as exc:
+    except comparison.GridInterrupted as exc:
         done = exc.document["finished"] if exc.document else 0
         total = exc.document["cells"] if exc.document else "?"
         kept = f"; the finished rows are in {', '.join(exc.written)}" if exc.written else "; nothing was written"
         click.echo(f"Error: interrupted after {done} of {total} cells{kept}", err=True)
         click.get_current_context().exit(interrupts.exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM
-    out_fmt = grid.output_format(fmt, kwargs["output"])
+    out_fmt = comparison.output_format(fmt, kwargs["output"])
     if kwargs["output"] is None:
         if out_fmt == "table":
             report.print_tables(doc, stdout_console())  # ASCII boxes into files and pipes
@@ -157,8 +157,8 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
     elif not quiet:
         stderr_console().print(f"sdc compare: {doc['finished']} cells written to {kwargs['output']}"
                                + (f"; HTML page {html}" if html else ""))
-    grid.raise_for_grid_gates(doc, request.gates)
-    grid.raise_for_gates(doc, request)
+    comparison.raise_for_grid_gates(doc, request.gates)
+    comparison.raise_for_gates(doc, request)
 
 
 def _with_progress(input: str, request: CompareRequest) -> dict:

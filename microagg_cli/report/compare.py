@@ -1,6 +1,6 @@
 """``sdc compare``: the grid document as CSV, terminal tables and an HTML page.
 
-Everything here reads the JSON-ready document of :func:`microagg_cli.grid.build_document`
+Everything here reads the JSON-ready document of :func:`microagg_cli.comparison.build_document`
 (schema ``COMPARE_SCHEMA_VERSION``; the JSON text is :func:`microagg_cli.report.to_json`)
 and never computes a measure:
 

@@ -1,4 +1,4 @@
-"""Blocking advice: measure candidate plans and recommend one (the core of ``sdc blocks``).
+"""The library behind ``sdc blocks``' evaluate-and-recommend: measure candidate plans and recommend one.
 
 A plan is protected in memory (:func:`microagg_cli.protection.protect_table`) and
 measured by its information loss and its real anonymity k' per intruder scenario
