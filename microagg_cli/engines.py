@@ -101,7 +101,8 @@ from .engines_dask import (
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
-from .protection.table import HYGIENE_KEY, build_report, check_id_column, check_keys, check_run, overall_stats
+from .protection.run import HYGIENE_KEY, build_report
+from .protection.table import check_id_column, check_keys, check_run, overall_stats
 
 __all__ = [
     "ENGINES",
