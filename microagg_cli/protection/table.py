@@ -48,7 +48,7 @@ from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
 from .mixed import check_options as check_mixed_options
 from .mixed import mixed_stats, protect_mixed_rows, read_keys, released_columns, split_plan
-from .parts import protect_rows
+from .partitioned import protect_rows
 from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions, default
 
 __all__ = [
@@ -176,7 +176,7 @@ def protect_blocks(
     Returns the per-block results (values in input row order, NaN where a record was
     not grouped or was suppressed) and each block's IL_SSE parts (numerator,
     denominator; see :func:`il_parts`). ``runner`` runs the parts of the partitioned
-    mode (:class:`microagg_cli.protection.parts.LocalRunner` by default);
+    mode (:class:`microagg_cli.protection.partitioned.LocalRunner` by default);
     ``progress(records)`` is told the records of every finished part; ``bound`` is the
     report's LB_NN policy (:func:`optimality`). ``options``: the run's options
     (:class:`microagg_cli.request.RunOptions`, default: its defaults).
@@ -472,7 +472,7 @@ def protect_table(
         ``available`` (group on observed values; missing cells stay missing; mdav only).
     partition_size : partitioned mode for files beyond exact reach: a block (stratum)
         with more records is cut into locality-preserving parts of at most this many
-        records (:func:`microagg_cli.partitioning.split_indices`), each protected on its
+        records (:func:`microagg_cli.splitting.split_indices`), each protected on its
         own with the block's z-scaling and its own seed; the extra information loss
         against one exact run is estimated on two neighbouring parts and reported.
     keys : released columns that identify records together with the protected ones
