@@ -114,7 +114,7 @@ def run_case(n: int, kind: str, which: str, repeat: int) -> dict:
 def run_partition() -> dict:
     from microagg_cli.methods.fixed_size import mdav
     from microagg_cli.partition import canonical_labels, information_loss
-    from microagg_cli.partitioning import split_indices
+    from microagg_cli.splitting import split_indices
 
     n, size = 200_000, 20_000
     X = synthetic(n, "mixture")

@@ -51,7 +51,8 @@ from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
 from .roles import check_declared_missing, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.mixed import split_plan
-from .protection.table import REPORT_SCHEMA_VERSION, check_id_column, check_keys, protect_run, single_plan
+from .protection.run import REPORT_SCHEMA_VERSION, protect_run
+from .protection.table import check_id_column, check_keys, single_plan
 
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "propose_roles",
            "roles_request", "REPORT_SCHEMA_VERSION"]

@@ -7,7 +7,7 @@ dataset directory or a CSV file in two passes, around the same block loop
 
 1. **key columns** -- only the protected columns (and a weights column) are read,
    block by block. The block is z-scaled as a whole and cut into parts with
-   :func:`microagg_cli.partitioning.split_indices`; each part is protected on its own
+   :func:`microagg_cli.splitting.split_indices`; each part is protected on its own
    with the block's scaling and the seed of its part id, exactly as the in-memory
    partitioned mode does (``protect_table(partition_size=N)``). The protected values
    (n x p floats) are kept.
@@ -31,7 +31,7 @@ write the same bytes.
 
 On Dask, a Parquet input every worker can open runs the *thin client*
 (:mod:`microagg_cli.engines_dask`): the workers read their own row ranges, the cuts are
-made from statistics they return (the chunk rule of :mod:`microagg_cli.partitioning`,
+made from statistics they return (the chunk rule of :mod:`microagg_cli.splitting`,
 so they equal the local engine's), and the parts and the output files are made on the
 workers; this process holds a few numbers per node of the splitting tree, never a
 record. Other runs (a CSV input, strata, weights, ``--missing complete|available``, a
@@ -104,7 +104,8 @@ from .engines_dask import (
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
-from .protection.table import HYGIENE_KEY, build_report, check_id_column, check_keys, check_run, overall_stats
+from .protection.run import HYGIENE_KEY, build_report
+from .protection.table import check_id_column, check_keys, check_run, overall_stats
 
 __all__ = [
     "ENGINES",

@@ -10,22 +10,22 @@ keeps the mode where the client reads the protected columns and ships the parts'
 arguments (file names, row ranges, a few numbers per node of the splitting tree):
 
 1. **units** -- row ranges of :data:`UNIT_CHUNKS` chunks of
-   :data:`microagg_cli.partitioning.CHUNK_ROWS` records; a worker reads its unit's
+   :data:`microagg_cli.splitting.CHUNK_ROWS` records; a worker reads its unit's
    protected columns from the Parquet files (:func:`read_rows`) and keeps them.
 2. **scaling and cuts** -- the client asks the units for partial sums per chunk and
    node (:func:`unit_moments`, :func:`unit_spreads`, :func:`node_moments`,
    :func:`node_cross`) and adds them exactly: the z-scaling, node means and principal
-   axes are bit for bit those of :func:`microagg_cli.partitioning.split_indices` (the
+   axes are bit for bit those of :func:`microagg_cli.splitting.split_indices` (the
    chunk rule). The median of a node, the record of rank floor(m/2) in (projection,
    input index) order, is found by an exact radix selection on the 128-bit keys
-   (:func:`microagg_cli.partitioning.sort_keys` of the projection, input index): 16
+   (:func:`microagg_cli.splitting.sort_keys` of the projection, input index): 16
    bits per round (:func:`node_histograms`, summed on a worker: :func:`pick_bins`),
    and once at most
    :data:`CANDIDATES` records share the known digits they are fetched and ranked
    (:func:`node_candidates`). The client holds three numbers per node and round.
 3. **parts** -- every unit splits its rows by part (:func:`split_unit`); a part task
    gathers its rows, protects them with the block's scaling and the seed of its part
-   id (:func:`microagg_cli.protection.parts.part_task`, as every engine does) and keeps
+   id (:func:`microagg_cli.protection.partitioned.part_task`, as every engine does) and keeps
    the protected values; it returns its statistics and its distinct protected rows by
    hash bucket, which :func:`reduce_classes` counts exactly (k', k_min).
 4. **output** -- one writer task per output file (one per input file for a dataset
@@ -54,14 +54,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from . import partitioning
+from . import splitting
 from .request import RunOptions
 from .blocking import Block, BlockPlan
 from .errors import check_k_value
 from .io import Table, file_mode, numeric_matrix
 from .methods import get_method
 from .partition import sse
-from .partitioning import (
+from .splitting import (
     axis_of,
     cross_partial,
     exact_sum,
@@ -71,7 +71,7 @@ from .partitioning import (
     sort_keys,
     spread_partial,
 )
-from .protection import parts as parts_module
+from .protection import partitioned
 from .protection.block import BlockResult, block_seed
 from .protection.table import optimality
 
@@ -183,19 +183,19 @@ def read_rows(spec: ReadSpec, start: int, stop: int, columns: list[str]) -> np.n
 
 def _chunks(rows: np.ndarray, n: int) -> list[np.ndarray]:
     """``rows`` (increasing positions in a unit that starts on a chunk border) cut at chunk borders."""
-    step = partitioning.CHUNK_ROWS
+    step = splitting.CHUNK_ROWS
     cuts = np.searchsorted(rows, np.arange(step, n, step))
     return [s for s in np.split(rows, cuts) if s.size]
 
 
 def unit_moments(X: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """(observed counts, partial column sums per chunk) of a unit's rows. A task."""
-    step = partitioning.CHUNK_ROWS
+    step = splitting.CHUNK_ROWS
     return (~np.isnan(X)).sum(axis=0), [moment_partial(X[a:a + step]) for a in range(0, X.shape[0], step)]
 
 
 def unit_spreads(X: np.ndarray, mean: np.ndarray) -> list[np.ndarray]:
-    step = partitioning.CHUNK_ROWS
+    step = splitting.CHUNK_ROWS
     return [spread_partial(X[a:a + step], mean) for a in range(0, X.shape[0], step)]
 
 
@@ -336,7 +336,7 @@ def run_part(j: int, block: Block, entropy: Any, spawn: tuple[int, ...], name: s
     on the worker for the writers) and its distinct protected rows by hash bucket."""
     gidx = np.concatenate([p[0] for p in pieces])
     X = np.concatenate([p[1] for p in pieces])
-    res: BlockResult = parts_module.part_task(X, block.k, entropy, spawn + (j,), None, name, scaling, kwargs)
+    res: BlockResult = partitioned.part_task(X, block.k, entropy, spawn + (j,), None, name, scaling, kwargs)
     mean, scale = scaling
     Z = (X - mean) / scale
     Zp = (res.values - mean) / scale
@@ -377,13 +377,13 @@ def part_slices(result: dict[str, Any], bounds: list[int]) -> list[tuple[np.ndar
 def run_check(block: Block, entropy: Any, spawn: tuple[int, ...], stat: str, partition_size: int, n0: int,
               *pieces: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
     """The partitioned mode's check on the union of parts 1 and 2 (their pieces: part 1's
-    ``n0`` first), as :func:`microagg_cli.protection.parts.protect_rows` runs it. A task."""
+    ``n0`` first), as :func:`microagg_cli.protection.partitioned.protect_rows` runs it. A task."""
     g = [np.concatenate([p[0] for p in pieces[:n0]]), np.concatenate([p[0] for p in pieces[n0:]])]
     X = np.concatenate([p[1] for p in pieces])
     allg = np.concatenate(g)
     order = np.argsort(allg, kind="stable")
     sample = allg[order]
-    return parts_module.check_task(X[order], block, [np.searchsorted(sample, x) for x in g], entropy, spawn,
+    return partitioned.check_task(X[order], block, [np.searchsorted(sample, x) for x in g], entropy, spawn,
                                    stat, partition_size)
 
 
@@ -544,7 +544,7 @@ class ThinRun:
         return self.client.gather(futures)
 
     def units(self) -> list[tuple[int, int]]:
-        step = UNIT_CHUNKS * partitioning.CHUNK_ROWS
+        step = UNIT_CHUNKS * splitting.CHUNK_ROWS
         n = self.spec.n_rows
         return [(a, min(a + step, n)) for a in range(0, n, step)]
 
@@ -634,7 +634,7 @@ class ThinRun:
         out_stats, il_parts = [], []
         for i, block in enumerate(self.plan.blocks):
             t0 = time.perf_counter()
-            partitioning.check_partition_size(self.partition_size, check_k_value(block.k))
+            splitting.check_partition_size(self.partition_size, check_k_value(block.k))
             cols = list(block.columns)
             log.info("block %s: %s, k=%d, %d x %d, 1 stratum/strata (read by the Dask workers)", block.name,
                      block.method, block.k, self.spec.n_rows, len(cols))

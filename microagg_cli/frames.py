@@ -37,7 +37,8 @@ from .blocking import STRATEGIES, check_k_option
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
-from .protection.table import check_keys, protect_run, single_plan
+from .protection.run import protect_run
+from .protection.table import check_keys, single_plan
 from .roles import check_declared_missing, load_rda, resolve_request
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 

@@ -2,6 +2,9 @@
 
 Everything here works on numpy arrays only. A *partition* is an integer label array of
 shape (n,); canonical labels number groups 0, 1, 2, ... in order of first appearance.
+:func:`check_min_group_size` is the k-check of every partition a method makes.
+Cutting a large block into parts (the partitioned mode) is elsewhere:
+:mod:`microagg_cli.splitting` and :mod:`microagg_cli.protection.partitioned`.
 """
 
 from __future__ import annotations

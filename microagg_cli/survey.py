@@ -1,8 +1,10 @@
 """Survey realities: strata, small-strata policies and grouping with missing values.
 
-numpy only. The API (``api.py``) uses these to protect each stratum of each block on
-its own, to merge or suppress strata smaller than k, and to group records that have
-missing protected values.
+numpy only. The block loop (:mod:`microagg_cli.protection.table`) uses these to
+protect each stratum of each block on its own, to merge or suppress strata smaller
+than k, and to group records that have missing protected values. The name covers both
+halves, which a name like ``strata`` would not: they are what survey files bring that
+the method contract (a complete numeric matrix, one population) leaves out.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from conftest import write_parquet
 from microagg_cli import engines
-from microagg_cli.protection import parts
+from microagg_cli.protection import partitioned
 from microagg_cli.protection import protect_table
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
@@ -310,7 +310,7 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
     assert expected.select(["a", "b"]).to_pandas().value_counts().min() >= 3
 
 
-_PART_TASK = parts.part_task
+_PART_TASK = partitioned.part_task
 
 
 def _failing_part(X, k, entropy, spawn_key, *args):
@@ -336,7 +336,7 @@ def test_cli_dask_scheduler_address_single_file(tmp_path, dask_cluster, monkeypa
     rep = json.loads((tmp_path / "d.json").read_text())
     assert rep["engine"]["scheduler"] == address and rep["blocks"][0]["partitions"]["count"] >= 6
     # a task failing on a worker fails the run with its error; nothing is written
-    monkeypatch.setattr(parts, "part_task", _failing_part)
+    monkeypatch.setattr(partitioned, "part_task", _failing_part)
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "e.parquet"), "--engine", "dask", "--scheduler", address])
     assert res.exit_code == 4 and "part 3 failed on a worker" in res.stderr
     assert not (tmp_path / "e.parquet").exists()

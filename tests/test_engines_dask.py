@@ -19,13 +19,13 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import write_parquet
-from microagg_cli import engines, engines_dask, partitioning
+from microagg_cli import engines, engines_dask, splitting
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
 from microagg_cli.engines import protect_stream
 from microagg_cli.errors import InfeasibleError
 from microagg_cli.io import Table
-from microagg_cli.protection import parts, protect_table
+from microagg_cli.protection import partitioned, protect_table
 from microagg_cli.request import ProtectRequest, RunOptions
 
 THIN = "workers read their rows and write the output"
@@ -55,7 +55,7 @@ def _bytes(path) -> dict[str, bytes]:
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of 64 records, units of 3 chunks, a median ranked once <= 8 candidates remain."""
-    monkeypatch.setattr(partitioning, "CHUNK_ROWS", 64)
+    monkeypatch.setattr(splitting, "CHUNK_ROWS", 64)
     monkeypatch.setattr(engines_dask, "UNIT_CHUNKS", 3)
     monkeypatch.setattr(engines_dask, "CANDIDATES", 8)
     monkeypatch.setattr(engines_dask, "N_BUCKETS", 3)
@@ -107,7 +107,7 @@ def test_thin_client_equals_local_across_chunks_units_files_and_ties(tmp_path, s
     monkeypatch.undo()
     small = dict(CHUNK_ROWS=64)
     for name, value in small.items():
-        monkeypatch.setattr(partitioning, name, value)
+        monkeypatch.setattr(splitting, name, value)
     plan = BlockPlan(PLAN.blocks[:1])
     protect_stream(src, tmp_path / "one.parquet", plan, ProtectRequest.build(engine="dask", scheduler=threads_cluster, **kw))
     protect_stream(src, tmp_path / "one-local.parquet", plan, ProtectRequest.build(**kw))
@@ -123,9 +123,9 @@ def test_thin_split_matches_split_indices(small_chunks, threads_cluster):
     """The cut from workers' statistics equals split_indices on the same z-scaled matrix."""
     rng = np.random.default_rng(7)
     Z = np.vstack([rng.normal(size=(500, 3)), np.zeros((300, 3)), rng.integers(0, 3, (400, 3)).astype(float)])
-    want = partitioning.split_indices(Z, 70, 3)
+    want = splitting.split_indices(Z, 70, 3)
     client = threads_cluster
-    step = engines_dask.UNIT_CHUNKS * partitioning.CHUNK_ROWS
+    step = engines_dask.UNIT_CHUNKS * splitting.CHUNK_ROWS
     starts = list(range(0, Z.shape[0], step))
     Z_u = [client.scatter(Z[a:a + step]) for a in starts]
     run = engines_dask.ThinRun(client, engines_dask.ReadSpec(("x",), (Z.shape[0],)), BlockPlan(PLAN.blocks[:1]),
@@ -143,7 +143,7 @@ def _failing_part(X, k, entropy, spawn_key, *args):
     return _PART_TASK(X, k, entropy, spawn_key, *args)
 
 
-_PART_TASK = parts.part_task
+_PART_TASK = partitioned.part_task
 
 
 def test_a_failing_part_fails_the_run_and_writes_nothing(tmp_path, threads_cluster, monkeypatch):
@@ -151,7 +151,7 @@ def test_a_failing_part_fails_the_run_and_writes_nothing(tmp_path, threads_clust
     src = tmp_path / "ds"
     _write(df, src, files=2)
     out = tmp_path / "out"
-    monkeypatch.setattr(parts, "part_task", _failing_part)
+    monkeypatch.setattr(partitioned, "part_task", _failing_part)
     res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(out), "-k", "3", "-c", "a,b", "-q",
                                    "--partition-size", "60", "--engine", "dask", "--scheduler",
                                    threads_cluster.scheduler.address])

@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli, validate_report_text
 from microagg_cli import schemas
 from microagg_cli.evaluation import EVALUATION_SCHEMA_VERSION
-from microagg_cli.protection.table import REPORT_SCHEMA_VERSION
+from microagg_cli.protection.run import REPORT_SCHEMA_VERSION
 from microagg_cli.blocking import BLOCKS_SCHEMA_VERSION
 from microagg_cli.comparison import COMPARE_SCHEMA_VERSION
 from microagg_cli.roles import ROLES_SCHEMA_VERSION

@@ -23,27 +23,20 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import numpy as np
 
-from .. import audit
-from .._version import __version__
 from ..blocking import Block, BlockPlan
 from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
 from ..readings import name_list, option_list
 from ..io import (
     Table,
     assemble_output,
-    check_release,
-    file_fingerprint,
-    id_type,
     missing_mask,
     numeric_matrix,
     resolve_columns,
-    take_rows,
     with_column,
 )
 from ..methods import get_method
@@ -56,25 +49,20 @@ from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
 from .mixed import check_options as check_mixed_options
 from .mixed import mixed_stats, protect_mixed_rows, read_keys, released_columns, split_plan
-from .parts import protect_rows
-from ..methods.mixed import check_weights as mixed_weights
+from .partitioned import protect_rows
 from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions, default
 
 __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
     "check_run", "protect_blocks", "protect_table", "il_parts", "LB_SHARE", "BOUND_MODES", "optimality",
-    "overall_stats", "block_stats", "HYGIENE_KEY", "output_hygiene", "method_entry",
-    "REPORT_SCHEMA_VERSION", "build_report", "single_plan", "check_id_column", "check_keys", "protect_run", "released_check", "merged_labels", "check_magnitude", "MAX_MAGNITUDE",
+    "overall_stats", "block_stats", "single_plan", "check_id_column", "check_keys", "released_check",
+    "merged_labels", "check_magnitude", "MAX_MAGNITUDE",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 log = logging.getLogger("microagg_cli")
-
-#: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.4"
-
 
 
 class ColumnSource(Protocol):
@@ -124,7 +112,7 @@ class ProtectResult:
         the input's columns minus the dropped ones, protected columns as float64, every
         other column the very same Arrow array as read.
     blocks : per-block results (values in input row order).
-    report : the JSON report (filled by :func:`protect_run`).
+    report : the JSON report (filled by :func:`microagg_cli.protection.run.protect_run`).
     overall : the file's IL_SSE (and LB_NN) over all blocks.
     original_rows : with ``--shuffle-rows``, the input row (0-based) of each output row
         (the private pairing; never written into the output), else None.
@@ -189,7 +177,7 @@ def protect_blocks(
     Returns the per-block results (values in input row order, NaN where a record was
     not grouped or was suppressed) and each block's IL_SSE parts (numerator,
     denominator; see :func:`il_parts`). ``runner`` runs the parts of the partitioned
-    mode (:class:`microagg_cli.protection.parts.LocalRunner` by default);
+    mode (:class:`microagg_cli.protection.partitioned.LocalRunner` by default);
     ``progress(records)`` is told the records of every finished part; ``bound`` is the
     report's LB_NN policy (:func:`optimality`). ``options``: the run's options
     (:class:`microagg_cli.request.RunOptions`, default: its defaults).
@@ -485,7 +473,7 @@ def protect_table(
         ``available`` (group on observed values; missing cells stay missing; mdav only).
     partition_size : partitioned mode for files beyond exact reach: a block (stratum)
         with more records is cut into locality-preserving parts of at most this many
-        records (:func:`microagg_cli.partitioning.split_indices`), each protected on its
+        records (:func:`microagg_cli.splitting.split_indices`), each protected on its
         own with the block's z-scaling and its own seed; the extra information loss
         against one exact run is estimated on two neighbouring parts and reported.
     keys : released columns that identify records together with the protected ones
@@ -689,109 +677,6 @@ def block_stats(
     return stats
 
 
-#: spawn key of the output-hygiene stream (block streams use (index,) keys < 2**20).
-HYGIENE_KEY = (2**31 - 1,)
-
-
-def output_hygiene(result: ProtectResult, *, seed: int, shuffle_rows: bool, id_column: str | None) -> dict[str, Any]:
-    """Shuffle rows and/or regenerate ids in ``result.data`` (seeded); describe it.
-
-    The ids are a seeded permutation of 1..n, of the column's own type (text stays
-    text; :func:`microagg_cli.io.id_type`); the streaming engines draw the same ids.
-    """
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
-    data = result.data
-    n = data.num_rows
-    if shuffle_rows:
-        result.original_rows = rng.permutation(n)
-        data = take_rows(data, result.original_rows)
-    if id_column is not None:
-        ids = rng.permutation(n) + 1
-        data = with_column(data, id_column, ids, type=id_type(data.schema.field(id_column).type))
-    result.data = data
-    return {"rows_shuffled": bool(shuffle_rows), "ids_regenerated": id_column}
-
-
-def shuffled_pairing(request: ProtectRequest, regenerated: str | None) -> dict[str, Any]:
-    """How ``sdc evaluate`` pairs a shuffled release with its input: by the kept identifier
-    column, by the private pairing file, or (neither) it cannot: the report says so."""
-    kept = request.id_column if request.id_column and not regenerated else None
-    pairing = None if request.pairing_file is None else Path(request.pairing_file).name
-    if kept is not None:
-        how = f"sdc evaluate INPUT OUTPUT --key {kept}"
-    elif pairing is not None:
-        how = f"sdc evaluate INPUT OUTPUT --pairing-file {pairing}"
-    else:
-        how = None
-    out: dict[str, Any] = {"pairing_file": pairing, "evaluate_with": how}
-    if how is None:
-        out["pairing_note"] = ("the rows are shuffled and nothing in the release pairs them with the input: "
-                               "sdc evaluate needs --key COL (keep an identifier with --id-column COL) or the "
-                               "private pairing file (sdc protect --shuffle-rows --pairing-file FILE)")
-    return out
-
-
-def method_entry(name: str) -> dict[str, str]:
-    spec = get_method(name)
-    return {"name": spec.name, "summary": spec.summary, "reference": spec.reference}
-
-
-def build_report(
-    table: Table,
-    plan: BlockPlan,
-    result: ProtectResult,
-    request: ProtectRequest,
-    *,
-    output: str | None,
-    seconds: float,
-    **parameters: Any,
-) -> dict[str, Any]:
-    """The JSON report of a protect run (schema ``REPORT_SCHEMA_VERSION``).
-
-    The ``parameters`` section is made from ``request``
-    (:meth:`microagg_cli.request.ProtectRequest.parameters`, with the plan's source and
-    the validated statistic), followed by ``parameters`` (what only the run knows).
-
-    Contains no original value of a protected attribute: only sizes, losses and
-    counts.
-    """
-    mixed_keys = list(request.run.categorical or []) + list(request.run.ordinal or [])
-    protected = [c for c in plan.columns if c not in mixed_keys]  # a plan block may name the keys
-    passthrough = [c for c in table.columns if c not in protected and c not in plan.drop and c not in mixed_keys]
-    blocks = []
-    for r in result.blocks:
-        entry = {
-            "name": r.block.name,
-            "columns": list(r.block.columns),
-            "method": method_entry(r.block.method),
-            "k": r.block.k,
-            "params": dict(r.block.params),
-            "reproducibility": (audit.NOT_REPRODUCIBLE + " (time_budget)" if audit.time_bounded(r.block.params)
-                                else "same data, parameters and seed: same output"),
-        }
-        entry.update(r.stats)
-        blocks.append(entry)
-    fp = file_fingerprint(table)
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
-        "command": "protect",
-        "input": {**fp, "format": table.fmt, "rows": int(table.n_rows), "columns": len(table.columns)},
-        "output": {"name": output, "rows": int(result.data.num_rows), "columns": int(result.data.num_columns)},
-        "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough,
-                    **({"categorical": list(request.run.categorical or []),
-                        "ordinal": list(request.run.ordinal or [])} if mixed_keys else {})},
-        "parameters": request.parameters(plan, stat=check_stat(request.run.stat), **parameters),
-        "privacy_check": {
-            "passed": True,
-            "rule": "every class of identical protected rows in each block has at least k records",
-        },
-        "blocks": blocks,
-        "overall": dict(result.overall),
-        "timing": {"seconds": seconds},
-    }
-
-
 def single_plan(
     table: Table,
     *,
@@ -839,53 +724,3 @@ def check_id_column(columns: list[str], plan: BlockPlan, id_column: str | None) 
         raise DataError(f"--id-column: no column {id_column!r} in the input")
     if id_column in plan.columns or id_column in plan.drop:
         raise InvalidParameterError(f"--id-column {id_column!r} cannot be protected or dropped")
-
-
-def protect_run(
-    table: Table,
-    plan: BlockPlan,
-    request: ProtectRequest,
-    *,
-    output: str | None = None,
-    started: float | None = None,
-    progress: Callable[[int], None] | None = None,
-    named: tuple[str, ...] | list[str] = (),
-    default_selection: bool = False,
-) -> tuple[ProtectResult, dict[str, Any]]:
-    """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
-    reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
-
-    ``request`` holds the options (:class:`microagg_cli.request.ProtectRequest`); its
-    ``regenerated_id`` column is regenerated (a seeded permutation of 1..n), and the
-    report's ``parameters`` are made from it. ``output`` is the output file's name for
-    the report; ``started`` the run's ``time.perf_counter()`` start.
-
-    Before anything is returned, every column that passes through without being named
-    (the plan's passthrough, ``strata``, ``weights``, ``keys``, ``id_column`` and
-    ``named``, e.g. an identifier kept as it is) is checked not to be a number in
-    disguise (:func:`microagg_cli.io.check_release`); ``default_selection``: the plan
-    is the default selection, which checked every column it left out already.
-    """
-    t0 = time.perf_counter() if started is None else started
-    run = request.run
-    id_column = request.regenerated_id
-    check_id_column(table.columns, plan, id_column)
-    result = protect_table(table, plan, run, progress=progress)
-    if not default_selection:
-        exempt = (set(plan.columns) | set(plan.drop) | set(plan.passthrough) | set(run.strata or [])
-                  | set(run.keys or []) | {c for c in (run.weights, id_column) if c} | set(named)
-                  | set(run.categorical or []) | set(run.ordinal or []))
-        for name in table.columns:
-            if name not in exempt:
-                check_release(table, name)
-    hygiene = output_hygiene(result, seed=run.seed, shuffle_rows=request.shuffle_rows, id_column=id_column)
-    if request.shuffle_rows:
-        hygiene.update(shuffled_pairing(request, id_column))
-    rep = build_report(table, plan, result, request, output=output, seconds=time.perf_counter() - t0)
-    rep["parameters"].update(thousands=table.thousands, na_values=list(table.na_values))
-    if run.categorical or run.ordinal:  # mixed keys: named in the parameters (numeric runs: as before)
-        rep["parameters"].update(categorical=list(run.categorical or []), ordinal=list(run.ordinal or []),
-                                 mixed_weights=mixed_weights(run.mixed_weights))
-    rep["output_hygiene"] = hygiene
-    result.report = rep
-    return result, rep

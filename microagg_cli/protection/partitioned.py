@@ -1,7 +1,7 @@
-"""The partitioned mode and its runners: a block too large for one exact run is cut
-into locality-preserving parts, each protected on its own.
+"""The partitioned mode (``--partition-size``) and its runners: a block too large for
+one exact run is cut into locality-preserving parts, each protected on its own.
 
-A part is split off along principal axes (:func:`microagg_cli.partitioning.split_indices`)
+A part is split off along principal axes (:func:`microagg_cli.splitting.split_indices`)
 so that records grouped together stay neighbours; every part keeps the scaling of its
 whole block and its own seed, so the result does not depend on the order in which the
 parts finish, nor on the runner: :class:`LocalRunner` here, or the Dask engine's
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..blocking import Block
 from ..methods import get_method
-from ..partitioning import block_scaling, split_indices
+from ..splitting import block_scaling, split_indices
 from .block import BlockResult, il_sse_observed, protect_array
 
 __all__ = ["LocalRunner", "part_task", "check_task", "protect_rows", "partition_check"]
@@ -89,7 +89,7 @@ def protect_rows(
         return box[0]
     spec = get_method(block.method)
     k_rows = 2 if spec.output == "values" else block.k
-    mean, scale = block_scaling(X)  # the chunk rule (microagg_cli.partitioning): what Dask workers reproduce
+    mean, scale = block_scaling(X)  # the chunk rule (microagg_cli.splitting): what Dask workers reproduce
     Z = (X - mean) / scale
     parts = split_indices(np.nan_to_num(Z, copy=False), partition_size, k_rows)
     del Z

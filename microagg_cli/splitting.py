@@ -1,11 +1,13 @@
-"""Locality-preserving partitions of a block, for the partitioned mode.
+"""Splitting a block into parts for the partitioned mode (``--partition-size``).
 
 A block too large for one run of a method is cut into parts of at most ``max_size``
-records; the method runs on each part, and the groups of all parts together make the
-block's partition. Parts are cut so that records close to each other stay together
-(recursive median splits along the first principal axis, k-d style), which keeps the
-information loss close to that of one run on the whole block -- unlike hash or random
-splits, which scatter neighbours across parts. See :func:`split_indices`.
+records; the method runs on each part (:mod:`microagg_cli.protection.partitioned`), and
+the groups of all parts together make the block's partition (labels and their
+k-check: :mod:`microagg_cli.partition`). Parts are cut so that records close to each
+other stay together (recursive median splits along the first principal axis, k-d
+style), which keeps the information loss close to that of one run on the whole block
+-- unlike hash or random splits, which scatter neighbours across parts. See
+:func:`split_indices`.
 
 numpy only; deterministic: no randomness, no dependence on thread count (the
 covariance and the projections avoid BLAS, whose summation order may depend on it).

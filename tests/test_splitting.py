@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from microagg_cli.errors import InvalidParameterError
-from microagg_cli.partitioning import principal_axis, split_indices
+from microagg_cli.splitting import principal_axis, split_indices
 
 
 def _check_cover(parts, n):
