@@ -56,10 +56,9 @@ import hashlib
 import logging
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -93,10 +92,12 @@ from .outputs import check_replaceable_folder
 from .statfiles import check_writable
 from .readings import name_list, quote
 from .engines_dask import (
-    ReadSpec,
-    ThinRun,
-    WriteSpec,
-    temp_beside,
+    DASK_INSTALL_HINT,
+    DaskRunner,
+    dask_client,
+    import_distributed,
+    peak_rss_bytes,
+    protect_thin,
     thin_reason,
     workers_can_open,
     write_parquet_rows,
@@ -124,8 +125,6 @@ log = logging.getLogger("microagg_cli")
 #: Engines that run the parts of a block.
 from .request import ENGINES, ProtectRequest, ReadOptions  # noqa: E402  (defined once there)
 from .roles import check_streamed_default  # noqa: E402
-
-DASK_INSTALL_HINT = "pip install 'microagg-cli[dask]'"
 
 #: Rows per batch of the second pass (and per row group of the output).
 BATCH_ROWS = 65_536
@@ -487,223 +486,6 @@ def _write_pass(
     files.add_folder(target.path, digesting_folder(target.path, build), what="output")
 
 
-# --------------------------------------------------------------------------- runners
-
-
-class _DaskRunner:
-    """Runs calls as tasks on a Dask cluster, a bounded number in flight, results in any order."""
-
-    name = "dask"
-
-    def __init__(self, client: Any, description: dict[str, Any]):
-        self.client = client
-        self.description = description
-        threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-        self.window = 2 * max(threads, 1) + 1
-
-    def run(self, calls: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
-            on_result: Callable[[int, Any], None]) -> None:
-        from distributed import KilledWorker, as_completed
-
-        client = self.client
-        tag = uuid.uuid4().hex[:12]
-        index: dict[str, int] = {}
-        it = enumerate(calls)
-        pending = as_completed(loop=client.loop)
-
-        def submit_next() -> bool:
-            try:
-                j, (func, args) = next(it)
-            except StopIteration:
-                return False
-            # arrays travel as scattered data, not inside the task graph
-            args = tuple(client.scatter(a, hash=False) if isinstance(a, np.ndarray) and a.nbytes > (1 << 16)
-                         else a for a in args)
-            fut = client.submit(func, *args, key=f"sdc-{func.__name__.strip('_')}-{tag}-{j}", pure=False)
-            index[fut.key] = j
-            pending.add(fut)
-            return True
-
-        try:
-            for _ in range(self.window):
-                if not submit_next():
-                    break
-            for fut in pending:
-                res = fut.result()
-                on_result(index[fut.key], res)
-                fut.release()
-                submit_next()
-        except KilledWorker:
-            for fut in list(pending.futures):
-                fut.cancel()
-            raise InvalidParameterError(
-                "Dask workers died while protecting a part (out of memory?); use a smaller --partition-size "
-                "or give the workers more memory; nothing was written"
-            ) from None
-        except BaseException:
-            for fut in list(pending.futures):
-                fut.cancel()
-            raise
-
-    def describe(self) -> dict[str, Any]:
-        out = dict(self.description)
-        try:
-            peaks = self.client.run(_peak_rss_bytes)
-            out["workers"] = [{"address": a, "peak_rss_bytes": int(v)} for a, v in sorted(peaks.items())]
-        except Exception:  # noqa: BLE001 -- memory figures are informative only
-            pass
-        return out
-
-
-def _peak_rss_bytes() -> int:
-    """Peak resident memory of this process (Linux: ru_maxrss in KiB)."""
-    import resource
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def _import_distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise InvalidParameterError(f"--engine dask needs Dask, which is not installed: {DASK_INSTALL_HINT}") from None
-    return distributed
-
-
-def _default_memory_limit(n_workers: int) -> int:
-    """4 GB per worker, or an even share of this machine's memory when that is less."""
-    limit = 4 * 10**9
-    try:
-        import psutil
-
-        limit = min(limit, int(0.9 * psutil.virtual_memory().total / max(n_workers, 1)))
-    except ImportError:  # pragma: no cover -- psutil comes with distributed
-        pass
-    return limit
-
-
-@contextlib.contextmanager
-def dask_client(
-    scheduler: Any = None,
-    *,
-    n_workers: int = 2,
-    memory_limit: int | str | None = None,
-    processes: bool = True,
-) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """A ``distributed.Client`` and a description of the cluster, closed on exit.
-
-    ``scheduler``: an address (``tcp://HOST:PORT``) of a running scheduler, an existing
-    ``distributed.Client`` (used as is, not closed), or None for a
-    :class:`distributed.LocalCluster` on this machine: ``n_workers`` worker processes
-    (threads with ``processes=False``) of one thread each, ``memory_limit`` per worker
-    (default 4 GB or an even share of the machine's memory), on the loopback interface,
-    no dashboard.
-    """
-    distributed = _import_distributed()
-    if isinstance(scheduler, distributed.Client):
-        yield scheduler, {"name": "dask", "scheduler": scheduler.scheduler.address}
-        return
-    if scheduler is not None:
-        if not isinstance(scheduler, str) or "://" not in scheduler:
-            raise InvalidParameterError(f"--scheduler expects an address such as tcp://HOST:PORT, got {scheduler!r}")
-        try:
-            client = distributed.Client(scheduler, timeout="20s", set_as_default=False)
-        except (OSError, TimeoutError) as exc:
-            raise InvalidParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-        try:
-            yield client, {"name": "dask", "scheduler": scheduler}
-        finally:
-            client.close()
-        return
-    limit = memory_limit if memory_limit is not None else _default_memory_limit(n_workers)
-    cluster = distributed.LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=processes, memory_limit=limit,
-        dashboard_address=None, silence_logs=logging.ERROR,
-        # no dashboard; the scheduler's small HTTP server (health checks) takes a free
-        # loopback port instead of 8787, so that concurrent runs do not collide
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        # worker processes talk tcp on the loopback only; threads talk in-process
-        **({"host": "127.0.0.1"} if processes else {}),
-    )
-    try:
-        client = distributed.Client(cluster, set_as_default=False)
-        try:
-            yield client, {"name": "dask", "scheduler": "local cluster", "n_workers": n_workers,
-                           "processes": processes, "memory_limit_bytes": limit if isinstance(limit, int) else str(limit)}
-        finally:
-            client.close()
-    finally:
-        cluster.close()
-
-
-# ------------------------------------------------------------------------ protection
-
-
-def _protect_thin(client: Any, runner: "_DaskRunner", src: ParquetSource, target: _Target, plan: BlockPlan,
-                  schema: Any, request: ProtectRequest, *, files: OutputSet, progress: Callable[[int], None],
-                  t0: float) -> tuple[list[Any], list[tuple[float, float]], dict[str, Any]]:
-    """The thin Dask client (:mod:`microagg_cli.engines_dask`): workers read their rows,
-    the cuts come from their statistics, parts and output files are made on the workers;
-    the output is staged in ``files`` (committed by the caller). ``request``: the run's
-    options (seed, statistic, part size, bound, the identifier column to regenerate)."""
-    from .protection.block import BlockResult
-
-    seed, id_column = request.run.seed, request.regenerated_id
-
-    spec = ReadSpec(tuple(str(f.resolve()) for f in src.files), tuple(src.rows))
-    run = ThinRun(client, spec, plan, request.run, progress=progress)
-    from distributed import KilledWorker
-
-    try:
-        stats, il_parts, details = run.protect()
-        results = [BlockResult(block, None, None, st) for block, st in zip(run.resolved, stats)]  # type: ignore[arg-type]
-        t_pass1 = time.perf_counter() - t0
-        client_peak = _peak_rss_bytes()
-        t1 = time.perf_counter()
-        wspec = WriteSpec(schema, tuple(tuple(b.columns) for b in plan.blocks), BATCH_ROWS, PARQUET_ROW_GROUP_ROWS,
-                          src.n_rows, int(seed), id_column, HYGIENE_KEY)
-        starts = np.concatenate([[0], np.cumsum(src.rows)]).astype(int).tolist()
-        try:
-            with progress_phase(f"writing {target.path.name}", total=None):
-                if target.is_dataset:
-                    def build(tmp: Path) -> None:
-                        run.write([(str((tmp / name).resolve()), [(spec.files[i], src.rows[i])], starts[i])
-                                   for i, name in enumerate(src.relative_names())], wspec)
-
-                    files.add_folder(target.path, digesting_folder(target.path, build), what="output")
-                else:
-                    def writer_fn(fh: Any) -> None:
-                        # one worker writes the file beside the target; it is copied into the
-                        # output set's temporary file (never held whole in memory) and removed
-                        part = temp_beside(target.path)
-                        try:
-                            run.write([(str(part.resolve()), list(zip(spec.files, src.rows)), 0)], wspec)
-                            with open(part, "rb") as fin:
-                                for chunk in iter(lambda: fin.read(1 << 20), b""):
-                                    fh.write(chunk)
-                        finally:
-                            with contextlib.suppress(FileNotFoundError):
-                                os.unlink(part)
-
-                    files.add_file(target.path, digesting(target.path, writer_fn), what="output")
-        except BaseException:
-            files.discard()
-            raise
-        info = runner.describe()
-    except KilledWorker:
-        raise InvalidParameterError(
-            "Dask workers died while protecting a part (out of memory?); use a smaller --partition-size "
-            "or give the workers more memory; nothing was written"
-        ) from None
-    finally:
-        run.release()
-    info.update(mode="workers read their rows and write the output", client_peak_rss_bytes=client_peak,
-                pass1_seconds=t_pass1, pass2_seconds=time.perf_counter() - t1, thin=details)
-    return results, il_parts, info
-
-
 def protect_stream(
     input: str | Path,
     output: str | Path,
@@ -803,14 +585,14 @@ def protect_stream(
     with contextlib.ExitStack() as stack:
         if engine == "dask":
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
-            runner: Any = _DaskRunner(client, description)
+            runner: Any = DaskRunner(client, description)
             if thin is None and not workers_can_open(client, tuple(str(f.resolve()) for f in src.files)):
                 thin = "the workers cannot open the input files (no shared file system)"
         else:
             runner = LocalRunner()
         if engine == "dask" and thin is None:
-            results, il_parts, engine_info = _protect_thin(client, runner, src, target, plan, schema, request,
-                                                           files=files, progress=tick, t0=t0)
+            results, il_parts, engine_info = protect_thin(client, runner, src, target, plan, schema, request,
+                                                          files=files, progress=tick, t0=t0, batch_rows=BATCH_ROWS)
         else:
             results, il_parts = protect_blocks(StreamColumns(src), plan, run, runner=runner, progress=tick)
             engine_info = runner.describe()
@@ -818,7 +600,7 @@ def protect_stream(
                 engine_info["mode"] = "client reads the rows and ships them to the workers"
                 engine_info["mode_reason"] = thin
     if thin is not None or engine != "dask":
-        engine_info["client_peak_rss_bytes"] = _peak_rss_bytes()
+        engine_info["client_peak_rss_bytes"] = peak_rss_bytes()
         engine_info["pass1_seconds"] = time.perf_counter() - t0
 
         # pass 2: every column, batch by batch
@@ -871,7 +653,7 @@ def _check_engine(request: ProtectRequest) -> str:
     if engine not in ENGINES:
         raise InvalidParameterError(f"unknown engine {engine!r} (use {' or '.join(ENGINES)})")
     if engine == "dask":
-        _import_distributed()
+        import_distributed()
     elif request.scheduler is not None:
         raise InvalidParameterError("--scheduler needs --engine dask")
     return engine

@@ -147,6 +147,8 @@ def test_the_cycle_finder_finds_a_cycle():
     ("microagg_cli.blocking", ("microagg_cli.api", "microagg_cli.protection", "microagg_cli.evaluation",
                                "microagg_cli.comparison", "microagg_cli.engines")),
     ("microagg_cli.comparison", ("microagg_cli.api", "microagg_cli.commands")),
+    # the Dask engine sits below the streaming engine that chooses it
+    ("microagg_cli.engines_dask", ("microagg_cli.api", "microagg_cli.engines", "microagg_cli.commands")),
     ("microagg_cli.blocks_advice", ("microagg_cli.api", "microagg_cli.commands", "microagg_cli.comparison")),
     # measures judge partitions and never make them (the CG bound's polish lives with its caller)
     ("microagg_cli.metrics", ("microagg_cli.methods", "microagg_cli.protection", "microagg_cli.api")),

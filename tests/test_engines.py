@@ -272,6 +272,35 @@ def test_dask_missing_is_a_one_line_parameter_error(tmp_path, monkeypatch):
                           "pip install 'microagg-cli[dask]'\n")
 
 
+def test_protect_without_engine_dask_never_imports_dask(tmp_path):
+    """Dask is installed here, but a plain ``sdc protect`` and ``--engine local`` (whose
+    module imports the ``engines_dask`` package) must not load it."""
+    import subprocess
+
+    df = _frame(200)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    _write(df, tmp_path / "in.parquet")
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from microagg_cli.cli import cli\n"
+        "for extra in ([], ['--engine', 'local', '--partition-size', '50']):\n"
+        "    res = CliRunner().invoke(cli, ['protect', sys.argv[1], '-o', sys.argv[2] + str(len(extra)) + '.parquet',\n"
+        "                                   '-k', '3', '-d', 'hh_id', '-q'] + extra)\n"
+        "    assert res.exit_code == 0, res.output\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
+    )
+    for src in ("in.csv", "in.parquet"):
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path / src), str(tmp_path / f"o-{src}")],
+                             capture_output=True, text=True, check=True)
+        assert out.stdout == "[]\n", out.stderr
+    # the check can fail: --engine dask does load it
+    probe = "import sys\nfrom microagg_cli.engines_dask import import_distributed\nimport_distributed()\n" \
+            "print('distributed' in sys.modules)\n"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout == "True\n"
+
+
 # ---------------------------------------------------------------------------- dask
 
 

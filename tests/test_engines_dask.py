@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import write_parquet
-from microagg_cli import engines, engines_dask, splitting
+from microagg_cli import engines, splitting
+from microagg_cli.engines_dask import thin
 from microagg_cli.blocking import Block, BlockPlan
 from microagg_cli.cli import cli
 from microagg_cli.engines import protect_stream
@@ -56,9 +57,9 @@ def _bytes(path) -> dict[str, bytes]:
 def small_chunks(monkeypatch):
     """Chunks of 64 records, units of 3 chunks, a median ranked once <= 8 candidates remain."""
     monkeypatch.setattr(splitting, "CHUNK_ROWS", 64)
-    monkeypatch.setattr(engines_dask, "UNIT_CHUNKS", 3)
-    monkeypatch.setattr(engines_dask, "CANDIDATES", 8)
-    monkeypatch.setattr(engines_dask, "N_BUCKETS", 3)
+    monkeypatch.setattr(thin, "UNIT_CHUNKS", 3)
+    monkeypatch.setattr(thin, "CANDIDATES", 8)
+    monkeypatch.setattr(thin, "N_BUCKETS", 3)
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +126,10 @@ def test_thin_split_matches_split_indices(small_chunks, threads_cluster):
     Z = np.vstack([rng.normal(size=(500, 3)), np.zeros((300, 3)), rng.integers(0, 3, (400, 3)).astype(float)])
     want = splitting.split_indices(Z, 70, 3)
     client = threads_cluster
-    step = engines_dask.UNIT_CHUNKS * splitting.CHUNK_ROWS
+    step = thin.UNIT_CHUNKS * splitting.CHUNK_ROWS
     starts = list(range(0, Z.shape[0], step))
     Z_u = [client.scatter(Z[a:a + step]) for a in starts]
-    run = engines_dask.ThinRun(client, engines_dask.ReadSpec(("x",), (Z.shape[0],)), BlockPlan(PLAN.blocks[:1]),
+    run = thin.ThinRun(client, thin.ReadSpec(("x",), (Z.shape[0],)), BlockPlan(PLAN.blocks[:1]),
                                RunOptions(seed=0, stat="mean", partition_size=70, bound="off"))
     lab_u, leaves, sizes = run._cut(Z_u, starts, 70)
     labels = np.concatenate(client.gather(lab_u))
@@ -172,7 +173,7 @@ def test_inputs_only_the_client_reads_keep_the_shipping_mode(tmp_path, threads_c
     rep = protect_stream(src, tmp_path / "w.parquet", BlockPlan.single(["a", "b"], k=3), ProtectRequest.build(partition_size=100, weights="w", engine="dask", scheduler=threads_cluster))
     assert rep["engine"]["mode_reason"] == "--weights"
     # workers that cannot open the files get the rows from the client
-    monkeypatch.setattr(engines_dask, "can_open", lambda files: False)
+    monkeypatch.setattr(thin, "can_open", lambda files: False)
     rep = protect_stream(src, tmp_path / "s.parquet", BlockPlan.single(["a", "b"], k=3), ProtectRequest.build(partition_size=100, engine="dask", scheduler=threads_cluster))
     assert rep["engine"]["mode_reason"] == "the workers cannot open the input files (no shared file system)"
 

@@ -54,14 +54,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from . import splitting
-from .request import RunOptions
-from .blocking import Block, BlockPlan
-from .errors import check_k_value
-from .io import Table, file_mode, numeric_matrix
-from .methods import get_method
-from .partition import sse
-from .splitting import (
+from .. import splitting
+from ..request import RunOptions
+from ..blocking import Block, BlockPlan
+from ..errors import check_k_value
+from ..io import Table, file_mode, numeric_matrix
+from ..methods import get_method
+from ..partition import sse
+from ..splitting import (
     axis_of,
     cross_partial,
     exact_sum,
@@ -71,9 +71,9 @@ from .splitting import (
     sort_keys,
     spread_partial,
 )
-from .protection import partitioned
-from .protection.block import BlockResult, block_seed
-from .protection.table import optimality
+from ..protection import partitioned
+from ..protection.block import BlockResult, block_seed
+from ..protection.table import optimality
 
 __all__ = [
     "UNIT_CHUNKS", "CANDIDATES", "THIN_LB_ROWS", "N_BUCKETS", "DIGITS", "ReadSpec", "thin_reason",
