@@ -457,7 +457,7 @@ def sdid(
     ----------
     factor : half-width of the interval in protected sds (sdcMicro's ``k``).
     max_outside : a record is still at risk with up to this many attributes outside
-        their interval. 0 is the spec's "every value"; sdcMicro's ``dRiskWORK`` counts
+        their interval. 0 is "every value" (SDID in sdc-metrics(7)); sdcMicro's ``dRiskWORK`` counts
         records with 0 or 1 attributes outside (``rowSums(...) %in% 0:1``), so use 1
         to reproduce its figures.
 
