@@ -336,6 +336,60 @@ def census_table() -> str | None:
     return CENSUS_RESULTS.read_text(encoding="utf-8").strip("\n")
 
 
+# ---------------------------------------------------------------------------------
+# the README's architecture map: every module of the package, one line each
+
+#: the column where a module's summary starts in the map (nested names start 2 further in
+#: per level, their summaries too)
+MAP_COLUMN = 27
+
+_ABBREVIATIONS = ("al", "e.g", "i.e", "cf", "vs", "etc", "Fig", "No")
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, as plain text, no full stop.
+
+    >>> first_sentence("Partitions: labels, sizes (Hansen et al. 2003).\\n\\nMore.")
+    'Partitions: labels, sizes (Hansen et al. 2003)'
+    >>> first_sentence("The ``sdc`` command\\nline. Second sentence.")
+    'The sdc command line'
+    """
+    import re
+
+    para = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    for m in re.finditer(r"\.(?=\s|$)", para):
+        word = re.search(r"([\w.]*)$", para[: m.start()]).group(1)
+        if word in _ABBREVIATIONS or re.fullmatch(r"[A-Z]", word):
+            continue  # "et al. 2006", "e.g. x", an initial
+        para = para[: m.start()]
+        break
+    return _plain(para).rstrip(".").strip()
+
+
+def _map_lines(folder: Path, level: int) -> list[str]:
+    import ast
+
+    lines = []
+    entries = sorted(p for p in folder.iterdir()
+                     if (p.suffix == ".py" and p.name != "__init__.py")
+                     or (p.is_dir() and (p / "__init__.py").is_file()))
+    for entry in entries:
+        source = entry / "__init__.py" if entry.is_dir() else entry
+        doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""
+        name = "  " * level + entry.name + ("/" if entry.is_dir() else "")
+        width = MAP_COLUMN + 2 * level
+        lines.append(f"{name:<{width - 1}} {first_sentence(doc)}".rstrip())
+        if entry.is_dir():
+            lines += _map_lines(entry, level + 1)
+    return lines
+
+
+def architecture_map() -> str:
+    """The README's architecture map: every module and package of ``microagg_cli`` as
+    it is on disk now, one line each, the line from the docstring's first sentence."""
+    return "```\n" + "\n".join(_map_lines(Path(__file__).resolve().parent, 0)) + "\n```"
+
+
 def refresh_readme(path: str | Path) -> bool:
     """Rewrite the generated sections of README.md; True when something changed."""
     import re
@@ -343,7 +397,8 @@ def refresh_readme(path: str | Path) -> bool:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     new = text
-    sections = [("exit-codes", exit_code_table()), ("methods", method_table())]
+    sections = [("exit-codes", exit_code_table()), ("methods", method_table()),
+                ("architecture", architecture_map())]
     census = census_table()
     if census is not None:
         sections.append(("census-table", census))

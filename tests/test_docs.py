@@ -114,3 +114,42 @@ def test_definition_pages_cover_every_method_and_measure():
     assert "While at least 3k records remain" in methods
     assert "Returns" not in methods and ">>>" not in methods
     assert "LB_NN bounds the IL_SSE of every k\\-partition from below" in metrics
+
+
+# ------------------------------------------------------------ the architecture map
+
+#: the widest line of the map: a module's first sentence is its summary, not its story
+MAP_WIDTH = 140
+
+
+def test_readme_architecture_map_is_the_package_now():
+    block = README.split("<!-- architecture:start -->\n", 1)[1].split("\n<!-- architecture:end -->", 1)[0]
+    assert block == manpages.architecture_map(), "run: python -m microagg_cli.manpages man README.md"
+    # every module and package of the package on disk, each once, nested under its package
+    lines = block.splitlines()[1:-1]
+    listed = []
+    stack: list[str] = []
+    for line in lines:
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.split()[0]
+        stack[depth:] = [name]
+        listed.append("".join(stack))
+    package = ROOT / "microagg_cli"
+    on_disk = sorted(
+        [p.relative_to(package).as_posix() for p in package.rglob("*.py")
+         if p.name != "__init__.py" and "__pycache__" not in p.parts]
+        + [p.parent.relative_to(package).as_posix() + "/" for p in package.rglob("__init__.py")
+           if p.parent != package])
+    assert sorted(listed) == on_disk
+    for line in lines:
+        summary = line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""
+        assert summary and not summary.endswith("."), line
+        assert len(line) <= MAP_WIDTH, f"shorten the first sentence of the docstring: {line}"
+        assert "``" not in summary and ":func:" not in summary and ":mod:" not in summary, line
+
+
+def test_map_line_is_the_first_sentence_of_the_docstring():
+    assert manpages.first_sentence("One (Lin et al. 2010). Two.") == "One (Lin et al. 2010)"
+    assert manpages.first_sentence(":func:`.a.b` and ``c``\nwrapped. Not this.") == "a.b and c wrapped"
+    assert manpages.first_sentence("A summary\n\nthe rest.") == "A summary"
+    assert manpages.first_sentence("Ends with J. Smith's rule.") == "Ends with J. Smith's rule"

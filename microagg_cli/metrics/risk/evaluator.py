@@ -1,5 +1,6 @@
-"""The evaluator shared by all intruder scenarios of one file pair
-(:class:`RiskEvaluator`, its options :class:`RiskOptions`): z-scores, ranks, the PLD
+"""The evaluator shared by all intruder scenarios of one file pair.
+
+The evaluator (:class:`RiskEvaluator`, its options :class:`RiskOptions`): z-scores, ranks, the PLD
 pair table, the interval-disclosure counts and the DLD search state are built once, so
 that evaluating hundreds of scenarios costs little more than one; and the measures of
 one scenario built on it: :func:`dld` (Domingo-Ferrer & Torra 2001), :func:`pld`
