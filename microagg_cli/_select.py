@@ -1,5 +1,6 @@
-"""Quickselect for the compiled kernels (Hoare's FIND; Hoare 1961, Algorithm 65,
-Communications of the ACM 4(7)): the cone index of the fast MDAV
+"""Quickselect for the compiled kernels (Hoare's FIND).
+
+Hoare 1961, Algorithm 65, Communications of the ACM 4(7): the cone index of the fast MDAV
 (:mod:`microagg_cli.methods._cones`) and DLD's k-d trees
 (:mod:`microagg_cli.metrics._risk_kernels`) split at medians with it. It lives below
 both packages so that neither imports the other.

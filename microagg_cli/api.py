@@ -123,7 +123,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         raise InvalidParameterError("--categorical/--ordinal keys are grouped in memory: leave out --engine/"
                                     "--scheduler (and give a file, not a dataset directory)")
     if streamed and str(input) != "-" and not Path(input).is_dir() \
-            and detect_format(input, read.input_format) in STAT_FORMATS:  # #28
+            and detect_format(input, read.input_format) in STAT_FORMATS:  # read whole: no row batches
         raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "
                                     "file is read whole: leave them out (or convert the file to Parquet)")
     if streamed or (str(input) != "-" and Path(input).is_dir()):
@@ -133,7 +133,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     t0 = time.perf_counter()
     in_fmt = detect_format(input, read.input_format)
     out_fmt = detect_format(output, req.output_format)
-    check_writable(out_fmt)  # #28: .sas7bdat cannot be written
+    check_writable(out_fmt)  # .sas7bdat cannot be written (pyreadstat reads it only)
     check_stat(run.stat)
     src = None if str(input) == "-" else Path(input)
     out_path = check_output_path(output, force=req.force, inputs=(src,))
@@ -183,7 +183,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         rep["evaluation"] = evaluate_protected(table, split_plan(plan, run)[0], result, seed=run.seed)
     if dates:  # ... released as dates again
         result.data = release_dates(result.data, dates)
-    statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # #28: codes, storage, weight
+    statfile_report(rep, table.data, result.data, table.fmt, out_fmt)  # SPSS/Stata/SAS: codes, storage, weight
     if coded:  # codes the .rda declares missing, per column and code
         rep["declared_missing"] = {**rep.get("declared_missing", {}), **coded}
     # one transaction: the output and the report appear together or not at all
@@ -215,7 +215,7 @@ def evaluate(original: str | Path, protected: str | Path, *, progress: Any = Non
     """Risk and utility of a protected file against its original (``sdc evaluate``).
 
     Reads both files, matches their rows (by order, or by the identifier column
-    ``key``), computes every measure of the metrics spec over the evaluated columns
+    ``key``), computes every measure of sdc-metrics(7) over the evaluated columns
     (:func:`microagg_cli.metrics.evaluate_arrays`), writes the JSON ``report`` and the
     self-contained ``html`` report (atomically), then checks the ``gates``.
 
@@ -302,7 +302,7 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     rep = evaluate_tables(orig, prot, req, progress=progress)
     rep["timing"] = {"seconds": time.perf_counter() - t0}
     rep["audit"] = audit.trail(t0, files=[audit.read_entry(protected, "protected (read)", rep["protected"])])
-    # the page first: its size and SHA-256 go into the JSON's audit files (#20)
+    # the page first: its size and SHA-256 go into the JSON's audit files (a reviewer can match the page to the report)
     page = attach_html(rep, html, render_html(rep)) if html_path is not None else None
     # one transaction; a report holding original values (--internal) is private (0600)
     with OutputSet(force=force) as files:

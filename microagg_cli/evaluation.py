@@ -283,7 +283,7 @@ def measure(
     per_scenario: bool = True,
     progress: Any = None,
 ) -> dict[str, Any]:
-    """Every measure of the metrics spec on two matrices: the scenario rules of ``sdc``
+    """Every measure of sdc-metrics(7) on two matrices: the scenario rules of ``sdc``
     (:func:`scenario_sampling`, the run seed) around :func:`microagg_cli.metrics.evaluate_arrays`."""
     max_all, sample = scenario_sampling(X.shape[1], max_scenarios)
     options = MeasureOptions(
@@ -518,7 +518,7 @@ def evaluate_tables(
     """Risk and utility of ``prot`` against ``orig`` (tables in memory): the report dict.
 
     Matches the rows (by order, or by the identifier column ``key``), chooses the
-    evaluated columns, computes every measure of the metrics spec
+    evaluated columns, computes every measure of sdc-metrics(7)
     (:func:`evaluate_matrices`) and checks the ``gates`` (the result is in
     ``report["gates"]``; :func:`raise_for_gates` turns a failure into
     :class:`ThresholdExceeded`). ``request``: the options of

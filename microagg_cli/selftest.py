@@ -9,7 +9,7 @@ compiled code is checked on the machine that will run it:
 * ``mdav``: the compiled fast MDAV (:func:`.methods._fast_mdav.mdav_fast`) must return
   exactly the partition of the straightforward reference
   (:func:`.methods.fixed_size.mdav_reference`) on 2,500 seeded records with many ties
-  (Domingo-Ferrer & Torra 2005; the tie rule of the methods spec);
+  (Domingo-Ferrer & Torra 2005; ties go to the record that comes first in the input);
 * the other compiled methods: a partition of every record into groups of at least k,
   and for the methods that refine or optimise a start (``ils``, ``mdav-ls``,
   ``optimal-1d``) an SSE never above MDAV's on the same records.

@@ -1,4 +1,4 @@
-"""Input pairs of the frozen ``sdc evaluate`` reports (issue #27).
+"""Input pairs of the frozen ``sdc evaluate`` reports (before the speed-up of the risk measures).
 
 The reports in ``tests/data/evaluate_frozen/`` were written by ``sdc evaluate`` BEFORE
 the speed-up of the risk measures (commit 2832553), from the files this module writes;

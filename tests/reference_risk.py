@@ -1,4 +1,4 @@
-"""FROZEN REFERENCE (issue #27): microagg_cli/metrics/risk.py as it was before the speed-up.
+"""FROZEN REFERENCE (the speed-up must not change a figure): microagg_cli/metrics/risk.py as it was before the speed-up.
 
 The tests check the fast implementation against this one; do not edit it.
 
@@ -7,8 +7,7 @@ Disclosure-risk measures of a protected matrix against its original.
 The intruder knows the original values of a set S of attributes (a *scenario*, a
 tuple of column positions) and tries to link them to the protected file. Every
 function takes the original ``X`` and the protected ``Xp`` as (n, p) float arrays in
-original units, same records in the same order; neither is mutated. Conventions of
-``spec/metrics.md``:
+original units, same records in the same order; neither is mutated. Conventions (sdc-metrics(7)):
 
 - distances use attributes z-scored with the **original's** means and population sds
   (a constant column gets scale 1);
@@ -438,7 +437,7 @@ def sdid(
     ----------
     factor : half-width of the interval in protected sds (sdcMicro's ``k``).
     max_outside : a record is still at risk with up to this many attributes outside
-        their interval. 0 is the spec's "every value"; sdcMicro's ``dRiskWORK`` counts
+        their interval. 0 is "every value" (SDID in sdc-metrics(7)); sdcMicro's ``dRiskWORK`` counts
         records with 0 or 1 attributes outside (``rowSums(...) %in% 0:1``), so use 1
         to reproduce its figures.
 

@@ -88,7 +88,7 @@ def _instances(count: int, seed: int):
             Z = rng.integers(0, 3, size=(n, 2)).astype(float)
         else:  # clusters of identical points
             Z = np.repeat(rng.normal(size=(n // 2 + 1, 2)), 2, axis=0)[:n]
-        yield n, k, zscore(Z)[0]  # the spec's scale: LB_NN z-scores its input
+        yield n, k, zscore(Z)[0]  # the measures' scale: LB_NN z-scores its input
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -208,7 +208,7 @@ def test_cli_evaluate_bound_cg(tmp_path):
     assert s["cg_seconds"] >= 0
     cg = rep["measures"]["utility"]["cg_bound"]
     assert len(cg["lb_cg"]["per_block"]) == 1 and cg["cg_status"]["per_block"] == ["optimal"]
-    # against the exhaustive optimum on the spec's z-scale
+    # against the exhaustive optimum on the measures' z-scale
     Z = zscore(X)[0]
     assert s["lb_cg"] <= 100 * _optimum(Z, 3) / sst(Z) + 1e-9
     # the default stays LB_NN only

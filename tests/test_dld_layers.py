@@ -1,4 +1,4 @@
-"""DLD by layers of scenarios (issue #27): margins, memos and the parents' beaters only
+"""DLD by layers of scenarios: margins, memos and the parents' beaters only
 decide whether a search runs, never a result.
 
 Every scenario's DLD must equal the frozen reference (``tests/reference_risk.py``)

@@ -1,4 +1,4 @@
-"""The thin Dask client (#31): workers read their rows, the cuts come from their
+"""The thin Dask client: workers read their rows, the cuts come from their
 statistics, parts and files are written on the workers; same bytes as ``--engine local``.
 
 Small data with small chunks and units (monkeypatched) so that the chunk rule, the

@@ -1,4 +1,4 @@
-"""The fast risk measures of issue #27 against the implementation before it.
+"""The fast risk measures against the implementation before it.
 
 ``tests/reference_risk.py`` is ``metrics/risk.py`` as it was; on randomised cases with
 ties, duplicate rows, constant columns and strata-like blocks every scenario's

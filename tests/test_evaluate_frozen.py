@@ -1,4 +1,4 @@
-"""``sdc evaluate`` reproduces the reports frozen before the speed-up of issue #27.
+"""``sdc evaluate`` reproduces the reports frozen before the speed-up of the risk measures.
 
 The inputs (ties, duplicate rows, a constant column, strata-like blocks, additive
 noise; CSV and Parquet) are written by ``tests/reference_evaluate_cases.py``; the

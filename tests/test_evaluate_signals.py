@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during ``sdc evaluate`` (issue #27): the run ends within about
+"""Ctrl-C and SIGTERM during ``sdc evaluate``: the run ends within about
 a second with exit code 130 / 143, whatever it is doing (PLD pair table, EM, k-d tree
 searches in the scenario threads), and writes nothing."""
 

@@ -1,6 +1,6 @@
 """Fixed-size heuristics: mdav-classic, md, cbfs, tfrp, multidsort and rmd.
 
-Hand-worked partitions (worked out from the spec, including ties and leftovers),
+Hand-worked partitions (worked out from the definitions in sdc-methods(7), including ties and leftovers),
 the Census reference figures, the lower bound LB_NN, md against a straightforward
 O(n^3) reference, and property tests of the size invariants.
 """

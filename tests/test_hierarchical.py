@@ -18,7 +18,7 @@ from microagg_cli.partition import group_sizes, information_loss
 from conftest import CENSUS_LB_NN
 
 # ----------------------------------------------------------------------------------
-# A literal, O(n^3) reference of the spec (every allowed pair scanned at every merge).
+# A literal, O(n^3) reference of the definition (sdc-methods(7)) (every allowed pair scanned at every merge).
 # ----------------------------------------------------------------------------------
 
 
@@ -104,7 +104,7 @@ def assert_constraint(events, k):
 
 
 # ----------------------------------------------------------------------------------
-# Hand-worked cases (derived from the spec by hand; comments show the arithmetic).
+# Hand-worked cases (derived from the definition by hand; comments show the arithmetic).
 # ----------------------------------------------------------------------------------
 
 

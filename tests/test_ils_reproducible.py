@@ -57,7 +57,7 @@ def test_ils_same_bytes_under_load_fixed_iterations(tmp_path):
 
 @pytest.mark.slow
 def test_ils_same_bytes_under_load_with_default_parameters(tmp_path):
-    """The acceptance test of issue #20 (default parameters: about 25 s of CPU)."""
+    """Reproducibility of ``ils`` at its default parameters (about 25 s of CPU)."""
     (a, ra), (b, _rb) = protect_twice(tmp_path)
     assert a == b
     assert ra["blocks"][0]["params"] == {} or "time_budget" not in ra["blocks"][0]["params"] \

@@ -19,8 +19,11 @@ PAGES = manpages.render_pages()
 def test_page_sections_in_man_pages_order(name):
     text = PAGES[name]
     heads = re.findall(r"^\.SH (.+)$", text, flags=re.M)
-    assert heads[:3] == ["NAME", "SYNOPSIS", "DESCRIPTION"]
-    assert heads[-2:] == ["EXIT STATUS", "SEE ALSO"]  # SEE ALSO last
+    if name.endswith(".7"):  # the definition pages: no command, so no synopsis or exit status
+        assert heads[:2] == ["NAME", "DESCRIPTION"] and heads[-1] == "SEE ALSO"
+    else:
+        assert heads[:3] == ["NAME", "SYNOPSIS", "DESCRIPTION"]
+        assert heads[-2:] == ["EXIT STATUS", "SEE ALSO"]  # SEE ALSO last
     assert "((" not in text
     name_line = text.split(".SH NAME\n", 1)[1].splitlines()[0]
     stem = name[:-2]
@@ -55,3 +58,41 @@ def test_preset_names_and_report_kinds_complete():
 
     assert complete("sdc compare in.csv --preset ") == list(PRESETS)
     assert complete("sdc schema ") == ["protect", "evaluate", "blocks", "compare", "roles"]
+
+
+def test_definition_pages_are_section_7_and_installed():
+    assert {"sdc-methods.7", "sdc-metrics.7"} <= set(PAGES)
+    for name in ("sdc-methods.7", "sdc-metrics.7"):
+        assert PAGES[name].startswith(f'.TH "{name[:-2].upper()}" "7" ')
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"share/man/man7" = ["man/*.7"]' in pyproject
+    # every section-7 page names the other one and the commands that use it
+    assert "\\fBsdc\\-metrics\\fR(7)" in PAGES["sdc-methods.7"]
+    assert "\\fBsdc\\-methods\\fR(7)" in PAGES["sdc-metrics.7"]
+
+
+def test_method_definition_leaves_out_the_programmers_sections():
+    sections = manpages._doc_sections("""Lead line.
+
+    Body text.
+
+    Parameters
+    ----------
+    X : array.
+
+    Notes
+    -----
+    A note.
+
+    References
+    ----------
+    Smith, J. (2001). A paper. Journal 1(2).
+    Doe, J. & Roe, R. (2002). Another
+    paper. Journal 3.
+    """)
+    assert sections[""] == "Lead line.\n\nBody text."
+    assert sections["Notes"] == "A note."
+    assert manpages._references(sections["References"]) == [
+        "Smith, J. (2001). A paper. Journal 1(2).", "Doe, J. & Roe, R. (2002). Another paper. Journal 3."]
+    assert manpages._plain(":func:`.merge_split.merge_split` with ``refine``") == "merge_split.merge_split with refine"
+    assert manpages._troff_text("1. one\n   more\n2. two") == '.IP "1." 4\none more\n.IP "2." 4\ntwo'

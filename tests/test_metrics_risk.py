@@ -493,7 +493,7 @@ def test_metrics_registry_contract(rng):
     assert np.array_equal(X, Xc) and np.array_equal(Xp, Xpc)
 
 
-# ---------------------------------------------------------------- PLD at scale (#27)
+# ---------------------------------------------------------------- PLD at scale
 
 
 def test_sampled_pld_with_every_original_is_the_exact_pld(rng):

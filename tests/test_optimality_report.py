@@ -1,4 +1,4 @@
-"""The protect report's lower bound LB_NN and optimality gap (metrics spec, issue #8)."""
+"""The protect report's lower bound LB_NN and optimality gap (sdc-metrics(7))."""
 
 from __future__ import annotations
 

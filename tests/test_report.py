@@ -165,7 +165,7 @@ def test_terminal_summary_fits_80_columns(rep):
     assert "gate --min-kprime 5" in text and "FAIL" in text
 
 
-# ------------------------------------------------------------------ fixed defects (#17)
+# ------------------------------------------------------------------ fixed defects
 
 
 def _text_of(html: str) -> str:
@@ -253,7 +253,7 @@ def test_svg_place_moves_a_label_off_a_taken_spot():
     assert "<line" in svg.close()  # a label moved further out has a leader line to its point
 
 
-# ----------------------------------------------------------- certified bound (#19)
+# ----------------------------------------------------------- certified bound
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +308,7 @@ def test_protect_summary_points_to_the_certified_bound(tmp_path):
     assert "LB_NN" in text and "sdc evaluate ORIGINAL PROTECTED --bound cg" in text
 
 
-# ----------------------------------------------------------- the page's hash (#20)
+# ----------------------------------------------------------- the page's hash
 
 
 def test_attach_html_adds_the_pages_bytes_to_the_audit_files():

@@ -1,4 +1,4 @@
-"""#30: one request object per command: defaults written once (the click options read
+"""One request object per command: defaults written once (the click options read
 them), validated when built, carried whole; the reports are made from it."""
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def test_evaluate_report_parameters_come_from_the_request(tmp_path):
     assert frames.evaluate_frame is not None
 
 
-# ---------------------------------------------------------------- acceptance (#30)
+# ---------------------------------------------------------------- acceptance
 
 #: the click commands take one parameter per option
 NOT_CHECKED = ("commands/",)

@@ -24,7 +24,8 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: with its version: edit a schema, bump its version (MINOR: a field added; MAJOR: removed,
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
-    "protect": ("1.4", "b2f8bd1899cf0352ca1af0c386c0fa6884118035add36fb62d0fa1e502425add"),
+    # 1.4 unchanged: only descriptions changed (issue numbers left out; no field changed)
+    "protect": ("1.4", "0de984f00c1e25575af77acba5abb1b8b0a58d784752f896cf0c766ba7ec90ce"),
     "evaluate": ("1.3", "7e345c3efe9df65a04f53f95122301b168813d5e249aeee9dbda5a7693eaebc4"),
     "compare": ("1.3", "3667b47ce2617436796532ca54b33883bb9b31c24295b68a513ec9ddbe3d2667"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),

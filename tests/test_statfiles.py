@@ -1,4 +1,4 @@
-"""SPSS, Stata and SAS files in and out (#28): labels, value labels, formats, declared
+"""SPSS, Stata and SAS files in and out: labels, value labels, formats, declared
 missing codes (read as missing, never averaged, written back), bad files, speed."""
 
 from __future__ import annotations

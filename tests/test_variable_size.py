@@ -17,7 +17,7 @@ from microagg_cli.partition import canonical_labels, group_sizes, information_lo
 
 
 def ref_vmdav(X, k, gamma):
-    """The spec read literally: everything recomputed from scratch at every step."""
+    """The definition (sdc-methods(7)) read literally: everything recomputed from scratch at every step."""
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
     dist = lambda i, j: float(np.sqrt(((X[i] - X[j]) ** 2).sum()))  # noqa: E731

@@ -15,7 +15,7 @@ from ._options import check_delimiter, field_option, split_quoted
 from ..request import EvaluateRequest as E
 
 from ..errors import InvalidParameterError
-from ..statfiles import INPUT_FORMATS  # #28
+from ..statfiles import INPUT_FORMATS  # SPSS, Stata and SAS files too
 from ..metrics import GATE_ORDER, METRICS
 
 __all__ = [

@@ -14,7 +14,7 @@ import click
 from ..errors import InvalidParameterError
 from ..request import ProtectRequest, help_text
 from ..request import default as field_default
-from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # #28
+from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # SPSS, Stata and SAS files too
 
 __all__ = ["field_option", "encoding_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list", "split_quoted",
            "stderr_console", "complete_method", "complete_method_list"]
@@ -23,7 +23,7 @@ __all__ = ["field_option", "encoding_option", "plain_output", "check_delimiter",
 def field_option(request: type, name: str, *decls: str, **kwargs: Any) -> Callable:
     """A click option for field ``name`` of a request class (:mod:`microagg_cli.request`):
     its default and (unless ``help`` is given, for a command's own wording) its help text
-    come from the field, so that a default is written once (#30)."""
+    come from the field, so that a default is written once and the CLI cannot disagree with the library."""
     kwargs.setdefault("default", field_default(request, name))
     kwargs.setdefault("help", help_text(request, name))
     return click.option(*decls, **kwargs)

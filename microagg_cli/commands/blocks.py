@@ -8,7 +8,7 @@ import click
 
 from .. import blocking, report
 from ..errors import ThresholdExceeded
-from ..statfiles import INPUT_FORMATS  # #28
+from ..statfiles import INPUT_FORMATS  # SPSS, Stata and SAS files too
 from ..request import BlocksRequest
 from ..request import BlocksRequest as B
 from ._options import check_delimiter, field_option, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options

@@ -9,7 +9,7 @@ import click
 from .. import api
 from .. import comparison, interrupts, report
 from ..errors import InvalidParameterError
-from ..statfiles import INPUT_FORMATS  # #28
+from ..statfiles import INPUT_FORMATS  # SPSS, Stata and SAS files too
 from ..request import CompareRequest
 from ..request import CompareRequest as C
 from ._common_eval import parse_known, parse_weights

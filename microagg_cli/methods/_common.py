@@ -1,7 +1,8 @@
 """Geometry helpers shared by the distance-based methods (numpy only).
 
 All helpers break ties by position, so that callers that keep records in input order
-get the spec's rule "the record that comes first in the input wins".
+get the rule of every method (sdc-methods(7)): "the record that comes first in the input wins",
+so that a run is reproducible from the input alone.
 """
 
 from __future__ import annotations

@@ -736,7 +736,7 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
 
     The paper reports IL = 2.0954 at k=3 on the Census file. That figure cannot be
     a z-scored IL: it is below LB_NN = 3.4438, a valid lower bound on the IL of *any*
-    3-partition of Census. This implementation of the specification measures
+    3-partition of Census. This implementation of the paper's description measures
     IL = 6.4644 at k=3 (k=5: 10.6954, k=10: 16.4242). The paper's figure matches
     raw units instead: run on the unstandardised Census values (distances in raw
     units) and measured on them (IL = 100 * ||X - X'||^2 / ||X - mean(X)||^2, the

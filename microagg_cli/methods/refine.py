@@ -393,7 +393,7 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
     alone); 1,000,000 (the default, :data:`ILS_ITERATIONS`) IL = 4.6926 / 6.0414 /
     7.2691 / 11.3495 at k = 3 / 4 / 5 / 10 (k=3 in 25-64 s depending on the load,
     k=10 several minutes; more iterations are not always better for one seed: the
-    cooling is slower; benchmarks/methods_census.py). Issue #8 asked for 11.30 at k=10 in 120 s: not reached; both searches
+    cooling is slower; benchmarks/methods_census.py). The target was 11.30 at k=10 in 120 s: not reached; both searches
     level off near 11.34 (11.343 after 4 million kicks, 4 minutes), and on their
     results no move, swap, 3-cycle, move-swap chain, optimal re-split of two
     neighbouring groups or reassignment to fixed centroids improves

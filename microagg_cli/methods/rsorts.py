@@ -298,8 +298,8 @@ def pppca(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> n
     Notes
     -----
     O(n m p + n m) for m = min(n, 1000) candidate directions (medians in linear
-    time), memory in chunks of about 32 MB. The spec also allows the grid algorithm
-    of Croux, Filzmoser & Oliveira (2007); the candidate search is what sdcMicro runs.
+    time), memory in chunks of about 32 MB. The grid algorithm of Croux, Filzmoser &
+    Oliveira (2007) would also do; the candidate search is what sdcMicro runs (parity).
 
     References
     ----------

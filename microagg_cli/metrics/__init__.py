@@ -1,6 +1,6 @@
-"""Risk and utility measures (numpy/scipy only); see ``spec/metrics.md``.
+"""Risk and utility measures (numpy/scipy only), defined in sdc-metrics(7).
 
-:func:`evaluate_arrays` computes every measure of the spec for an original matrix and
+:func:`evaluate_arrays` computes every measure of :data:`METRICS` for an original matrix and
 its protected version and returns a JSON-ready nested dict (plain Python types, None
 for "not computed"). :data:`METRICS` lists every headline measure with its unit,
 direction, place in that dict and reference; the CLI, the report and the docs read it.
@@ -189,7 +189,7 @@ def _check_pair(X: Any, Xp: Any) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class MeasureOptions:
-    """The options of :func:`evaluate_arrays` (defaults written once, here; #30); the
+    """The options of :func:`evaluate_arrays` (defaults written once, here, so that the library, the CLI and the reports cannot disagree); the
     risk evaluator's own options are the nested :class:`~microagg_cli.metrics.risk.RiskOptions`
     (whose ``k`` is this ``k``). Fields as in :func:`evaluate_arrays`'s parameters."""
 
@@ -233,7 +233,7 @@ def evaluate_arrays(
     progress: Callable[[int, int], None] | None = None,
     **changes: Any,
 ) -> dict[str, Any]:
-    """Every risk and utility measure of ``spec/metrics.md`` for one file pair.
+    """Every risk and utility measure of sdc-metrics(7) for one file pair.
 
     Parameters
     ----------
@@ -265,8 +265,8 @@ def evaluate_arrays(
         ``dld_seed``, with a 95 % error bound per scenario (``dld_bound``).
     id_percents : the interval sizes of ID(p), percent.
     sdid_factor : SDID half-width in protected sds.
-    sdid_max_outside : attributes allowed outside their SDID interval (0 = the spec's
-        "every value"; 1 reproduces sdcMicro's dRiskWORK).
+    sdid_max_outside : attributes allowed outside their SDID interval (0 = every value
+        within its interval, the definition in sdc-metrics(7); 1 reproduces sdcMicro's dRiskWORK).
     partition_based : report the optimality gap (needs ``k``); False for methods that
         do not partition records.
     per_scenario : include the per-scenario list (the summaries are always there).
@@ -553,6 +553,8 @@ class MetricSpec:
     digits : decimals shown in tables.
     formula : the definition as one line of text (the reports' "formulas").
     gate : the release gate of ``sdc evaluate`` on this measure, or None.
+    notes : why the definition holds or how it is computed, for sdc-metrics(7)
+        (e.g. the proof that LB_NN is a lower bound).
     """
 
     name: str
@@ -569,6 +571,7 @@ class MetricSpec:
     digits: int = 2
     formula: str = ""
     gate: GateSpec | None = None
+    notes: str = ""
 
 
 @dataclass(frozen=True)
@@ -611,6 +614,15 @@ _TM = ("Templ & Meindl (2008), Robust statistics meets SDC: new disclosure risk 
        "continuous microdata masking, PSD 2008, LNCS 5262")
 _MS_DF = ("Mateo-Sanz & Domingo-Ferrer (1998), A comparative study of microaggregation "
           "methods, Questiio 22(3)")
+
+#: Why LB_NN is a lower bound (sdc-metrics(7) prints it).
+_LB_NN_PROOF = ("The SSE of a group g of m >= k records is 1/(2m) times the sum of squared distances over "
+                "the ordered pairs of g; each record's m-1 partners are on average at least as far as its k-1 "
+                "nearest neighbours among all records, and (m-1)/m >= (k-1)/k, so every group's SSE is at least "
+                "1/(2k) times its records' sums of squared distances to their k-1 nearest neighbours. Summed "
+                "over the groups, LB_NN bounds the IL_SSE of every k-partition from below, the optimal one "
+                "included; the nearest neighbours come from a k-d tree, O(n log n) for a fixed number of "
+                "attributes.")
 
 _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("il_sse", "utility", "100 * SSE / SST on z-scores (the microaggregation IL)",
@@ -691,12 +703,13 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("lb_nn", "utility",
                "lower bound on IL_SSE of any k-partition (k-1 nearest neighbours)",
                "percent", "lower", "utility.optimality.lb_nn.overall",
-               "this project (see spec/metrics.md)",
+               "this project (the proof is in sdc-metrics(7))",
                func=lambda X, Xp, k=3: lb_nn(X, k), params=("k",), identity=None,
                heading="LB_NN", digits=4, formula="LB_NN = 100 * (1/(2k)) * sum_i sum_{l=1..k-1} d^2(z_i, l-th nearest neighbour) / "
-               "SST (a lower bound on IL_SSE of any k-partition); gap = IL_SSE - LB_NN"),
+               "SST (a lower bound on IL_SSE of any k-partition); gap = IL_SSE - LB_NN",
+               notes=_LB_NN_PROOF),
     MetricSpec("optimality_gap", "utility", "IL_SSE - LB_NN (percentage points)", "percent",
-               "lower", "utility.optimality.gap.overall", "this project (see spec/metrics.md)",
+               "lower", "utility.optimality.gap.overall", "this project (LB_NN in sdc-metrics(7))",
                func=lambda X, Xp, k=3: optimality_gap(X, Xp, k)["gap"]["overall"],
                params=("k",), identity=None,
                heading="gap", digits=4),

@@ -463,7 +463,7 @@ def _smoothed_bounds(D: np.ndarray, nnp: np.ndarray, u: np.ndarray, k: int, fina
     the duals of outlying records are so large that the branch and bound cannot
     prove their groups' reduced costs), the bound is evaluated at
     u(lam) = lam u + (1 - lam) u0 instead, u0_i = nnp_i(k-1) / (2k) (record i's
-    share of LB_NN: every group has rc >= 0 at u0, see the spec's proof of LB_NN).
+    share of LB_NN: every group has rc >= 0 at u0, see the proof of LB_NN in sdc-metrics(7)).
     Smaller lam: an easier pricing but a smaller sum of duals. Any vector gives a
     valid bound (:func:`lagrangian_bound`), so the search over lam only chooses the
     best one certified before ``final``: lam = 0.9, then 0.95 and up by 0.05 while
@@ -672,7 +672,7 @@ def cg_lower_bound(
         delta = 0.5 * float(np.abs(center).mean()) + 1e-9
         delta_min = 1e-3 * delta
 
-    # LB_NN (spec) in SSE units is also a valid bound; the result is the larger one
+    # LB_NN (sdc-metrics(7)) in SSE units is also a valid bound; the result is the larger one
     # (relative rounding of n(k-1) non-negative terms is < n k eps < 1e-9 for n <= MAX_ROWS)
     lbnn = float(nnp[:, k - 1].sum()) / (2.0 * k) * (1.0 - 1e-9) if n >= k else 0.0
     best_lb = max(0.0, lbnn)

@@ -1,5 +1,6 @@
-"""Group statistics before and after protection: per group, n, means, medians and
-weighted totals of each protected column and their relative change.
+"""Group statistics before and after protection, and their relative change.
+
+Per group: n, means, medians and weighted totals of each protected column.
 
 The publication-table view of utility (sdcMicro's ``summary.micro`` and the tables a
 statistical office releases): does protection keep the means and totals of each

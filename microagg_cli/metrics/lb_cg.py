@@ -29,7 +29,7 @@ def cg_bound_blocks(
     labels: Sequence[np.ndarray | None] | None = None,
     time_limit: float | None = 600.0,
 ) -> dict[str, Any]:
-    """lb_cg per block and overall, on the spec's z-scale (original means, population sds).
+    """lb_cg per block and overall, on the z-scale of every measure (original means, population sds).
 
     Parameters
     ----------

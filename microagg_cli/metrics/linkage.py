@@ -1,5 +1,6 @@
-"""One-to-one record linkage: the share of records an intruder links correctly when
-every protected record may be claimed by one original only.
+"""One-to-one record linkage: the share of records an intruder links correctly.
+
+Every protected record may be claimed by one original only.
 
 DLD (:func:`microagg_cli.metrics.risk.dld`) links each original to its nearest
 protected record, so several originals may claim the same one. An intruder holding

@@ -2,7 +2,8 @@
 
 Every function takes the original ``X`` and the protected ``Xp`` as (n, p) float
 arrays (same records in the same order, original units) and never mutates them.
-Conventions of ``spec/metrics.md``: z-scores use the **original's** means and
+
+Conventions of every measure: z-scores use the **original's** means and
 population standard deviations (a constant column gets scale 1); covariances use the
 divisor n; where a division by zero could occur the cell is skipped and the number of
 skipped cells is returned next to the value (``value`` is ``None`` when every cell was
@@ -219,7 +220,7 @@ def il_score(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
     - IL5: mean over the p(p-1)/2 pairs i < j of |r_ij - r'_ij| (pairs where a column is
       constant in the original or the protected file have no correlation: skipped);
     - IL_score = 100 * mean of the defined terms, each capped at 1 (with all five
-      defined this is the spec's sum / 5).
+      defined this is Domingo-Ferrer & Torra's sum / 5).
 
     Returns
     -------

@@ -337,7 +337,7 @@ def protect_array(
 
 
 def il_sse_observed(X: np.ndarray, Xp: np.ndarray) -> float | None:
-    """IL_SSE over the cells observed in both (the metrics spec's IL_SSE when complete)."""
+    """IL_SSE over the cells observed in both (IL_SSE of sdc-metrics(7) when complete)."""
     if not np.isnan(X).any() and not np.isnan(Xp).any():
         return il_sse(X, Xp)
     Z, mean, scale = nan_zscore(X)

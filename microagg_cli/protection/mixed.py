@@ -1,5 +1,7 @@
-"""Mixed microaggregation in the block loop: categorical and ordinal keys grouped with
-the continuous columns of one block, and released as each group's mode / median.
+"""Mixed microaggregation in the block loop: categorical and ordinal keys with the rest.
+
+Categorical and ordinal keys are grouped with the continuous columns of one block, and
+released as each group's mode / median.
 
 The keys are read once (:func:`read_keys`: integer codes, the first record holding each
 category), join exactly one block of the plan (:func:`split_plan`), are grouped with

@@ -1,5 +1,6 @@
-"""The partitioned mode (``--partition-size``) and its runners: a block too large for
-one exact run is cut into locality-preserving parts, each protected on its own.
+"""The partitioned mode (``--partition-size``) and its runners.
+
+A block too large for one exact run is cut into locality-preserving parts, each protected on its own.
 
 A part is split off along principal axes (:func:`microagg_cli.splitting.split_indices`)
 so that records grouped together stay neighbours; every part keeps the scaling of its

@@ -560,7 +560,7 @@ def _seconds(x: float) -> str:
 
 def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float = 0.0,
                bound: str = default(RunOptions, "bound")) -> dict[str, Any]:
-    """LB_NN of a block's records (metrics spec) and the gap IL_SSE - LB_NN.
+    """LB_NN of a block's records (sdc-metrics(7)) and the gap IL_SSE - LB_NN.
 
     LB_NN bounds the IL_SSE of *every* k-partition of the block's records (strata only
     make the best achievable IL larger), so the gap is how far the method can at most

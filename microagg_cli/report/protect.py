@@ -75,7 +75,7 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
 
 
 def _print_statfile(rep: dict[str, Any], console: Any) -> None:
-    """SPSS/Stata/SAS files (#28): declared missing codes, storage changes, the weight variable."""
+    """SPSS/Stata/SAS files: declared missing codes, storage changes, the weight variable."""
     from ..statfiles import code_written_back
 
     out_fmt = rep["output"].get("format", "")

@@ -1,5 +1,7 @@
-"""Every column's role for ``sdc protect``: options and plan, declarations, the
-default run's refusal, and the request's fields."""
+"""Every column's role for ``sdc protect``.
+
+From the options and the plan and the declarations; the default run's refusal, and the
+request's fields."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Real anonymity of a protected file over an attribute set: k' (records per class of
-identical protected rows), the smallest class and the share of records in classes
+"""Real anonymity k' of a protected file over an attribute set.
+
+k' is the number of records per class of identical protected rows; with it come the
+smallest class and the share of records in classes
 smaller than k, with the exact row classes (:class:`RowClasses`) that the DLD search
 also uses to merge identical rows (Domingo-Ferrer, J. & Torra, V. (2005), Ordinal,
 continuous and heterogeneous k-anonymity through microaggregation, Data Mining and

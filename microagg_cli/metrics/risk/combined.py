@@ -1,5 +1,6 @@
-"""The combined figures of an evaluation: the disclosure risk DR = 0.25 DLD + 0.25 PLD +
-0.5 ID and the overall score = 0.5 IL_score + 0.5 DR (lower is better), weights
+"""The combined figures of an evaluation: the disclosure risk DR and the score.
+
+DR = 0.25 DLD + 0.25 PLD + 0.5 ID and the overall score = 0.5 IL_score + 0.5 DR (lower is better), weights
 checked and the formula actually used stated (Domingo-Ferrer, J. & Torra, V. (2001), A
 quantitative comparison of disclosure control methods for microdata, in
 Confidentiality, Disclosure and Data Access, North-Holland, 111-134).

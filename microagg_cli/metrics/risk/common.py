@@ -1,5 +1,7 @@
-"""What every risk measure shares: the checked pair of matrices, a scenario's sorted
-attribute subset and the ranks of values in the sorted original columns.
+"""What every risk measure shares: checked matrices, attribute subsets, ranks.
+
+The checked pair of matrices, a scenario's sorted attribute subset and the ranks of
+values in the sorted original columns.
 
 A *rank* of a value y in column v is its insertion position into the sorted original
 column, ``R(y) = #{original values < y}`` (numpy ``searchsorted(..., side="left")``):

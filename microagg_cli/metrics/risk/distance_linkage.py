@@ -1,5 +1,6 @@
-"""Distance-based record linkage (DLD): the exact search of every scenario's nearest
-protected rows, scenarios visited by size so that margins kept from one size settle most
+"""Distance-based record linkage (DLD): the exact search of the nearest protected rows.
+
+Every scenario's nearest protected rows are searched exactly, scenarios visited by size so that margins kept from one size settle most
 links of the next without a search (:func:`dld_by_layers`), with compiled k-d trees of
 the distinct protected rows (:class:`BoxTree`) and what all scenarios share
 (:class:`DLDShared`). The measure of one scenario is

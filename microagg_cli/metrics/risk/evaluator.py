@@ -1,5 +1,6 @@
-"""The evaluator shared by all intruder scenarios of one file pair
-(:class:`RiskEvaluator`, its options :class:`RiskOptions`): z-scores, ranks, the PLD
+"""The evaluator shared by all intruder scenarios of one file pair.
+
+The evaluator (:class:`RiskEvaluator`, its options :class:`RiskOptions`): z-scores, ranks, the PLD
 pair table, the interval-disclosure counts and the DLD search state are built once, so
 that evaluating hundreds of scenarios costs little more than one; and the measures of
 one scenario built on it: :func:`dld` (Domingo-Ferrer & Torra 2001), :func:`pld`
@@ -457,7 +458,7 @@ def sdid(
     ----------
     factor : half-width of the interval in protected sds (sdcMicro's ``k``).
     max_outside : a record is still at risk with up to this many attributes outside
-        their interval. 0 is the spec's "every value"; sdcMicro's ``dRiskWORK`` counts
+        their interval. 0 is "every value" (SDID in sdc-metrics(7)); sdcMicro's ``dRiskWORK`` counts
         records with 0 or 1 attributes outside (``rowSums(...) %in% 0:1``), so use 1
         to reproduce its figures.
 

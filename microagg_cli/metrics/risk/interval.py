@@ -1,5 +1,6 @@
-"""Rank-based interval disclosure: the window of ID(p) and the per-attribute counts of
-disclosed values that every scenario sums (Mateo-Sanz, J. M., Sebe, F. &
+"""Rank-based interval disclosure: the window of ID(p) and the disclosed counts.
+
+The per-attribute counts of disclosed values that every scenario sums (Mateo-Sanz, J. M., Sebe, F. &
 Domingo-Ferrer, J. (2004), Outlier protection in continuous microdata masking, PSD 2004,
 LNCS 3050). The measure of one scenario is :func:`~microagg_cli.metrics.risk.interval_disclosure`,
 sdcMicro's dRisk is :func:`~microagg_cli.metrics.risk.sdid` (both built on the

@@ -1,5 +1,6 @@
-"""Probabilistic record linkage (PLD, Fellegi-Sunter with EM): the rank window of
-agreement, the EM fit of the m, u probabilities and the match share
+"""Probabilistic record linkage (PLD, Fellegi-Sunter with EM).
+
+The rank window of agreement, the EM fit of the m, u probabilities and the match share
 (:func:`fellegi_sunter_em`), and the table of agreement patterns of every (original,
 protected) pair counted per original (:class:`PLDTable`), from which every scenario's
 pattern counts and exact best links follow by masking. The measure of one scenario is

@@ -1,5 +1,6 @@
-"""The seeded estimators of PLD and DLD above their exact limits: which originals are
-sampled (:func:`sample_plan`) and the half-width of the sampled share's confidence
+"""The seeded estimators of PLD and DLD above their exact limits.
+
+Which originals are sampled (:func:`sample_plan`) and the half-width of the sampled share's confidence
 interval (:func:`sample_bound`, the empirical Bernstein bound of Maurer, A. & Pontil, M.
 (2009), Empirical Bernstein bounds and sample variance penalization, COLT 2009; without
 replacement it only tightens: Bardenet, R. & Maillard, O.-A. (2015), Concentration
