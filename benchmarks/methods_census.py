@@ -22,7 +22,7 @@ table (running only the rows it needs).
 ``--write`` writes both tables, with a provenance line (date, machine, sdc version,
 command), to ``benchmarks/results/methods_census.md``; the README's census-table
 section is that file, copied in by ``python -m microagg_cli.manpages man README.md``.
-``tests/test_census_table.py`` recomputes the fast rows and fails when a printed
+``tests/project/test_census_table.py`` recomputes the fast rows and fails when a printed
 figure drifts. A full run takes 10-20 minutes (``ils`` runs 1,000,000 iterations per
 search by default, about a minute per k).
 

@@ -72,7 +72,7 @@ _SEP_LINE = re.compile(rb"^sep=([,;\t|])\r?\n")
 _ASCII_WS = " \t\n\r\x0b\x0c"
 # A plain decimal number (after the decimal mark became "."). Every text matching it
 # is parsed by Arrow to the same float as pandas.to_numeric (checked on random texts
-# in tests/test_io_arrow.py); anything else takes the exact slow path.
+# in tests/io/test_arrow_io.py); anything else takes the exact slow path.
 _NUMBER_RE = r"^[+-]?([0-9]{1,25}(\.[0-9]{0,25})?|\.[0-9]{1,25})([eE][+-]?[0-9]{1,3})?$"
 
 

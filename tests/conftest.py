@@ -1,7 +1,13 @@
-"""Shared fixtures: random generators, small matrices, sample files."""
+"""Shared fixtures: random generators, small matrices, sample files.
+
+The tests live in folders by package area (``tests/methods/``, ``tests/metrics/``...); the
+shared helpers (this module, ``method_checks``, ``fuzz_cases``, ``reference_*``) stay here at
+the top of ``tests/``, which is put on ``sys.path`` so that every test imports them by name.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data"
+
+if str(ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests"))
 
 #: Published MDAV reference figures on Census (13 attributes, one block).
 CENSUS_MDAV_IL = {3: 5.6922, 4: 7.4947, 5: 9.0884, 10: 14.1559}

@@ -1,6 +1,6 @@
 """Malformed input for every reader: seed files, byte mutations, and the one check.
 
-Shared by ``tests/test_fuzz_readers.py`` (hypothesis, a bounded number of examples)
+Shared by ``tests/io/test_streams_and_formats.py`` (hypothesis, a bounded number of examples)
 and ``benchmarks/fuzz_readers.py`` (minutes of random cases). The check is what the
 command line does with an input: read it (:func:`microagg_cli.io.read_table`, or
 :func:`microagg_cli.blocking.load_plan` for a plan), then select and parse its columns

@@ -2,7 +2,7 @@
 
 The reports in ``tests/data/evaluate_frozen/`` were written by ``sdc evaluate`` BEFORE
 the speed-up of the risk measures (commit 2832553), from the files this module writes;
-``tests/test_evaluate_frozen.py`` checks that today's code reproduces them. The data
+``tests/evaluation/test_evaluate_frozen.py`` checks that today's code reproduces them. The data
 and its protection are made here with numpy alone (no method of the package), so that
 changes to the methods cannot move the reference.
 

@@ -31,7 +31,7 @@ from microagg_cli.methods import METHODS
 from microagg_cli.readings import masked_shape, numeric_reading, quote
 from microagg_cli.request import RunOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CENSUS = ROOT / "sample_data" / "census.csv"
 HOUSEHOLD = ROOT / "sample_data" / "household.csv"
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pair(folder: Path, n: int) -> tuple[Path, Path]:

@@ -25,7 +25,7 @@ from microagg_cli.protection.block import row_classes
 from microagg_cli.protection.table import protect_table
 from microagg_cli.request import RunOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOUSEHOLD = ROOT / "sample_data" / "household.csv"
 CATS = "urbrur,roof,walls,water,electcon,relat,sex,hhcivil"
 

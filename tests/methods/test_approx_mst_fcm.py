@@ -33,7 +33,7 @@ def test_contract(name, n, k):
     check_method(RUN[name], normal_data(n, seed=n), k, max_size=2 * k - 1)
 
 
-# n == k, n < k and k < 2: tests/test_methods_common.py runs them for every registered method.
+# n == k, n < k and k < 2: tests/methods/test_methods_common.py runs them for every registered method.
 
 
 # --- mu-approx ----------------------------------------------------------------

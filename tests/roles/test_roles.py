@@ -35,7 +35,7 @@ from microagg_cli.roles import (
     roles_to_toml,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
 HOUSEHOLD = SAMPLE / "household.csv"
 CENSUS = SAMPLE / "census.csv"

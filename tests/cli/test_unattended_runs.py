@@ -29,7 +29,7 @@ from microagg_cli import errors, outputs
 from microagg_cli.cli import cli
 from conftest import assert_refused
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CENSUS = ROOT / "sample_data" / "census.csv"
 HOUSEHOLD = ROOT / "sample_data" / "household.csv"
 
@@ -399,33 +399,35 @@ def _signal_run(tmp_path, args, sig, wait_for: str, timeout: float = 120):
     return proc.returncode, elapsed, b"".join(chunks).decode(errors="replace")
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_inside_the_mdav_kernel(tmp_path, sig, code):
+# Each run below is interrupted well inside its kernel; the default run checks what the
+# interrupt leaves (its exit code, its one line, no output); the slow variants also time it
+# (the wall clock is only a fair judge on an idle machine).
+
+def _interrupt_mdav(tmp_path, sig, code) -> float:
     src = _big_parquet(tmp_path / "big.parquet", 400_000)
     out = tmp_path / "out"
     out.mkdir()
     rc, elapsed, err = _signal_run(tmp_path, ["protect", src, "-o", out / "o.parquet", "-k", 3, "--report",
                                               out / "r.json"], sig, "block block1: mdav")
     assert rc == code, err
-    assert elapsed < 2.0, elapsed
     assert err.rstrip().splitlines()[-1] == "Error: interrupted; nothing was written"
     assert "Traceback" not in err and list(out.iterdir()) == []
+    return elapsed
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_inside_the_ils_search(tmp_path, sig, code):
+def _interrupt_ils(tmp_path, sig, code) -> float:
     out = tmp_path / "out"
     out.mkdir()
     rc, elapsed, err = _signal_run(tmp_path, ["protect", CENSUS, "-o", out / "o.csv", "-k", 3, "-m", "ils",
                                               "-p", "iterations=100000000", "--report", out / "r.json"],
                                    sig, "block block1: ils")
     assert rc == code, err
-    assert elapsed < 2.0, elapsed
     assert "Error: interrupted; nothing was written" in err and "Traceback" not in err
     assert list(out.iterdir()) == []
+    return elapsed
 
 
-def test_signal_during_the_dask_engine(tmp_path):
+def _interrupt_dask(tmp_path) -> float:
     pytest.importorskip("distributed")
     src = _big_parquet(tmp_path / "big.parquet", 200_000)
     out = tmp_path / "out"
@@ -434,10 +436,44 @@ def test_signal_during_the_dask_engine(tmp_path):
                                               "--partition-size", 100_000], signal.SIGTERM,
                                    "block block1")
     assert rc == 143, err
-    assert elapsed < 2.5, elapsed
     # (the killed Dask workers and the resource tracker may log after sdc's own line)
     assert "Error: interrupted; nothing was written" in err.splitlines(), err[-2000:]
     assert list(out.iterdir()) == []
+    return elapsed
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_inside_the_mdav_kernel(tmp_path, sig, code):
+    _interrupt_mdav(tmp_path, sig, code)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_inside_the_ils_search(tmp_path, sig, code):
+    _interrupt_ils(tmp_path, sig, code)
+
+
+def test_signal_during_the_dask_engine(tmp_path):
+    _interrupt_dask(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_inside_the_mdav_kernel_ends_within_two_seconds(tmp_path, sig, code):
+    elapsed = _interrupt_mdav(tmp_path, sig, code)
+    assert elapsed < 2.0, elapsed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_inside_the_ils_search_ends_within_two_seconds(tmp_path, sig, code):
+    elapsed = _interrupt_ils(tmp_path, sig, code)
+    assert elapsed < 2.0, elapsed
+
+
+@pytest.mark.slow
+def test_signal_during_the_dask_engine_ends_within_two_and_a_half_seconds(tmp_path):
+    elapsed = _interrupt_dask(tmp_path)
+    assert elapsed < 2.5, elapsed
 
 
 # ------------------------------------------------------------------ the catalogue

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "microagg_cli"
+PACKAGE = Path(__file__).resolve().parents[2] / "microagg_cli"
 
 
 def _module_name(path: Path) -> str:

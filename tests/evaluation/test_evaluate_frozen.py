@@ -26,7 +26,7 @@ _PLD_KEYS = ("pld", "pld_em", "dr", "score")
 ADDED = {"pld_bound", "pld_method", "pld_exact_max", "pld_sample", "pld_seed", "pld_confidence",
          "dld_bound", "dld_method", "dld_exact_max", "dld_sample", "dld_seed", "dld_confidence"}
 #: fields added in evaluate schema 1.3 (regression, propensity-score and group utility):
-#: not frozen, checked by tests/test_metrics_analysis.py
+#: not frozen, checked by tests/metrics/test_analysis.py
 ADDED_13 = {"ci_overlap", "ci_overlap_min", "pmse", "pmse_ratio", "group_mean_change", "groups"}
 ADDED_13 |= {"linkage", "rmd", "worst_linkage", "linkage_method", "linkage_scenarios", "linkage_exact_max",
              "rmdid1", "rmdid1w", "rmdid2"}

@@ -24,7 +24,7 @@ from microagg_cli.request import (
     RunOptions,
 )
 
-CENSUS = Path(__file__).resolve().parents[1] / "sample_data" / "census.csv"
+CENSUS = Path(__file__).resolve().parents[2] / "sample_data" / "census.csv"
 PACKAGE = Path(request.__file__).resolve().parent
 
 #: command -> its request class; click parameter names that differ from the field's

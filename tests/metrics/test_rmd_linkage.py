@@ -35,7 +35,7 @@ from microagg_cli.metrics import METRICS, evaluate_arrays
 from microagg_cli.metrics.linkage import LinkageEvaluator, linkage, linkage_scenarios
 from microagg_cli.metrics.rmd import rmd_risk
 
-HOUSEHOLD = Path(__file__).resolve().parents[1] / "sample_data" / "household.csv"
+HOUSEHOLD = Path(__file__).resolve().parents[2] / "sample_data" / "household.csv"
 COLUMNS = ("income", "expend", "savings")
 
 #: our det_mcd scatter of scale(x) (unscaled, as the fixed covariance given to R)
