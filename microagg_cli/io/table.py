@@ -2,7 +2,7 @@
 
 A :class:`Table` holds a file as read, as a ``pyarrow.Table`` (CSV as text, every column
 ``pa.string()``; Parquet with its own schema and metadata; Excel and the SPSS, Stata and
-SAS formats through :mod:`microagg_cli.xlsx` and :mod:`microagg_cli.statfiles`).
+SAS formats through :mod:`microagg_cli.io.xlsx` and :mod:`microagg_cli.statfiles`).
 :func:`detect_format` tells the format from an option or the file's extension,
 :func:`read_table` reads a file (or CSV on stdin, gzip-compressed text included) and
 records the fingerprint of the very bytes it parsed (:func:`file_fingerprint`);
@@ -238,7 +238,7 @@ def read_table(path: str | Path, options: ReadOptions | None = None, *, fmt: str
     if fmt == "parquet":
         table = Table(_read_parquet(src, raw), "parquet", src, thousands=thousands, na_values=na_values)
     elif fmt == "xlsx":  # read as the CSV file Excel would save: every rule of CSV input holds
-        from ..xlsx import read_xlsx
+        from .xlsx import read_xlsx
 
         if src is None:
             raise InvalidParameterError("Excel input cannot come from stdin")
