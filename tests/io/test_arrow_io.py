@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from microagg_cli import io
+from microagg_cli.io import columns as io_columns
 from microagg_cli.csvio import CsvWriter, csv_bytes, format_floats, open_csv_source, parse_numbers
 from microagg_cli.errors import DataError
 
@@ -31,8 +32,8 @@ def pandas_csv(frame: pd.DataFrame, sep: str = ",", decimal: str = ".") -> bytes
 
 
 def old_parse(texts: list[str], decimal: str) -> tuple[np.ndarray, np.ndarray]:
-    """The pandas parse of earlier versions (io._parse_numbers on a text column)."""
-    return io._parse_numbers(pd.Series(texts, dtype="str"), decimal)
+    """The pandas parse of earlier versions (io_columns._parse_numbers on a text column)."""
+    return io_columns._parse_numbers(pd.Series(texts, dtype="str"), decimal)
 
 
 # ------------------------------------------------------------------ Parquet fidelity
@@ -390,7 +391,7 @@ def test_odd_files_read_as_the_pandas_reader_did(tmp_path, raw):
         for dec in (".", ","):
             table.decimal = dec
             num, bad = io.column_values(table, name)
-            onum, obad = io._parse_numbers(frame[name], dec)
+            onum, obad = io_columns._parse_numbers(frame[name], dec)
             assert bad.tolist() == obad.tolist() and np.array_equal(num, onum, equal_nan=True)
             assert np.signbit(num).tolist() == np.signbit(onum).tolist()
         assert io.missing_mask(table, name).tolist() == io.missing_mask(io.Table(frame, "csv", None), name).tolist()

@@ -15,8 +15,8 @@ import datetime as _dt
 import io as _io
 from typing import Any
 
-from .csvio import check_header
-from .errors import DataError, InvalidParameterError
+from ..csvio import check_header
+from ..errors import DataError, InvalidParameterError
 
 __all__ = ["read_xlsx", "cell_text"]
 
