@@ -192,28 +192,67 @@ BLOCK = 64
 def _fill32(D, m, WT, KNT, wn, KOT, co, qc, qn, qo):
     """D[:m] = :func:`_fill`'s distances in float32 (``WT``, ``wn``, ``co``, ``qc`` and ``D``
     float32): the screened distances, half the memory traffic and twice the vector width
-    of float64."""
+    of float64; attributes are taken four at a time (one read and write of ``D`` per
+    four), which changes the order of the float32 sum, not its error bound."""
     zero = np.float32(0.0)
     for i in range(m):
         D[i] = zero
-    for j in range(WT.shape[0]):
+    pc = WT.shape[0]
+    j = 0
+    while j + 4 <= pc:
+        q0, q1, q2, q3 = qc[j], qc[j + 1], qc[j + 2], qc[j + 3]
+        r0, r1, r2, r3 = WT[j], WT[j + 1], WT[j + 2], WT[j + 3]
+        for i in range(m):
+            t0 = r0[i] - q0
+            t1 = r1[i] - q1
+            t2 = r2[i] - q2
+            t3 = r3[i] - q3
+            D[i] += (t0 * t0 + t1 * t1) + (t2 * t2 + t3 * t3)
+        j += 4
+    while j < pc:
         q = qc[j]
         row = WT[j]
         for i in range(m):
             t = row[i] - q
             D[i] += t * t
-    for j in range(KNT.shape[0]):
-        q = qn[j]
+        j += 1
+    pn = KNT.shape[0]
+    j = 0
+    while j + 4 <= pn:
+        q0, q1, q2, q3 = np.int32(qn[j]), np.int32(qn[j + 1]), np.int32(qn[j + 2]), np.int32(qn[j + 3])
+        w0, w1, w2, w3 = wn[j], wn[j + 1], wn[j + 2], wn[j + 3]
+        r0, r1, r2, r3 = KNT[j], KNT[j + 1], KNT[j + 2], KNT[j + 3]
+        for i in range(m):
+            D[i] += (((w0 if r0[i] != q0 else zero) + (w1 if r1[i] != q1 else zero))
+                     + ((w2 if r2[i] != q2 else zero) + (w3 if r3[i] != q3 else zero)))
+        j += 4
+    while j < pn:
+        q = np.int32(qn[j])  # codes are int32: a 32-bit compare, as wide as the float32 lanes
         w = wn[j]
         row = KNT[j]
         for i in range(m):
             D[i] += w if row[i] != q else zero
+        j += 1
     for j in range(KOT.shape[0]):
         q = co[j, qo[j]]
         row = KOT[j]
         for i in range(m):
             t = co[j, row[i]] - q
             D[i] += t * t
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True, fastmath={"nnan", "nsz"})
+def _block_range(D, b0, b1):
+    """(min, max) of D[b0:b1] (b0 < b1). The screened distances are finite and non-negative
+    (the wrapper keeps the coordinates far from float32's range), so the no-NaN and
+    no-signed-zero flags, which let the compiler use vector min/max, do not change it."""
+    lo = D[b0]
+    hi = D[b0]
+    for i in range(b1 - b0):
+        x = D[b0 + i]
+        lo = x if x < lo else lo
+        hi = x if x > hi else hi
+    return lo, hi
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
@@ -316,9 +355,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
         dmax = -1.0
         for b0 in range(0, m, BLOCK):
             b1 = min(b0 + BLOCK, m)
-            hi = D32[b0]
-            for i in range(b0, b1):
-                hi = max(hi, D32[i])
+            hi = _block_range(D32, b0, b1)[1]
             if hi + margin < dmax:
                 continue  # no record of the block can be farther
             for i in range(b0, b1):
@@ -349,11 +386,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             dmax = -1.0
             for b0 in range(0, m, BLOCK):
                 b1 = min(b0 + BLOCK, m)
-                hi = D32[b0]
-                lo = D32[b0]
-                for i in range(b0, b1):
-                    hi = max(hi, D32[i])
-                    lo = min(lo, D32[i])
+                lo, hi = _block_range(D32, b0, b1)
                 if (step == 1 or hi + margin < dmax) and nb == k - 1 and lo - margin > bd[k - 2]:
                     continue  # no record of the block can be farther or nearer
                 for i in range(b0, b1):
