@@ -16,6 +16,12 @@ order) and the lower median category of each ordinal column, all kept up to date
 running sums and per-level counts as records leave. A squared distance adds, in this
 order, the continuous terms left to right, the nominal mismatches, the ordinal terms
 (so without keys the distances are bit for bit those of MDAV's reference).
+
+:func:`mixed_mdav_screened`, the kernel :func:`microagg_cli.methods.mixed.mixed_mdav`
+runs, takes the same decisions on the same float64 distances but computes them only
+where a float32 screen (half the memory, twice the vector width) cannot rule a record
+out, and skips whole blocks of records; :func:`mixed_mdav_core` is the plain kernel it
+is tested against (and the fallback for coordinates beyond float32's range).
 """
 
 from __future__ import annotations
