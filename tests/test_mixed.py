@@ -433,6 +433,19 @@ def test_screened_kernel_gives_the_plain_kernels_labels(rng):
         assert np.bincount(screened).min() >= k
 
 
+def test_coordinates_beyond_float32_fall_back_to_the_plain_kernel(rng, monkeypatch):
+    """Coordinates whose squares would overflow float32 are not screened: the plain
+    kernel runs (and gives MDAV's groups without keys)."""
+    from microagg_cli.methods import _mixed_kernels
+
+    Z = rng.normal(size=(40, 2)) * 1e20
+    called = []
+    plain = _mixed_kernels.mixed_mdav_core
+    monkeypatch.setattr(_mixed_kernels, "mixed_mdav_core", lambda *a: called.append(1) or plain(*a))
+    assert mixed_mdav(Z, 3).tolist() == mdav_reference(Z, 3).tolist()
+    assert called == [1]
+
+
 def test_cli_plan_block_naming_the_keys(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text('version = 1\n[defaults]\nmethod = "mdav"\nk = 3\n'
