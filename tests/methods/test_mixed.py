@@ -405,6 +405,47 @@ def test_mixed_mdav_equals_its_definition(rng):
         assert mixed_mdav(Z, 3, nominal=nom).tolist() == _hetero_mdav_reference(W, KN.astype(int), wn).tolist()
 
 
+def test_screened_kernel_gives_the_plain_kernels_labels(rng):
+    """The float32-screened kernel (the one ``mixed_mdav`` runs) takes every decision on
+    the plain kernel's float64 distances: the same labels on random mixed data with
+    exact ties (integer coordinates, few categories), with near-ties below float32's
+    resolution, with ordinal keys, over several blocks and compactions."""
+    from microagg_cli.methods.mixed import _group, prepare
+
+    for trial in range(40):
+        n = int(rng.integers(7, 400))
+        k = int(rng.integers(2, 6))
+        pc, pn, po = int(rng.integers(0, 4)), int(rng.integers(0, 3)), int(rng.integers(0, 3))
+        pc = pc if pc + pn + po else 1
+        if trial % 3 == 0:
+            Z = rng.integers(0, 3, (n, pc)).astype(float)  # exact ties
+        elif trial % 3 == 1:
+            Z = 1.0 + rng.integers(0, 2, (n, pc)) * 1e-9 + rng.integers(0, 3, (n, pc))  # near-ties
+        else:
+            Z = rng.normal(size=(n, pc))
+        nom = rng.integers(0, int(rng.integers(1, 6)), (n, pn)) if pn else None
+        ordi = rng.integers(0, 4, (n, po)) if po else None
+        weights = {"categorical": float(rng.choice([0.5, 1.0, 2.0])), "ordinal": float(rng.choice([0.5, 1.0]))}
+        levels = [4] * po if po else None
+        plain = _group(*prepare(Z, nom, ordi, levels, weights)[:5], k, screened=False)
+        screened = _group(*prepare(Z, nom, ordi, levels, weights)[:5], k, screened=True)
+        assert screened.tolist() == plain.tolist(), (trial, n, k, pc, pn, po)
+        assert np.bincount(screened).min() >= k
+
+
+def test_coordinates_beyond_float32_fall_back_to_the_plain_kernel(rng, monkeypatch):
+    """Coordinates whose squares would overflow float32 are not screened: the plain
+    kernel runs (and gives MDAV's groups without keys)."""
+    from microagg_cli.methods import _mixed_kernels
+
+    Z = rng.normal(size=(40, 2)) * 1e20
+    called = []
+    plain = _mixed_kernels.mixed_mdav_core
+    monkeypatch.setattr(_mixed_kernels, "mixed_mdav_core", lambda *a: called.append(1) or plain(*a))
+    assert mixed_mdav(Z, 3).tolist() == mdav_reference(Z, 3).tolist()
+    assert called == [1]
+
+
 def test_cli_plan_block_naming_the_keys(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text('version = 1\n[defaults]\nmethod = "mdav"\nk = 3\n'
