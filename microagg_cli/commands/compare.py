@@ -8,7 +8,6 @@ import click
 
 from .. import api
 from .. import comparison, interrupts, report
-from ..errors import InvalidParameterError
 from ..statfiles import INPUT_FORMATS  # #28
 from ..request import CompareRequest
 from ..request import CompareRequest as C
@@ -134,8 +133,6 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         encoding=encoding,
         max_linkage=max_linkage,
     )
-    if max_scenarios is not None and max_scenarios < 0:
-        raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")
     request = CompareRequest.build(**kwargs)
     try:
         if not quiet and sys.stderr.isatty():
