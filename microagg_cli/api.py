@@ -23,7 +23,6 @@ from . import audit
 from .blocking import (
     block_notes,
     check_k_option,
-    load_plan,
     plan_comment,
     plan_to_json,
     plan_to_toml,
@@ -396,7 +395,7 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
     (what ``sdc blocks`` builds from its options)."""
     t0 = time.perf_counter()
     r = request.resolved()  # options checked when built; here the defaults filled in
-    size, check, output, force, k = r.size, r.check, r.output, r.force, r.k
+    size, check, output, force = r.size, r.check, r.output, r.force
     get_method(r.method)
     out_path = None
     src = None if str(input) == "-" else Path(input)
@@ -410,14 +409,10 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
 
     table = read_table(input, r.read)
-    check_plan = None
-    if check is not None:
-        check_plan = load_plan(check, default_k=k, default_method=r.method,
-                               default_params=r.params).with_drop(r.drop)
-    from .blocks_advice import advise  # protects and measures the candidates: loaded only here
+    from .blocks_advice import advise, plan_to_check  # protects and measures the candidates: loaded only here
 
-    res = advise(table, r, names=list(r.strategy_names), check_plan=check_plan,
-                 check_name=None if check is None else Path(check).name)
+    checked, check_name = plan_to_check(r)
+    res = advise(table, r, names=list(r.strategy_names), check_plan=checked, check_name=check_name)
     candidates, chosen = res["candidates"], res["chosen"]
     written = None
     if out_path is not None and chosen is not None:

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .blocks_advice import advise
+from .blocks_advice import advise, plan_to_check
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
@@ -200,7 +200,6 @@ def propose_blocks(df: Any, **options: Any) -> dict[str, Any]:
     """
     _refuse(options, _BLOCKS_FILES, "propose_blocks")
     request = BlocksRequest.build(**options).resolved()  # checked when built; defaults filled in
-    check = request.check
     get_method(request.method)
-    return advise(as_table(df), request, names=list(request.strategy_names), check_plan=check,
-                  check_name="plan" if check is not None else None)
+    plan, name = plan_to_check(request)
+    return advise(as_table(df), request, names=list(request.strategy_names), check_plan=plan, check_name=name)
