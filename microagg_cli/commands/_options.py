@@ -38,7 +38,7 @@ def build_request(request: type, options: Mapping[str, Any],
     declares each option once (its ``field_option``) and its parsing once (``parse``)."""
     values = dict(options)
     for name, parser in parse.items():
-        values[name] = parser(values[name], values)
+        values[name] = parser(values.get(name), values)
     return request.build(**values)
 
 
