@@ -15,6 +15,13 @@ built, and raise today's errors (:class:`~microagg_cli.errors.InvalidParameterEr
 exit code 2) with today's messages.
 
 This module imports only :mod:`microagg_cli.errors`, so every layer may use it.
+
+One exception to "defaults live here": the risk measures' own constants stay with the
+measures in :mod:`microagg_cli.metrics`, which never imports this module (it sits
+below it): the DR and score weights (``DEFAULT_DR_WEIGHTS`` 0.25/0.25/0.5,
+``DEFAULT_SCORE_WEIGHTS`` 0.5/0.5, applied when ``dr_weights``/``score_weights`` are
+None) and the intruder-scenario caps (every subset up to 10 columns, else a sample of
+512: ``MeasureOptions``, applied when ``max_scenarios`` is None).
 """
 
 from __future__ import annotations
