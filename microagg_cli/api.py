@@ -21,11 +21,8 @@ from typing import Any
 
 from . import audit
 from .blocking import (
-    DEFAULT_BLOCK_SIZE,
-    STRATEGIES,
     block_notes,
     check_k_option,
-    load_plan,
     plan_comment,
     plan_to_json,
     plan_to_toml,
@@ -397,34 +394,9 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
     """:func:`propose_plans` with its options as one :class:`~microagg_cli.request.BlocksRequest`
     (what ``sdc blocks`` builds from its options)."""
     t0 = time.perf_counter()
-    r = request
-    strategy, size, check, columns, output, force = r.strategy, r.size, r.check, r.columns, r.output, r.force
-    k, max_known, recommend, evaluate = r.k, r.max_known, r.recommending, r.evaluating
-    check_k_option(k)
+    r = request.resolved()  # options checked when built; here the defaults filled in
+    size, check, output, force = r.size, r.check, r.output, r.force
     get_method(r.method)
-    if check is not None and strategy is not None:
-        raise InvalidParameterError("--check PLAN and --strategy exclude each other")
-    if check is not None and columns is not None:
-        raise InvalidParameterError("--columns cannot be combined with --check PLAN (the plan names its columns)")
-    if check is None and strategy is None:
-        strategy = "correlated"
-    if strategy is not None and strategy != "all" and strategy not in STRATEGIES:
-        raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
-    names = list(STRATEGIES) if strategy == "all" else ([strategy] if strategy else [])
-    if any(STRATEGIES[n][1] for n in names) and size is None:
-        size = DEFAULT_BLOCK_SIZE  # the block sizes of the literature's Census tables
-    if size is not None and (isinstance(size, bool) or int(size) != size or size < 1):
-        raise InvalidParameterError(f"--size must be an integer >= 1, got {size!r}")
-    if max_known is not None and not evaluate:
-        raise InvalidParameterError("--max-known applies to --evaluate")
-    if max_known is not None and max_known < 1:
-        raise InvalidParameterError(f"--max-known must be >= 1, got {max_known!r}")
-    if strategy == "all" and not evaluate:
-        raise InvalidParameterError("--strategy all proposes several plans: add --evaluate (and --recommend)")
-    if strategy == "all" and output is not None and not recommend:
-        raise InvalidParameterError("-o with --strategy all needs --recommend (which plan to write?)")
-    if evaluate and k is None and check is None:
-        raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
     out_path = None
     src = None if str(input) == "-" else Path(input)
     if output is not None:
@@ -437,14 +409,10 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
 
     table = read_table(input, r.read)
-    check_plan = None
-    if check is not None:
-        check_plan = load_plan(check, default_k=k, default_method=r.method,
-                               default_params=r.params).with_drop(r.drop)
-    from .blocks_advice import advise  # protects and measures the candidates: loaded only here
+    from .blocks_advice import advise, plan_to_check  # protects and measures the candidates: loaded only here
 
-    res = advise(table, r.replace(strategy=strategy, size=size), names=names, check_plan=check_plan,
-                 check_name=None if check is None else Path(check).name)
+    checked, check_name = plan_to_check(r)
+    res = advise(table, r, names=list(r.strategy_names), check_plan=checked, check_name=check_name)
     candidates, chosen = res["candidates"], res["chosen"]
     written = None
     if out_path is not None and chosen is not None:

@@ -12,6 +12,7 @@ re-identify records whose groups differ between blocks.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ from .blocking import (
     BlockPlan,
     abs_correlation,
     block_mean_abs_corr,
+    load_plan,
     make_plan,
     plan_mean_abs_corr,
     plan_to_dict,
@@ -30,7 +32,7 @@ from .metrics import il_sse
 from .protection import protect_table
 from .request import BlocksRequest, RunOptions, default
 
-__all__ = ["evaluate_plan", "recommend_plan", "kprime_warnings", "advise"]
+__all__ = ["evaluate_plan", "recommend_plan", "kprime_warnings", "advise", "plan_to_check"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -149,6 +151,19 @@ def advise(
         log.warning("%s", line)
     return {"columns": cols, "candidates": candidates, "recommended": recommended, "chosen": chosen,
             "warnings": warnings}
+
+
+def plan_to_check(request: BlocksRequest) -> tuple[BlockPlan | None, str | None]:
+    """The plan of ``request.check`` (a plan file, or a :class:`BlockPlan`) with the
+    request's k, method and parameters filling in what it leaves out and its drop list,
+    and the name its candidate gets (the file's name; ``plan`` for an object)."""
+    check = request.check
+    if check is None:
+        return None, None
+    if isinstance(check, BlockPlan):
+        return check.with_drop(request.drop), "plan"
+    plan = load_plan(check, default_k=request.k, default_method=request.method, default_params=request.params)
+    return plan.with_drop(request.drop), Path(check).name
 
 
 def kprime_warnings(name: str, evaluation: Mapping[str, Any]) -> list[str]:

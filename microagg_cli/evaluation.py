@@ -241,10 +241,8 @@ def scenario_sampling(p: int, max_scenarios: int | None) -> tuple[int, int]:
     whatever the number of columns; m >= 1: every subset when there are at most m,
     else a seeded stratified sample of m.
     """
-    if max_scenarios is None:
-        return 10, 512
-    if isinstance(max_scenarios, bool) or int(max_scenarios) < 0:
-        raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = all), got {max_scenarios!r}")
+    if max_scenarios is None:  # the measures' own default (checked >= 0 by the request)
+        return MeasureOptions.max_all_subsets, MeasureOptions.sample_size
     sample = max(1, int(max_scenarios))
     return (p if (int(max_scenarios) == 0 or 2**p - 1 <= sample) else 0), sample
 
@@ -382,7 +380,6 @@ def evaluate_matrices(
     request = EvaluateRequest() if request is None else request
     k, known, max_scenarios, seed = request.k, request.known, request.max_scenarios, request.seed
     scale, bound, time_limit = request.scale, request.bound, request.time_limit
-    p = len(names)
     pos = {c: j for j, c in enumerate(names)}
     block_pos = [[pos[c] for c in cols] for _n, cols, _k in blocks]
     k_source = "option"
@@ -391,7 +388,6 @@ def evaluate_matrices(
         k, k_source = (min(ks), "plan") if ks else (3, "default")
     k = check_k_value(k)
     scenarios = known_positions(known, names, what="an evaluated column")
-    scenario_sampling(p, max_scenarios)  # checks max_scenarios (scale, bound, time limit: checked when built)
     partition = _partition_based(Xp, block_pos, k)
     measures = measure(X, Xp, block_pos, k=k, scenarios=scenarios, max_scenarios=max_scenarios, seed=seed,
                        dr_weights=request.dr_weights, score_weights=request.score_weights,
@@ -531,7 +527,6 @@ def evaluate_tables(
     gates = check_gates(request.gates, gate_on)
     if request.k is not None:  # an option error comes before any data error (the pairing proof's)
         check_k_value(request.k)
-    scenario_sampling(1, request.max_scenarios)
     key = key_columns(key)
     if orig.n_rows < 2:  # said before the pairing proof, which a single record cannot make
         n, p = orig.n_rows, len(orig.columns)

@@ -32,14 +32,14 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from .blocks_advice import advise
-from .blocking import STRATEGIES, check_k_option
+from .blocks_advice import advise, plan_to_check
 from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.run import protect_run
 from .protection.table import check_keys, single_plan
 from .roles import check_declared_missing, load_rda, resolve_request
+from .methods import get_method
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 
 __all__ = ["protect_frame", "evaluate_frame", "compare_frames", "propose_blocks", "as_table"]
@@ -199,21 +199,7 @@ def propose_blocks(df: Any, **options: Any) -> dict[str, Any]:
     [('a', 'b'), ('c', 'd')]
     """
     _refuse(options, _BLOCKS_FILES, "propose_blocks")
-    request = BlocksRequest.build(**options)
-    check, strategy, k = request.check, request.strategy or "correlated", request.k
-    check_k_option(k)
-    evaluate = request.evaluating
-    if check is not None:
-        names: Sequence[str] = []
-    elif strategy == "all":
-        names = list(STRATEGIES)
-    elif strategy in STRATEGIES:
-        names = [strategy]
-    else:
-        raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)}, all)")
-    if any(STRATEGIES[n][1] for n in names) and request.size is None:
-        raise InvalidParameterError(f"strategy {strategy!r} needs the block size --size S")
-    if evaluate and k is None and check is None:
-        raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
-    return advise(as_table(df), request, names=names, check_plan=check,
-                  check_name="plan" if check is not None else None)
+    request = BlocksRequest.build(**options).resolved()  # checked when built; defaults filled in
+    get_method(request.method)
+    plan, name = plan_to_check(request)
+    return advise(as_table(df), request, names=list(request.strategy_names), check_plan=plan, check_name=name)

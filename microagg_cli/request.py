@@ -1,4 +1,4 @@
-"""One request object per command (#30): options defined once, carried whole, defaulted here.
+"""One request object per command: options defined once, carried whole, defaulted here.
 
 Each command's options are one frozen dataclass: :class:`ProtectRequest` (``sdc protect``),
 :class:`EvaluateRequest` (``sdc evaluate``), :class:`CompareRequest` (``sdc compare``) and
@@ -15,6 +15,13 @@ built, and raise today's errors (:class:`~microagg_cli.errors.InvalidParameterEr
 exit code 2) with today's messages.
 
 This module imports only :mod:`microagg_cli.errors`, so every layer may use it.
+
+One exception to "defaults live here": the risk measures' own constants stay with the
+measures in :mod:`microagg_cli.metrics`, which never imports this module (it sits
+below it): the DR and score weights (``DEFAULT_DR_WEIGHTS`` 0.25/0.25/0.5,
+``DEFAULT_SCORE_WEIGHTS`` 0.5/0.5, applied when ``dr_weights``/``score_weights`` are
+None) and the intruder-scenario caps (every subset up to 10 columns, else a sample of
+512: ``MeasureOptions``, applied when ``max_scenarios`` is None).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, check_k_value
 
 __all__ = [
     "ReadOptions",
@@ -39,6 +46,17 @@ __all__ = [
     "STRATA_MISSING_POLICIES",
     "BOUND_MODES",
     "ENGINES",
+    "COMPARE_METHOD",
+    "COMPARE_K",
+    "DEFAULT_COMPARE_SCENARIOS",
+    "BLOCK_STRATEGIES",
+    "SIZED_STRATEGIES",
+    "DEFAULT_STRATEGY",
+    "DEFAULT_BLOCK_SIZE",
+    "EVALUATE_MISSING",
+    "SCALES",
+    "EVALUATE_BOUNDS",
+    "ROLES_FORMATS",
     "default",
     "help_text",
     "find_field",
@@ -54,6 +72,30 @@ STRATA_MISSING_POLICIES = ("error", "own")
 BOUND_MODES = ("auto", "on", "off")
 #: the streaming engines (:mod:`microagg_cli.engines`).
 ENGINES = ("local", "dask")
+#: ``sdc evaluate --missing``: refuse, or evaluate the records complete in both files.
+EVALUATE_MISSING = ("error", "complete")
+#: ``sdc evaluate --scale``: IL_SSE on z-scores, or also on the raw values.
+SCALES = ("z", "raw")
+#: ``sdc evaluate --bound``: LB_NN only, or also the column-generation bound.
+EVALUATE_BOUNDS = ("nn", "cg")
+#: ``sdc roles --format`` (None: from the -o extension, else toml).
+ROLES_FORMATS = ("toml", "json")
+#: ``sdc compare``'s method when neither --methods nor a preset names one.
+COMPARE_METHOD = "mdav"
+#: ``sdc compare``'s k values when neither -k nor a preset gives them.
+COMPARE_K = (3, 5, 10)
+#: ``sdc blocks --strategy`` (besides ``all``); the same names as
+#: :data:`microagg_cli.blocking.STRATEGIES`, which holds their functions (a test keeps
+#: the two equal).
+BLOCK_STRATEGIES = ("correlated", "cross", "individual", "single", "random")
+#: the strategies that cut the columns into blocks of a size.
+SIZED_STRATEGIES = ("correlated", "cross", "random")
+#: ``sdc blocks``'s strategy when neither --strategy nor --check is given.
+DEFAULT_STRATEGY = "correlated"
+#: Columns per block when a strategy needs a size and none is given (``sdc blocks``
+#: without ``--size``): blocks of three attributes, as in the literature's Census tables
+#: (Nin, Herranz & Torra 2008, "How to group attributes in multivariate microaggregation").
+DEFAULT_BLOCK_SIZE = 3
 
 
 def opt(value: Any, help: str, **more: Any) -> Any:
@@ -141,6 +183,12 @@ def _check_encoding(encoding: Any) -> None:
     if info is None or not isinstance(encoding, str) or not getattr(info, "_is_text_encoding", True):
         raise InvalidParameterError(f"--encoding: unknown text encoding {encoding!r} "
                                     "(e.g. utf-8, latin-1, cp1252)")
+
+
+def _check_max_scenarios(max_scenarios: Any) -> None:
+    """``--max-scenarios``: None (the default cap) or an integer >= 0 (0 = every subset)."""
+    if max_scenarios is not None and (isinstance(max_scenarios, bool) or int(max_scenarios) < 0):
+        raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = every subset), got {max_scenarios!r}")
 
 
 def _check_decimal(decimal: str) -> None:
@@ -431,12 +479,14 @@ class EvaluateRequest(_Request):
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
-        if self.missing not in ("error", "complete"):
-            raise InvalidParameterError(f"unknown missing-value policy {self.missing!r} (use error or complete)")
-        if self.scale not in ("z", "raw"):
-            raise InvalidParameterError(f"--scale must be z or raw, got {self.scale!r}")
-        if self.bound not in ("nn", "cg"):
-            raise InvalidParameterError(f"--bound must be nn or cg, got {self.bound!r}")
+        _check_max_scenarios(self.max_scenarios)
+        if self.missing not in EVALUATE_MISSING:
+            raise InvalidParameterError(
+                f"unknown missing-value policy {self.missing!r} (use {' or '.join(EVALUATE_MISSING)})")
+        if self.scale not in SCALES:
+            raise InvalidParameterError(f"--scale must be {' or '.join(SCALES)}, got {self.scale!r}")
+        if self.bound not in EVALUATE_BOUNDS:
+            raise InvalidParameterError(f"--bound must be {' or '.join(EVALUATE_BOUNDS)}, got {self.bound!r}")
         if self.time_limit is not None and not self.time_limit >= 0:
             raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {self.time_limit!r}")
 
@@ -519,6 +569,17 @@ class CompareRequest(_Request):
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
+        if self.plans and self.strategies:
+            raise InvalidParameterError("give either --plans or --strategies, not both")
+        if self.block_size is not None and not self.strategies:
+            raise InvalidParameterError("--block-size applies to --strategies only")
+        _check_max_scenarios(self.max_scenarios)
+        for s in self.strategies or ():
+            if s not in BLOCK_STRATEGIES:
+                raise InvalidParameterError(
+                    f"--strategies: unknown strategy {s!r} (known: {', '.join(BLOCK_STRATEGIES)})")
+            if s in SIZED_STRATEGIES and self.block_size is None:
+                raise InvalidParameterError(f"--strategies {s}: this strategy needs a block size (--block-size S)")
 
 
 @dataclass(frozen=True)
@@ -567,6 +628,46 @@ class BlocksRequest(_Request):
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
+        if self.k is not None:
+            check_k_value(self.k)
+        strategy, check, size = self.strategy, self.check, self.size
+        if check is not None and strategy is not None:
+            raise InvalidParameterError("--check PLAN and --strategy exclude each other")
+        if check is not None and self.columns is not None:
+            raise InvalidParameterError("--columns cannot be combined with --check PLAN (the plan names its columns)")
+        if strategy is not None and strategy != "all" and strategy not in BLOCK_STRATEGIES:
+            raise InvalidParameterError(f"unknown strategy {strategy!r} (known: {', '.join(BLOCK_STRATEGIES)}, all)")
+        if size is not None and (isinstance(size, bool) or int(size) != size or size < 1):
+            raise InvalidParameterError(f"--size must be an integer >= 1, got {size!r}")
+        if self.max_known is not None and not self.evaluating:
+            raise InvalidParameterError("--max-known applies to --evaluate")
+        if self.max_known is not None and self.max_known < 1:
+            raise InvalidParameterError(f"--max-known must be >= 1, got {self.max_known!r}")
+        if strategy == "all" and not self.evaluating:
+            raise InvalidParameterError("--strategy all proposes several plans: add --evaluate (and --recommend)")
+        if strategy == "all" and self.output is not None and not self.recommending:
+            raise InvalidParameterError("-o with --strategy all needs --recommend (which plan to write?)")
+        if self.evaluating and self.k is None and check is None:
+            raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
+
+    @property
+    def strategy_names(self) -> tuple[str, ...]:
+        """The strategies to run: none with ``check``, every one for ``all``, else the one
+        asked for (default :data:`DEFAULT_STRATEGY`)."""
+        if self.check is not None:
+            return ()
+        strategy = self.strategy or DEFAULT_STRATEGY
+        return BLOCK_STRATEGIES if strategy == "all" else (strategy,)
+
+    def resolved(self) -> "BlocksRequest":
+        """The request with its defaults filled in: the strategy (:data:`DEFAULT_STRATEGY`
+        unless ``check``) and the block size (:data:`DEFAULT_BLOCK_SIZE` when a strategy
+        to run needs one)."""
+        strategy = self.strategy if self.check is not None or self.strategy else DEFAULT_STRATEGY
+        size = self.size
+        if size is None and any(n in SIZED_STRATEGIES for n in self.strategy_names):
+            size = DEFAULT_BLOCK_SIZE
+        return self.replace(strategy=strategy, size=size)
 
     @property
     def evaluating(self) -> bool:
@@ -594,5 +695,5 @@ class RolesRequest(_Request):
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
-        if self.fmt not in (None, "toml", "json"):
-            raise InvalidParameterError(f"--format must be toml or json, got {self.fmt!r}")
+        if self.fmt is not None and self.fmt not in ROLES_FORMATS:
+            raise InvalidParameterError(f"--format must be {' or '.join(ROLES_FORMATS)}, got {self.fmt!r}")

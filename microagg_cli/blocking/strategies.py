@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidParameterError, check_k_value
-from ..request import BlocksRequest, default
+from ..request import DEFAULT_BLOCK_SIZE, BlocksRequest, default
 from .model import Block, BlockPlan
 
 __all__ = [
@@ -181,11 +181,6 @@ def _random(A: np.ndarray, size: int, seed: int) -> list[list[int]]:
     perm = np.random.default_rng(int(seed)).permutation(A.shape[0]).tolist()
     return _canonical([perm[i:i + size] for i in range(0, len(perm), size)])
 
-
-#: Columns per block when a strategy needs a size and none is given (``sdc blocks``
-#: without ``--size``): blocks of three attributes, as in the literature's Census tables
-#: (Nin, Herranz & Torra 2008, "How to group attributes in multivariate microaggregation").
-DEFAULT_BLOCK_SIZE = 3
 
 #: name -> (function(|corr| matrix, size, seed) -> blocks of column positions,
 #: whether it needs a block size, one-line description).

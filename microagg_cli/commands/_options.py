@@ -7,7 +7,7 @@ import os
 import secrets
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import click
 
@@ -16,7 +16,7 @@ from ..request import ProtectRequest, help_text
 from ..request import default as field_default
 from ..statfiles import INPUT_FORMATS, OUTPUT_FORMATS  # SPSS, Stata and SAS files too
 
-__all__ = ["field_option", "encoding_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list", "split_quoted",
+__all__ = ["field_option", "build_request", "encoding_option", "plain_output", "check_delimiter", "listing_option", "verbosity_options", "format_options", "setup_logging", "parse_params", "split_names", "split_list", "split_quoted",
            "stderr_console", "complete_method", "complete_method_list"]
 
 
@@ -27,6 +27,19 @@ def field_option(request: type, name: str, *decls: str, **kwargs: Any) -> Callab
     kwargs.setdefault("default", field_default(request, name))
     kwargs.setdefault("help", help_text(request, name))
     return click.option(*decls, **kwargs)
+
+
+def build_request(request: type, options: Mapping[str, Any],
+                  parse: Mapping[str, Callable[[Any, dict[str, Any]], Any]]) -> Any:
+    """The request ``request`` built from a command's click ``options`` (named after the
+    request's fields): ``parse`` holds the command line's own parsing of some of them
+    (comma lists, ``NAME=VALUE`` pairs...), applied in its order, each parser given the
+    raw value and every value so far; the others pass as they are. So a command
+    declares each option once (its ``field_option``) and its parsing once (``parse``)."""
+    values = dict(options)
+    for name, parser in parse.items():
+        values[name] = parser(values.get(name), values)
+    return request.build(**values)
 
 
 def listing_option(flag: str, text: Callable[[], str], help: str) -> Callable:

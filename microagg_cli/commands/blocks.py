@@ -9,13 +9,21 @@ import click
 from .. import blocking, report
 from ..errors import ThresholdExceeded
 from ..statfiles import INPUT_FORMATS  # SPSS, Stata and SAS files too
-from ..request import BlocksRequest
 from ..request import BlocksRequest as B
-from ._options import check_delimiter, field_option, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
+from ._options import build_request, check_delimiter, field_option, complete_method, parse_params, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["blocks_command"]
 
 _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
+
+
+#: The command line's own parsing of blocks' options, in the order it runs (every other
+#: option passes to :class:`BlocksRequest` as click gives it).
+PARSE = {
+    "columns": lambda value, _values: split_names(value),
+    "drop": lambda value, _values: split_names(value),
+    "params": lambda value, _values: parse_params(value),
+}
 
 
 @click.command("blocks", context_settings={"max_content_width": 100})
@@ -41,8 +49,7 @@ _STRATEGY_CHOICES = [*blocking.STRATEGIES, "all"]
 @field_option(B, "delimiter", "--delimiter", metavar="CHAR", callback=check_delimiter)
 @field_option(B, "encoding", "--encoding", metavar="NAME", show_default=True)
 @verbosity_options
-def blocks_command(input, strategy, size, check, columns, drop, method, k, params, evaluate, recommend,
-                   max_il, max_known, seed, output, force, fmt, input_format, delimiter, encoding, quiet, verbose):
+def blocks_command(input, fmt, quiet, verbose, **options):
     """Propose, check or evaluate a plan splitting INPUT's columns into blocks.
 
     Each block of a plan is microaggregated on its own (sdc protect --plan): smaller
@@ -64,13 +71,10 @@ def blocks_command(input, strategy, size, check, columns, drop, method, k, param
     setup_logging(quiet, verbose)
     from ..api import propose_request
 
-    res = propose_request(input, BlocksRequest.build(
-        strategy=strategy, size=size, seed=seed, columns=split_names(columns),
-        drop=split_names(drop), method=method, k=k, params=parse_params(params), check=check,
-        evaluate=evaluate, recommend=recommend, max_il=max_il, max_known=max_known,
-        output=output, force=force, input_format=input_format, delimiter=delimiter, encoding=encoding,
-    ))
-    asked_recommend = recommend or max_il is not None
+    request = build_request(B, options, PARSE)
+    res = propose_request(input, request)
+    check, size, seed, max_il = request.check, request.size, request.seed, request.max_il
+    asked_recommend = request.recommending
     evaluated = any(c["evaluation"] is not None for c in res["candidates"].values())
     doc = report.blocks_document(
         res, plans={name: blocking.plan_to_dict(entry["plan"]) for name, entry in res["candidates"].items()},

@@ -8,12 +8,12 @@ import click
 
 from .. import api
 from .. import comparison, interrupts, report
-from ..errors import InvalidParameterError
 from ..statfiles import INPUT_FORMATS  # SPSS, Stata and SAS files too
 from ..request import CompareRequest
 from ..request import CompareRequest as C
 from ._common_eval import parse_known, parse_weights
 from ._options import (
+    build_request,
     check_delimiter,
     complete_method_list, field_option, listing_option, setup_logging, split_list, split_names, stderr_console, stdout_console,
                        verbosity_options)
@@ -28,6 +28,34 @@ def _list(value: str | None, option: str) -> list[str] | None:
 def _methods(value: str | None) -> list[str] | None:
     """Methods are comma-separated; a parameter value never holds a comma."""
     return _list(value, "--methods")
+
+
+def _names(value, _values):
+    return split_names(value)
+
+
+def _gates(_value, values):
+    """``--min-ci-overlap J``: the request's gates."""
+    overlap = values.pop("min_ci_overlap")
+    return {"min_ci_overlap": overlap} if overlap is not None else None
+
+
+#: The command line's own parsing of compare's options, in the order it runs (every
+#: other option passes to :class:`CompareRequest` as click gives it).
+PARSE = {
+    "methods": lambda value, _values: _methods(value),
+    "k": lambda value, _values: _list(value, "--k"),
+    "mic1d_k": lambda value, _values: _list(value, "--mic1d-k"),
+    "plans": lambda value, _values: _list(value, "--plans"),
+    "strategies": lambda value, _values: _list(value, "--strategies"),
+    "columns": _names,
+    "categorical": _names,
+    "known": lambda value, _values: parse_known(value),
+    "dr_weights": lambda value, _values: parse_weights(value, "--dr-weights"),
+    "score_weights": lambda value, _values: parse_weights(value, "--score-weights"),
+    "output": lambda value, _values: None if value in (None, "-") else value,
+    "gates": _gates,
+}
 
 
 def _presets_text() -> str:
@@ -72,9 +100,7 @@ def _presets_text() -> str:
               help="Decimal mark of the CSV input (',' for European CSV with ';' delimiter).")
 @listing_option("--list-presets", _presets_text, "List the presets with their references and notes, then exit.")
 @verbosity_options
-def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, columns, categorical, preset, known,
-                    max_scenarios, dr_weights, score_weights, fmt, output, html, save_protected, jobs, seed,
-                    force, min_ci_overlap, max_linkage, input_format, delimiter, encoding, decimal, quiet, verbose):
+def compare_command(input, quiet, verbose, **options):
     """Compare methods, k values and blocking plans on INPUT: information loss against risk.
 
     Every combination ("cell") of a method, a k and a plan is protected in memory
@@ -107,36 +133,7 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
       sdc compare sample_data/census.csv --preset nin-census --html nin.html
     """
     setup_logging(quiet, verbose)
-    kwargs = dict(
-        methods=_methods(methods),
-        k=_list(k, "--k"),
-        mic1d_k=_list(mic1d_k, "--mic1d-k"),
-        plans=_list(plans, "--plans"),
-        strategies=_list(strategies, "--strategies"),
-        block_size=block_size,
-        columns=split_names(columns), categorical=split_names(categorical),
-        preset=preset,
-        known=parse_known(known),
-        max_scenarios=max_scenarios,
-        seed=seed,
-        dr_weights=parse_weights(dr_weights, "--dr-weights"),
-        score_weights=parse_weights(score_weights, "--score-weights"),
-        output=None if output in (None, "-") else output,
-        fmt=fmt,
-        html=html,
-        save_protected=save_protected,
-        jobs=jobs,
-        force=force,
-        input_format=input_format,
-        delimiter=delimiter,
-        decimal=decimal,
-        gates={"min_ci_overlap": min_ci_overlap} if min_ci_overlap is not None else None,
-        encoding=encoding,
-        max_linkage=max_linkage,
-    )
-    if max_scenarios is not None and max_scenarios < 0:
-        raise InvalidParameterError(f"--max-scenarios must be >= 0, got {max_scenarios}")
-    request = CompareRequest.build(**kwargs)
+    request = build_request(C, options, PARSE)
     try:
         if not quiet and sys.stderr.isatty():
             doc = _with_progress(input, request)
@@ -148,15 +145,15 @@ def compare_command(input, methods, k, mic1d_k, plans, strategies, block_size, c
         kept = f"; the finished rows are in {', '.join(exc.written)}" if exc.written else "; nothing was written"
         click.echo(f"Error: interrupted after {done} of {total} cells{kept}", err=True)
         click.get_current_context().exit(interrupts.exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM
-    out_fmt = comparison.output_format(fmt, kwargs["output"])
-    if kwargs["output"] is None:
+    out_fmt = comparison.output_format(request.fmt, request.output)
+    if request.output is None:
         if out_fmt == "table":
             report.print_tables(doc, stdout_console())  # ASCII boxes into files and pipes
         else:
             click.echo(report.render_compare(doc, out_fmt), nl=False)
     elif not quiet:
-        stderr_console().print(f"sdc compare: {doc['finished']} cells written to {kwargs['output']}"
-                               + (f"; HTML page {html}" if html else ""))
+        stderr_console().print(f"sdc compare: {doc['finished']} cells written to {request.output}"
+                               + (f"; HTML page {request.html}" if request.html else ""))
     comparison.raise_for_grid_gates(doc, request.gates)
     comparison.raise_for_gates(doc, request)
 

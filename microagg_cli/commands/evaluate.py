@@ -16,11 +16,44 @@ from ._common_eval import (
     parse_weights,
     scenario_options,
 )
-from ..request import EvaluateRequest
 from ..request import EvaluateRequest as E
-from ._options import field_option, plain_output, setup_logging, split_names, stderr_console, verbosity_options
+from ._options import build_request, field_option, plain_output, setup_logging, split_names, stderr_console, verbosity_options
 
 __all__ = ["evaluate_command"]
+
+
+def _plan(path, values):
+    """``--plan PLAN`` loaded, -k filling in the blocks' k it leaves out."""
+    if path is None:
+        return None
+    from ..blocking import load_plan
+
+    return load_plan(path, default_k=values["k"])
+
+
+def _names(value, _values):
+    return split_names(value)
+
+
+#: the gate options (``--max-dld``...), one request field ``gates``
+GATE_OPTIONS = ("max_dld", "max_id", "max_score", "min_kprime", "max_il", "min_ci_overlap", "max_linkage")
+
+#: The command line's own parsing of evaluate's options, in the order it runs (every
+#: other option passes to :class:`EvaluateRequest` as click gives it).
+PARSE = {
+    "plan": _plan,
+    "columns": _names,
+    "key": _names,
+    "blocks": lambda value, _values: parse_blocks(value),
+    "known": lambda value, _values: parse_known(value),
+    "dr_weights": lambda value, _values: parse_weights(value, "--dr-weights"),
+    "score_weights": lambda value, _values: parse_weights(value, "--score-weights"),
+    "gates": lambda _value, values: collect_gates({name: values.pop(name) for name in GATE_OPTIONS}),
+    "models": lambda value, _values: list(value) or None,
+    "by": _names,
+    "strata": _names,
+    "categorical": _names,
+}
 
 
 @click.command("evaluate", context_settings={"max_content_width": 100})
@@ -57,11 +90,7 @@ __all__ = ["evaluate_command"]
                    "0 = the CPUs this process may use. The report does not depend on it.")
 @input_options
 @verbosity_options
-def evaluate_command(original, protected, columns, key, pairing_file, pairing_check, blocks, plan, categorical, k,
-                     known, max_scenarios, seed, dr_weights, score_weights, scale, bound, time_limit, missing,
-                     models, weights, by, strata, fmt, report, html, internal, max_dld, max_id, max_score,
-                     min_kprime, max_il, min_ci_overlap, max_linkage, gate_on, force, jobs, input_format, delimiter, decimal, encoding,
-                     quiet, verbose):
+def evaluate_command(original, protected, fmt, jobs, quiet, verbose, **options):
     """Measure disclosure risk and information loss of PROTECTED against ORIGINAL.
 
     Both files hold the same records, paired by position, by key columns (--key)
@@ -129,27 +158,9 @@ def evaluate_command(original, protected, columns, key, pairing_file, pairing_ch
           --categorical urbrur,roof,walls,water,electcon,relat,sex,hhcivil
     """
     setup_logging(quiet, verbose)
-    if fmt == "json" and report == "-":
+    if fmt == "json" and options["report"] == "-":
         raise InvalidParameterError("--format json and --report - would both write JSON to stdout; use one")
-    block_plan = None
-    if plan is not None:
-        from ..blocking import load_plan
-
-        block_plan = load_plan(plan, default_k=k)
-    request = EvaluateRequest.build(
-        columns=split_names(columns), key=split_names(key), pairing_file=pairing_file,
-        pairing_check=pairing_check, blocks=parse_blocks(blocks), plan=block_plan, k=k,
-        known=parse_known(known), max_scenarios=max_scenarios, seed=seed,
-        dr_weights=parse_weights(dr_weights, "--dr-weights"),
-        score_weights=parse_weights(score_weights, "--score-weights"),
-        gates=collect_gates(dict(max_dld=max_dld, max_id=max_id, max_score=max_score, min_kprime=min_kprime,
-                                 max_il=max_il, min_ci_overlap=min_ci_overlap,
-                                 max_linkage=max_linkage)),
-        models=list(models) or None, weights=weights, by=split_names(by), strata=split_names(strata),
-        gate_on=gate_on, missing=missing, scale=scale, report=report, html=html, internal=internal, force=force,
-        input_format=input_format, delimiter=delimiter, decimal=decimal, encoding=encoding, bound=bound, time_limit=time_limit,
-        categorical=split_names(categorical),
-    )
+    request = build_request(E, options, PARSE)
     failure: ThresholdExceeded | None = None
     # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise
     mode = "off" if quiet else ("bar" if not plain_output() else ("heartbeat" if verbose else "off"))

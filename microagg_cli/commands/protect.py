@@ -18,6 +18,7 @@ from ..request import (
 )
 from ._common_eval import parse_weights
 from ._options import (
+    build_request,
     complete_method,
     field_option,
     format_options,
@@ -35,6 +36,38 @@ __all__ = ["protect_command", "methods_text"]
 R = ProtectRequest
 #: ``--bound/--no-bound`` (unset, on, off) for the request's ``bound`` modes.
 BOUND_FLAG = {"auto": None, "on": True, "off": False}
+
+
+def _plan(path, values):
+    """``--plan PLAN`` loaded, -k, --method, --param filling in what it leaves out."""
+    if path is None:
+        return None
+    if values["columns"] is not None:
+        raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
+    return load_plan(path, default_k=values["k"], default_method=values["method"],
+                     default_params=values["params"]).with_drop(split_names(values["drop"]))
+
+
+def _names(value, _values):
+    return split_names(value)
+
+
+#: The command line's own parsing of protect's options, in the order it runs (every
+#: other option passes to :class:`ProtectRequest` as click gives it).
+PARSE = {
+    "params": lambda value, _values: parse_params(value),
+    "plan": _plan,
+    "columns": _names,
+    "drop": _names,
+    "passthrough": _names,
+    "na_values": lambda value, _values: None if value is None else [v for v in value.split(",") if v.strip()],
+    "keys": _names,
+    "categorical": _names,
+    "ordinal": _names,
+    "mixed_weights": lambda value, _values: parse_weights(value, "--mixed-weights"),
+    "strata": _names,
+    "bound": lambda value, _values: {flag: mode for mode, flag in BOUND_FLAG.items()}[value],
+}
 
 
 def methods_text() -> str:
@@ -89,12 +122,7 @@ def methods_text() -> str:
 @format_options
 @listing_option("--list-methods", methods_text, "List every method with its parameters and reference, then exit.")
 @verbosity_options
-def protect_command(input, output, k, method, params, columns, plan, drop, passthrough, report, stat, seed, strata, small_strata, strata_missing,
-                    weights, missing, shuffle_rows, pairing_file, id_column, regenerate_ids, decimal, thousands,
-                    na_values, keys, categorical, ordinal, metadata, mixed_weights, evaluate_risk,
-                    bound, partition_size, engine, scheduler, force, input_format, output_format, delimiter, encoding,
-                    quiet,
-                    verbose):
+def protect_command(input, output, quiet, verbose, **options):
     """Microaggregate INPUT and write the protected OUTPUT (plus a report).
 
     The protected columns are z-scored, partitioned into groups of at least K
@@ -118,31 +146,11 @@ def protect_command(input, output, k, method, params, columns, plan, drop, passt
           --engine dask --scheduler tcp://10.0.0.5:8786
     """
     setup_logging(quiet, verbose)
-    params = parse_params(params)
-    block_plan = None
-    if plan is not None:
-        if columns is not None:
-            raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
-        block_plan = load_plan(plan, default_k=k, default_method=method,
-                               default_params=params).with_drop(split_names(drop))
+    request = build_request(R, options, PARSE)
     # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise
     mode = "off" if quiet else ("bar" if not plain_output() else ("heartbeat" if verbose else "off"))
     with progress.tracking(progress.Tracker(mode, console=stderr_console())):
-        rep = api.protect_request(input, output, ProtectRequest.build(
-            k=k, method=method, params=params, plan=block_plan,
-            columns=split_names(columns), drop=split_names(drop), passthrough=split_names(passthrough), report=report,
-            seed=seed, stat=stat, force=force, input_format=input_format, output_format=output_format,
-            delimiter=delimiter, decimal=decimal, thousands=thousands, encoding=encoding,
-            na_values=None if na_values is None else [v for v in na_values.split(",") if v.strip()],
-            keys=split_names(keys), categorical=split_names(categorical), ordinal=split_names(ordinal),
-            metadata=metadata, mixed_weights=parse_weights(mixed_weights, "--mixed-weights"),
-            strata=split_names(strata), small_strata=small_strata,
-            strata_missing=strata_missing, weights=weights, missing=missing, shuffle_rows=shuffle_rows,
-            pairing_file=pairing_file,
-            id_column=id_column, regenerate_ids=regenerate_ids, evaluate_risk=evaluate_risk,
-            partition_size=partition_size, engine=engine, scheduler=scheduler,
-            bound={flag: mode for mode, flag in BOUND_FLAG.items()}[bound],
-        ))
+        rep = api.protect_request(input, output, request)
     if not quiet:
         from ..report import print_protect_summary
 

@@ -270,11 +270,7 @@ def strategy_plans(table: Table, columns: Sequence[str], strategies: Sequence[st
     """One plan per strategy of :data:`microagg_cli.blocking.STRATEGIES`."""
     X = numeric_matrix(table, list(columns))
     out = []
-    for s in strategies:
-        if s not in STRATEGIES:
-            raise InvalidParameterError(f"--strategies: unknown strategy {s!r} (known: {', '.join(STRATEGIES)})")
-        if STRATEGIES[s][1] and size is None:
-            raise InvalidParameterError(f"--strategies {s}: this strategy needs a block size (--block-size S)")
+    for s in strategies:  # names and sizes checked when the request was built
         blocks = propose_blocks(X, list(columns), s, size, seed=seed)
         label = f"strategy {s}" + (f", block size {size}" if STRATEGIES[s][1] else "")
         out.append(PlanChoice(s, tuple((f"block{i + 1}", tuple(b)) for i, b in enumerate(blocks)), label))

@@ -27,7 +27,7 @@ from ..io import (
 )
 from ..report import attach_html, render_compare
 from ..report.compare import render_html
-from ..request import CompareRequest
+from ..request import COMPARE_K, COMPARE_METHOD, CompareRequest
 from .cells import (
     Cell,
     EvalOptions,
@@ -75,25 +75,19 @@ def grid_options(request: CompareRequest) -> tuple[Preset | None, list[MethodCho
     """Check a grid's options (before any file is read): the preset, the methods, the k
     values (a preset fills in what is not given) and the evaluation options."""
     r = request
-    preset, plans, strategies, columns, block_size = r.preset, r.plans, r.strategies, r.columns, r.block_size
+    preset, plans, strategies, columns = r.preset, r.plans, r.strategies, r.columns
     max_scenarios, methods, k, mic1d_k = r.max_scenarios, r.methods, r.k, r.mic1d_k
     seed, known, dr_weights, score_weights = r.seed, r.known, r.dr_weights, r.score_weights
     pre = resolve_preset(preset) if preset is not None else None
     check_grid_gates(r.gates)
-    if plans and strategies:
-        raise InvalidParameterError("give either --plans or --strategies, not both")
     if (plans or (pre is not None and pre.plans and not strategies)) and columns is not None:
         raise InvalidParameterError("--columns cannot be combined with plans (the plans name the columns)")
-    if block_size is not None and not strategies:
-        raise InvalidParameterError("--block-size applies to --strategies only")
-    if max_scenarios is not None and (isinstance(max_scenarios, bool) or int(max_scenarios) < 0):
-        raise InvalidParameterError(f"--max-scenarios must be >= 0 (0 = every subset), got {max_scenarios!r}")
     # the method list and k values (a preset fills in what is not given)
     if methods is None:
-        choices = list(pre.methods) if pre is not None else [MethodChoice("mdav", {}, "mdav")]
+        choices = list(pre.methods) if pre is not None else [MethodChoice(COMPARE_METHOD, {}, COMPARE_METHOD)]
     else:
         choices = [m if isinstance(m, MethodChoice) else parse_method(str(m)) for m in methods]
-    ks = list(k) if k is not None else (list(pre.ks) if pre is not None else [3, 5, 10])
+    ks = list(k) if k is not None else (list(pre.ks) if pre is not None else list(COMPARE_K))
     vks = list(mic1d_k) if mic1d_k is not None else (list(pre.mic1d_ks) if pre is not None and pre.mic1d_ks else None)
     options = EvalOptions(
         seed=int(seed),
