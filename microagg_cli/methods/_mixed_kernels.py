@@ -277,6 +277,7 @@ def _exact(i, WT, KNT, wn, KOT, co, qc, qn, qo):
     return d
 
 
+# A numba kernel: its arrays and scratch buffers come one by one (no objects in nopython mode).
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi,
                         gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum):
