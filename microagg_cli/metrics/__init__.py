@@ -99,18 +99,8 @@ from .risk import (
 from .linkage import LinkageEvaluator
 from .rmd import RMD_K, RMD_K2, rmd_risk
 from .scenarios import all_subsets, default_scenarios, sample_subsets, scenario_label
-from .utility import (
-    data_quality,
-    eigen,
-    robeigen,
-    il1s,
-    il_score,
-    il_sse,
-    il_sse_blocks,
-    lb_nn,
-    lb_nn_blocks,
-    optimality_gap,
-)
+from .utility import data_quality, eigen, il1s, il_score, il_sse, il_sse_blocks, lb_nn, lb_nn_blocks
+from .utility import optimality_gap, robeigen
 
 __all__ = [
     "SCHEMA",
@@ -120,16 +110,9 @@ __all__ = [
     "GATE_ORDER",
     "evaluate_arrays",
     "MeasureOptions",
-    "il_sse",
-    "il_sse_blocks",
-    "il_score",
-    "il1s",
-    "eigen",
-    "robeigen",
-    "data_quality",
-    "lb_nn",
-    "lb_nn_blocks",
-    "optimality_gap",
+    # the utility measures
+    "il_sse", "il_sse_blocks", "il_score", "il1s", "eigen", "robeigen", "data_quality",
+    "lb_nn", "lb_nn_blocks", "optimality_gap",
     "dld",
     "pld",
     "interval_disclosure",
