@@ -229,6 +229,12 @@ _TM = ("Templ & Meindl (2008), Robust statistics meets SDC: new disclosure risk 
 _MS_DF = ("Mateo-Sanz & Domingo-Ferrer (1998), A comparative study of microaggregation "
           "methods, Questiio 22(3)")
 
+def _il_term(name: str, summary: str) -> MetricSpec:
+    """A row of IL1..IL5: a ratio of the score family (lower is better, 0 under identity)."""
+    return MetricSpec(name, "utility", summary, "ratio", "lower", f"utility.{name}.value", _DF_T,
+                      func=_score_term(name), identity=0.0, heading=name.upper(), digits=3)
+
+
 #: Why LB_NN is a lower bound (sdc-metrics(7) prints it).
 _LB_NN_PROOF = ("The SSE of a group g of m >= k records is 1/(2m) times the sum of squared distances over "
                 "the ordered pairs of g; each record's m-1 partners are on average at least as far as its k-1 "
@@ -246,21 +252,11 @@ _SPECS: tuple[MetricSpec, ...] = (
                "original's means and population sds; per block and overall = sums over blocks)",
                gate=GateSpec("--max-il", "max", "overall", "il_sse", "PCT",
                              "Fail (exit code 5) when IL_SSE over all evaluated columns exceeds PCT %.")),
-    MetricSpec("il1", "utility", "mean |x - x'| / |x| over cells", "ratio", "lower",
-               "utility.il1.value", _DF_T, func=_score_term("il1"), identity=0.0,
-               heading="IL1", digits=3),
-    MetricSpec("il2", "utility", "mean relative change of attribute means", "ratio", "lower",
-               "utility.il2.value", _DF_T, func=_score_term("il2"), identity=0.0,
-               heading="IL2", digits=3),
-    MetricSpec("il3", "utility", "mean relative change of covariances (i <= j)", "ratio",
-               "lower", "utility.il3.value", _DF_T, func=_score_term("il3"), identity=0.0,
-               heading="IL3", digits=3),
-    MetricSpec("il4", "utility", "mean relative change of variances", "ratio", "lower",
-               "utility.il4.value", _DF_T, func=_score_term("il4"), identity=0.0,
-               heading="IL4", digits=3),
-    MetricSpec("il5", "utility", "mean |r - r'| over attribute pairs", "ratio", "lower",
-               "utility.il5.value", _DF_T, func=_score_term("il5"), identity=0.0,
-               heading="IL5", digits=3),
+    _il_term("il1", "mean |x - x'| / |x| over cells"),
+    _il_term("il2", "mean relative change of attribute means"),
+    _il_term("il3", "mean relative change of covariances (i <= j)"),
+    _il_term("il4", "mean relative change of variances"),
+    _il_term("il5", "mean |r - r'| over attribute pairs"),
     MetricSpec("il_score", "utility", "100 * mean of IL1..IL5 capped at 1", "percent", "lower",
                "utility.il_score.value", _DF_T, func=_score_term("il_score"), identity=0.0,
                heading="IL_score", formula="IL_score = 100 * mean of IL1..IL5, each capped at 1"),
