@@ -9,8 +9,9 @@ scenarios):
   seconds of the shared set-up (ranks, interval hits, PLD pair table, DLD tree and
   candidates), of k', DLD, PLD, ID + SDID over the scenarios, of the IL family, of
   LB_NN and of the analysis-utility measures (CI overlap of the default regressions,
-  pMSE with its seeded sample above 100,000 records, the group table with 50 groups); ``after`` is today's code, ``before`` the implementation frozen in
-  ``tests/reference_risk.py`` (only up to ``--before-max`` records: it is quadratic);
+  pMSE with its seeded sample above 100,000 records, the group table with 50 groups); ``after`` is today's code, ``before`` the implementation before it, read from
+  the git history (``tests/reference_risk.py`` at ``BEFORE_COMMIT``; only up to
+  ``--before-max`` records: it is quadratic);
   with ``--measure-scenarios M`` only M scenarios (evenly spread) are timed and the
   per-scenario figures are scaled to all of them (marked ``~``; DLD's layered pass
   then loses the subsets it builds on, so its figure is pessimistic); without it,
@@ -50,6 +51,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+#: The commit holding the frozen copy of the risk code before the speed-up (the tests now
+#: keep only its figures, in ``tests/data/reference_risk.json.gz``).
+BEFORE_COMMIT = "1f26495c92d7b983e627f779e2a676f0bd7b654a"
+
+
+def before_risk():
+    """The risk module before the speed-up, written from the git history to a temporary folder."""
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{BEFORE_COMMIT}:tests/reference_risk.py"],
+                         capture_output=True, text=True, check=True).stdout
+    folder = Path(tempfile.mkdtemp(prefix="sdc-before-"))
+    (folder / "reference_risk.py").write_text(src, encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    import reference_risk
+
+    return reference_risk
 
 P = 10
 K = 3
@@ -106,8 +123,7 @@ def one(n: int, version: str, measure: int | None, new_only: bool = False, fast:
     from microagg_cli.metrics.scenarios import all_subsets
 
     if version == "before":
-        sys.path.insert(0, str(ROOT / "tests"))
-        import reference_risk as risk
+        risk = before_risk()
     else:
         from microagg_cli.metrics import risk
     X, Xp = data(n, fast)

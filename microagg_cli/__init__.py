@@ -65,10 +65,6 @@ __all__ = [
     "METHODS",
     "MethodSpec",
     "ParamSpec",
-    "SdcError",
-    "InvalidParameterError",
-    "DataError",
-    "InfeasibleError",
-    "PrivacyCheckError",
-    "ThresholdExceeded",
+    # the errors
+    "SdcError", "InvalidParameterError", "DataError", "InfeasibleError", "PrivacyCheckError", "ThresholdExceeded",
 ]

@@ -23,7 +23,7 @@ import pandas as pd
 FROZEN = Path(__file__).resolve().parent / "data" / "evaluate_frozen"
 
 
-def _groups_mean(X: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
+def groups_mean(X: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
     """Consecutive groups of k records along ``order`` (remainder joins the last group)."""
     n = X.shape[0]
     g = np.arange(n) // k
@@ -50,7 +50,7 @@ def cases() -> dict[str, dict]:
     X = np.round(3 * L)
     Z = (X - X.mean(0)) / X.std(0)
     pc = np.linalg.eigh(np.cov(Z, rowvar=False))[1][:, -1]
-    Xp = _groups_mean(X, np.argsort(Z @ pc, kind="stable"), 3)
+    Xp = groups_mean(X, np.argsort(Z @ pc, kind="stable"), 3)
     out["ties_csv"] = {"orig": _frame(X, names), "prot": _frame(Xp, names), "fmt": "csv", "args": []}
 
     # 2. duplicate rows and a constant column, groups of 4 along column a; Parquet
@@ -59,7 +59,7 @@ def cases() -> dict[str, dict]:
     X = np.vstack([base, base[rng.integers(0, n // 2, size=n // 2)]])
     X = np.column_stack([X, np.full(n, 7.0)])
     X = X[rng.permutation(n)]
-    Xp = _groups_mean(X, np.lexsort((X[:, 1], X[:, 0])), 4)
+    Xp = groups_mean(X, np.lexsort((X[:, 1], X[:, 0])), 4)
     Xp[:, 3] = X[:, 3]
     Xp[:5, 3] += 1.0  # the constant column differs in a few records (so it is evaluated)
     # (column d is perturbed, not aggregated: the pairing cannot be proven, hence --no-pairing-check)
@@ -72,7 +72,7 @@ def cases() -> dict[str, dict]:
     X = np.round(rng.normal(size=(n, 4)) + 5.0 * stratum[:, None], 2)
     Xp = X.copy()
     for cols, key in (([0, 1], 0), ([2, 3], 2)):
-        Xp[:, cols] = _groups_mean(X[:, cols], np.lexsort((X[:, key + 1], X[:, key])), 3)
+        Xp[:, cols] = groups_mean(X[:, cols], np.lexsort((X[:, key + 1], X[:, key])), 3)
     out["blocks_csv"] = {"orig": _frame(X, names), "prot": _frame(Xp, names), "fmt": "csv",
                          "args": ["--blocks", "a,b;c,d"]}
 
@@ -89,7 +89,7 @@ def cases() -> dict[str, dict]:
     n = 1500
     X = np.round(rng.normal(size=(n, 5)) @ rng.normal(size=(5, 5)), 1)
     order = np.argsort(X[:, 0] + 0.5 * rng.normal(size=n), kind="stable")
-    Xp = _groups_mean(X, order, 5)
+    Xp = groups_mean(X, order, 5)
     out["window_csv"] = {"orig": _frame(X, names5), "prot": _frame(Xp, names5), "fmt": "csv", "args": ["-k", "5"]}
     return out
 

@@ -49,13 +49,7 @@ __all__ = [
     "plan_to_toml",
     "plan_to_dict",
     "plan_to_json",
-    "abs_correlation",
-    "propose_blocks",
-    "make_plan",
-    "block_mean_abs_corr",
-    "plan_mean_abs_corr",
-    "plan_comment",
-    "block_notes",
-    "check_k_option",
-    "BLOCKS_SCHEMA_VERSION",
+    # the strategies
+    "abs_correlation", "propose_blocks", "make_plan", "block_mean_abs_corr", "plan_mean_abs_corr",
+    "plan_comment", "block_notes", "check_k_option", "BLOCKS_SCHEMA_VERSION",
 ]

@@ -49,21 +49,8 @@ from ..report.compare import (  # rendering lives in report/; re-exported for ca
     table_text,
     to_csv,
 )
-from .cells import (
-    DEFAULT_MAX_SCENARIOS,
-    Cell,
-    EvalOptions,
-    MethodChoice,
-    PlanChoice,
-    build_cells,
-    check_cells,
-    file_plans,
-    parse_method,
-    run_cell,
-    saved_name,
-    single_plan,
-    strategy_plans,
-)
+from .cells import DEFAULT_MAX_SCENARIOS, Cell, EvalOptions, MethodChoice, PlanChoice, build_cells, check_cells
+from .cells import file_plans, parse_method, run_cell, saved_name, single_plan, strategy_plans
 from .document import (COMPARE_SCHEMA_VERSION, build_document, check_grid_gates, raise_for_gates,
                        raise_for_grid_gates)
 from .entry import compare_file, compare_table, grid_options, output_format, plan_cells

@@ -41,7 +41,7 @@ from ..survey import mdav_available, nan_zscore
 
 __all__ = [
     "BlockResult", "STATS", "check_stat", "resolve_params", "row_classes", "row_class_sizes",
-    "check_weights", "protect_array", "il_sse_observed", "block_seed",
+    "check_named_once", "check_weights", "protect_array", "il_sse_observed", "block_seed",
 ]
 
 log = logging.getLogger("microagg_cli")
@@ -150,6 +150,15 @@ def _row_classes_exact(values: np.ndarray) -> tuple[np.ndarray, int]:
 def row_class_sizes(values: np.ndarray) -> np.ndarray:
     """Size of the class of identical rows each record belongs to (NaN equals NaN)."""
     return row_classes(values)[0]
+
+
+def check_named_once(option: str, column: str, columns: Any, seen: set[str], twice: str = "is named twice") -> None:
+    """``column`` (given to ``option``) is one of ``columns`` and not yet in ``seen``; add it to ``seen``."""
+    if column not in columns:
+        raise DataError(f"{option}: no column {column!r} in the input")
+    if column in seen:
+        raise InvalidParameterError(f"{option}: column {column!r} {twice}")
+    seen.add(column)
 
 
 def check_weights(weights: np.ndarray | None, n: int) -> np.ndarray | None:

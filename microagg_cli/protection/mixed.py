@@ -33,7 +33,7 @@ from ..methods.mixed_refine import MAX_RECORDS, mixed_local_search
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
 from ..request import RunOptions
-from .block import BlockResult, il_sse_observed, row_classes
+from .block import BlockResult, check_named_once, il_sse_observed, row_classes
 
 __all__ = ["MixedKeys", "read_keys", "split_plan", "check_options", "protect_mixed_rows", "released_columns",
            "TIE_RULE", "MEDIAN_RULE", "mixed_stats"]
@@ -139,11 +139,7 @@ def check_options(columns: list[str], plan: BlockPlan, options: RunOptions) -> N
               "weights": [options.weights] if options.weights else []}
     for opt, cols in (("--categorical", cats), ("--ordinal", ords)):
         for c in cols:
-            if c not in columns:
-                raise DataError(f"{opt}: no column {c!r} in the input")
-            if c in seen:
-                raise InvalidParameterError(f"{opt}: column {c!r} is named twice (or as both categorical and ordinal)")
-            seen.add(c)
+            check_named_once(opt, c, columns, seen, "is named twice (or as both categorical and ordinal)")
             if c in plan.columns:
                 raise InvalidParameterError(f"{opt[2:]} key {c!r} cannot also be protected as a continuous column")
             if c in plan.drop or c in plan.passthrough:

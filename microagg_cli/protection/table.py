@@ -46,7 +46,7 @@ from ..progress import phase as progress_phase
 from ..progress import set_done
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
-from .block import BlockResult, block_seed, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
+from .block import BlockResult, block_seed, check_named_once, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
 from .mixed import check_options as check_mixed_options
 from .mixed import mixed_stats, protect_mixed_rows, read_keys, released_columns, split_plan
 from .partitioned import protect_rows
@@ -703,11 +703,7 @@ def check_keys(columns: list[str], plan: BlockPlan, keys: list[str] | None, stra
     """Declared key columns exist, are named once and are neither protected, dropped nor strata."""
     seen: set[str] = set()
     for c in keys or []:
-        if c not in columns:
-            raise DataError(f"--keys: no column {c!r} in the input")
-        if c in seen:
-            raise InvalidParameterError(f"--keys: column {c!r} is named twice")
-        seen.add(c)
+        check_named_once("--keys", c, columns, seen)
         if c in plan.columns:
             raise InvalidParameterError(f"key column {c!r} cannot also be protected")
         if c in plan.drop:

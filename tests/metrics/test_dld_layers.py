@@ -1,9 +1,10 @@
 """DLD by layers of scenarios: margins, memos and the parents' beaters only
 decide whether a search runs, never a result.
 
-Every scenario's DLD must equal the frozen reference (``tests/reference_risk.py``)
-bit for bit, however many margins are kept, with one or two threads, alone or among
-its subsets, exact or sampled; and every margin the pass keeps must be a lower bound of
+Every scenario's DLD must equal the frozen figures of the code before the speed-up
+(``tests/data/reference_risk.json.gz``, see ``test_risk_reference``) bit for bit, however
+many margins are kept, with one or two threads, alone or among its subsets, exact or
+sampled; and every margin the pass keeps must be a lower bound of
 the true margin (brute force on small files).
 """
 
@@ -16,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import reference_risk as ref
 from microagg_cli.metrics import risk
 from microagg_cli.methods import get_method
 from microagg_cli.partition import aggregate, zscore
+from test_risk_reference import digest, reference
 
 
 def _all(p: int) -> list[tuple[int, ...]]:
@@ -50,8 +51,10 @@ def _brute_margins(ev: risk.RiskEvaluator, sc: tuple[int, ...]) -> np.ndarray:
 def test_layers_match_reference_and_single_scenarios(seed):
     X, Xp = _case(seed, ties=seed % 2 == 1)
     scs = _all(X.shape[1])
-    old = ref.RiskEvaluator(X, Xp, pld=False)
-    want = [old.dld(sc) for sc in scs]
+    frozen = reference()["dld_layers"][str(seed)]
+    assert digest(X, Xp) == frozen["inputs"], "the generated case changed: the frozen figures do not apply"
+    want = frozen["dld"]
+    assert len(want) == len(scs)
     ev = risk.RiskEvaluator(X, Xp, pld=False)
     assert [v for v, _ in ev.dld_many(scs)] == want
     assert [v for v, _ in risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs, jobs=2)] == want

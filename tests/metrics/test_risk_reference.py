@@ -1,21 +1,46 @@
 """The fast risk measures against the implementation before it.
 
-``tests/reference_risk.py`` is ``metrics/risk.py`` as it was; on randomised cases with
-ties, duplicate rows, constant columns and strata-like blocks every scenario's
-figures must agree: counts exactly, real figures to 1e-9 relative, PLD and the EM
-parameters to 1e-6 relative (the EM's summation order changed).
+``tests/data/reference_risk.json.gz`` holds the figures ``metrics/risk.py`` computed
+before the speed-up (that code was frozen as a test file, run once on these cases and
+then dropped; JSON floats round-trip bit for bit). On randomised cases with ties,
+duplicate rows, constant columns and strata-like blocks every scenario's figures must
+agree: counts exactly, real figures to 1e-9 relative, PLD and the EM parameters to 1e-6
+relative (the EM's summation order changed). Each case also stores a digest of its
+input matrices, so a change of the generated inputs fails as such, not as a figure.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 import math
+from functools import lru_cache
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import reference_risk as ref
 from microagg_cli.metrics import risk
+from reference_evaluate_cases import groups_mean
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_risk.json.gz"
+
+
+@lru_cache(maxsize=1)
+def reference() -> dict:
+    """The frozen figures: ``evaluator`` (per case), ``em`` (per draw), ``dld_layers`` (per seed)."""
+    with gzip.open(REFERENCE, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def digest(*arrays: np.ndarray) -> str:
+    """A short fingerprint of the float64 bytes of the input matrices."""
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()[:16]
 
 _LOOSE = ("pld", "pld_em")
 
@@ -51,17 +76,6 @@ def _close(got, want, path="", loose=False):
         assert got == want, f"{path}: {got!r} != {want!r}"
 
 
-def _groups(X, order, k):
-    n = X.shape[0]
-    g = np.arange(n) // k
-    g[g >= n // k] = n // k - 1
-    labels = np.empty(n, dtype=np.int64)
-    labels[order] = g
-    sums = np.zeros((labels.max() + 1, X.shape[1]))
-    np.add.at(sums, labels, X)
-    return (sums / np.bincount(labels)[:, None])[labels]
-
-
 def make_case(kind: str, seed: int):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(30, 400))
@@ -80,7 +94,7 @@ def make_case(kind: str, seed: int):
     k = int(rng.integers(2, 6))
     how = rng.integers(0, 3)
     if how == 0:
-        Xp = _groups(X, np.argsort(X[:, 0] + 0.3 * rng.normal(size=n), kind="stable"), k)
+        Xp = groups_mean(X, np.argsort(X[:, 0] + 0.3 * rng.normal(size=n), kind="stable"), k)
     elif how == 1:
         Xp = np.round(X + rng.normal(scale=0.5, size=X.shape))
     else:
@@ -98,21 +112,23 @@ def scenarios(p):
 def test_risk_evaluator_matches_reference(kind, seed):
     X, Xp, k = make_case(kind, 100 * seed + len(kind))
     share = [0.01, 0.05, 0.2][seed % 3]
-    old = ref.RiskEvaluator(X, Xp, k=k, pld_window_share=share)
+    frozen = reference()["evaluator"][f"{kind}-{seed}"]
+    assert digest(X, Xp) == frozen["inputs"], "the generated case changed: the frozen figures do not apply"
     new = risk.RiskEvaluator(X, Xp, k=k, pld_window_share=share)
-    scs = scenarios(X.shape[1])
-    want = old.evaluate(scs)
-    got = new.evaluate(scs)
+    want = frozen["rows"]
+    got = new.evaluate(scenarios(X.shape[1]))
+    assert len(got) == len(want)
     for g, w in zip(got, want):
         _close(g, w)
 
 
 def test_fellegi_sunter_em_matches_reference(rng):
-    for _ in range(20):
+    frozen = reference()["em"]
+    assert len(frozen) == 20
+    for want in frozen:
         q = int(rng.integers(1, 7))
         G = np.unique(rng.integers(0, 2, size=(40, q)), axis=0)
         c = rng.integers(1, 1000, size=G.shape[0]).astype(float)
-        want = ref.fellegi_sunter_em(G, c, match_share=0.01)
         got = risk.fellegi_sunter_em(G, c, match_share=0.01)
         _close(got, want, "pld_em")
 
