@@ -29,9 +29,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import struct
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -168,10 +170,17 @@ def read_stat(src: Path, fmt: str) -> Any:
     if fmt != "xpt":  # read_xport has no user_missing: special missings are found in the bytes below
         kwargs["user_missing"] = True
     try:
-        frame, meta = (_read_dta_pandas(src, prs) if fmt == "dta" else None) or reader(str(src), **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame, meta = (_read_dta_pandas(src, prs) if fmt == "dta" else None) or reader(str(src), **kwargs)
         special = _xpt_special_missing(src, [str(c) for c in meta.column_names], len(frame)) if fmt == "xpt" else {}
     except Exception as exc:  # ReadstatError, PyreadstatError, UnicodeError, OSError, ...
         raise DataError(f"{src}: not a readable {FORMAT_NAMES[fmt]} file ({_first_line(exc)})") from None
+    for w in caught:  # pyreadstat renames a repeated name ('x' -> 'x_duplicated1'): a duplicate column, as in CSV
+        found = re.search(r"column '(.*)' is duplicated, renamed to", str(w.message))
+        if found:
+            raise DataError(f"{src}: duplicate column {found.group(1)!r}")
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     declared = getattr(meta, "number_rows", None)
     if declared is not None and declared >= 0 and declared != len(frame):
         raise DataError(f"{src}: the file is truncated or damaged (its header declares {declared} records, "
@@ -292,7 +301,6 @@ def _read_dta_pandas(src: Path, prs: Any) -> tuple[Any, Any] | None:
     parse), shaped as pyreadstat's ``user_missing=True`` frame (extended missings as their
     letter, system missings as None); the metadata from pyreadstat (``metadataonly``).
     None when pandas cannot read the file: pyreadstat then reads it (or says why not)."""
-    import warnings
 
     import pandas as pd
 

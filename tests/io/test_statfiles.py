@@ -398,3 +398,16 @@ def test_streaming_engine_refuses_statfiles_in_one_line(tmp_path):
     write_sav(src)
     res = run_cli("protect", src, "-o", tmp_path / "o.parquet", "-k", 3, "-c", "age", "--engine", "local")
     assert res.exit_code == 2 and "leave them out" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_a_name_repeated_in_the_dictionary_is_a_duplicate_column_not_a_rename(tmp_path):
+    """pyreadstat renames a repeated variable name (``income`` -> ``income_duplicated1``);
+    sdc refuses it as a duplicate column, as it does for CSV, instead of releasing it renamed."""
+    src = tmp_path / "dup.sav"
+    pyreadstat.write_sav(pd.DataFrame({"income": [1.0, 4, 7], "age": [2.0, 5, 8], "x": [3.0, 6, 9]}), str(src))
+    raw = src.read_bytes()
+    short = b"X       " if b"X       " in raw else b"x       "
+    src.write_bytes(raw.replace(short, b"INCOME  ", 1))
+    res = run_cli("protect", src, "-o", tmp_path / "o.csv", "-k", 2, "--columns", "age")
+    assert res.exit_code == 3 and "duplicate column 'income'" in res.stderr
+    assert not (tmp_path / "o.csv").exists()
