@@ -1,5 +1,5 @@
 """Benchmark of ``sdc evaluate`` at scale (not a test): seconds per measure and size,
-before and after the speed-up of issue #27, and peak memory.
+before and after the layered DLD search and the PLD pair table, and peak memory.
 
 For each size (default 10,000, 50,000, 200,000 and 1,000,000 records x 10 columns, a
 Gaussian mixture protected by ``mdav`` with k = 3, default options: all 1,023 intruder
@@ -71,7 +71,7 @@ def before_risk():
 P = 10
 K = 3
 STAGES = ("setup", "k_prime", "dld", "pld", "id_sdid", "il_family", "lb_nn", "ci_overlap", "pmse", "groups")
-#: the measures of issue "Measures II" (today's code only)
+#: the newer measures (linkage, RMD and its MCD; today's code only)
 NEW_STAGES = ("linkage", "rmd", "rmd_mcd")
 
 

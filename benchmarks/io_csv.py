@@ -1,4 +1,4 @@
-"""CSV at scale: read and write time and peak memory of the I/O layer (issue #16).
+"""CSV at scale: read and write time and peak memory of the I/O layer.
 
 Generates a seeded CSV of N rows x 11 columns (a text id with leading zeros and ten
 numeric columns of 12-16 significant digits, about 197 bytes a row: 1,000,000 rows is

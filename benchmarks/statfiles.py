@@ -1,4 +1,5 @@
-"""Reading and protecting SPSS/Stata files against the same data as Parquet (#28).
+"""Reading and protecting SPSS/Stata files against the same data as Parquet
+(declared missing codes and labels kept).
 
     python benchmarks/statfiles.py [--rows 200000] [--repeat 3]
 

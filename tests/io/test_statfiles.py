@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT, SAMPLE, run_cli
 
-pyreadstat = pytest.importorskip("pyreadstat")
+import pyreadstat  # noqa: E402  (a core dependency)
 
 from microagg_cli.io import read_table  # noqa: E402
 from microagg_cli.statfiles import declared_missing_counts, set_spss_weight, stat_meta  # noqa: E402

@@ -1,4 +1,4 @@
-"""Trust III, files and streams: standard streams closed or full, oversized cells, negative
+"""Files and streams: standard streams closed or full, oversized cells, negative
 seeds, quoted and padded column names, .csv.gz / .xlsx / --encoding, writer and other
 messages, and the release rule over digits of any script. Stream cases run ``sdc`` in a
 subprocess (the shell's redirections are the point); the rest in-process."""

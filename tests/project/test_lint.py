@@ -10,14 +10,12 @@ import importlib.util
 import subprocess
 import sys
 
-import pytest
 
 from conftest import ROOT
 
 
 def test_ruff_check_passes():
-    if importlib.util.find_spec("ruff") is None:
-        pytest.skip("ruff is not installed (pip install '.[test]')")
+    assert importlib.util.find_spec("ruff") is not None, "ruff is not installed (pip install '.[test]')"
     out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

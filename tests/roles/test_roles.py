@@ -344,7 +344,6 @@ def test_parquet_categoricals_are_keys(tmp_path):
                                                                   "ordinal": ["band"]}
 
 
-@pytest.mark.skipif(not (SAMPLE / "household.sav").exists(), reason="sample .sav missing")
 def test_sav_default_run_never_averages_categorical_columns(tmp_path):
     import pyreadstat
 
@@ -363,19 +362,6 @@ def test_sav_default_run_never_averages_categorical_columns(tmp_path):
     assert r["blocks"][0]["columns"] == ["age", "expend", "income", "savings", "household_weights"]
 
 
-def _mixed_available() -> bool:
-    """Mixed microaggregation present (the categorical keys take part in the grouping)?"""
-    from microagg_cli.frames import protect_frame
-
-    df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "c": [1, 1, 1, 2, 2, 3]})
-    try:
-        out, _rep = protect_frame(df, 3, columns=["x"], categorical=["c"])
-    except Exception:  # noqa: BLE001
-        return False
-    return bool(out["c"].value_counts().min() >= 3)
-
-
-@pytest.mark.skipif(not _mixed_available(), reason="needs mixed microaggregation (categorical keys grouped)")
 def test_sav_default_run_is_k_anonymous_on_every_key(tmp_path):
     import pyreadstat
 
