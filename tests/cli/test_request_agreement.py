@@ -84,7 +84,7 @@ EVALUATE = {
     "gate_on": ({"gate_on": "nope"}, {"gate_on": "mean"}),
     "missing": ({"missing": "nope"}, {"missing": "complete"}),
     "scale": ({"scale": "nope"}, {"scale": "raw"}),
-    "bound": ({"bound": "nope"}, {"bound": "cg", "time_limit": 20.0}),
+    "bound": ({"bound": "nope"}, {"bound": "cg"}),
     "time_limit": ({"time_limit": -1}, {"time_limit": 5.0}),
     "models": ({"models": ["nope"]}, {"models": ["a ~ b"]}),
     "weights": ({"weights": "zz"}, {"weights": "w"}),
