@@ -206,7 +206,6 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
     ``memo[i]`` (-1 when none). Returns the number of originals left, in ``todo``.
     """
     Zw = W[0]
-    Zpw = W[1]
     tol = per[0]
     own = per[1]
     d2 = out[0]
@@ -219,10 +218,8 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
     nt = 0
     for i in range(Zw.shape[0]):
         acc = 0.0
-        for j in range(s):
-            c = cols[j]
-            d = Zw[i, c] - Zpw[i, c]
-            acc += d * d
+        for j in range(s):  # ec[i, c] is (W[0, i, c] - W[1, i, c])^2, the same double
+            acc += ec[i, cols[j]]
         d2[i] = acc
         bound = -acc
         for j in range(s):
