@@ -280,14 +280,17 @@ def measure(
     partition_based: bool = True,
     per_scenario: bool = True,
     progress: Any = None,
+    **more: Any,
 ) -> dict[str, Any]:
     """Every measure of sdc-metrics(7) on two matrices: the scenario rules of ``sdc``
-    (:func:`scenario_sampling`, the run seed) around :func:`microagg_cli.metrics.evaluate_arrays`."""
+    (:func:`scenario_sampling`, the run seed) around :func:`microagg_cli.metrics.evaluate_arrays`;
+    ``more``: further options of :class:`microagg_cli.metrics.evaluate.MeasureOptions`
+    (flat, as :meth:`~microagg_cli.metrics.evaluate.MeasureOptions.build` takes them)."""
     max_all, sample = scenario_sampling(X.shape[1], max_scenarios)
-    options = MeasureOptions(
+    options = MeasureOptions.build(
         blocks=block_pos, k=k, scenarios=scenarios, dr_weights=dr_weights, score_weights=score_weights,
         rng=np.random.default_rng(np.random.SeedSequence(int(seed))), max_all_subsets=max_all, sample_size=sample,
-        partition_based=partition_based, per_scenario=per_scenario,
+        partition_based=partition_based, per_scenario=per_scenario, **more,
     )
     return evaluate_arrays(X, Xp, options, progress=progress)
 

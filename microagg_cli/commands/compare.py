@@ -118,9 +118,12 @@ def compare_command(input, quiet, verbose, **options):
 
     Intruder scenarios are capped at --max-scenarios per cell (64 by default: a
     grid of 15 cells on Census takes well under a minute); every cell of a plan
-    uses the same scenarios. A progress bar shows on a terminal (not with -q).
+    uses the same scenarios. A cell is a screen: above 20,000 records its DLD and
+    PLD are estimated from 10,000 seeded originals, its one-to-one linkage covers
+    the largest scenario only (sdc evaluate gives the chosen cell's exact figures).
+    A progress bar shows on a terminal (not with -q).
     --max-linkage PCT ends with exit code 5, after the outputs are written, when a
-    cell's worst-scenario one-to-one linkage exceeds PCT %.
+    cell's one-to-one linkage (largest scenario) exceeds PCT %.
     Ctrl-C stops the grid; with -o the finished rows stay in the file (exit code
     130).
 

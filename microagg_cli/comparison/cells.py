@@ -12,7 +12,10 @@ otherwise a sample of 512 -- about 13 s per protected Census file (13 columns) o
 reference machine. A grid multiplies that by the number of cells, so the default here
 is :data:`DEFAULT_MAX_SCENARIOS` = 64 (every subset when there are at most 64, i.e.
 up to 6 columns; else a seeded sample of 64 stratified by size): about 2 s per cell.
-``max_scenarios=None`` restores the ``sdc evaluate`` default.
+``max_scenarios=None`` restores the ``sdc evaluate`` default. A cell is a screen in
+three more ways (:data:`SCREENING`): above 20,000 records its DLD and PLD are estimated
+from 10,000 seeded originals, its one-to-one linkage covers the largest scenario only,
+and the robust eigenvalues, not a compare column, are not computed.
 """
 
 from __future__ import annotations
@@ -34,7 +37,18 @@ from ..io import Table, numeric_matrix, write_table
 from ..methods import get_method
 from ..metrics import disclosure_risk, model_utility
 from ..protection import protect_table
-from ..request import DEFAULT_COMPARE_SCENARIOS, RunOptions
+from ..request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_RISK_SAMPLE,
+                       DEFAULT_COMPARE_SCENARIOS, RunOptions)
+
+#: The evaluation settings of a cell (a screen: see :data:`microagg_cli.request.COMPARE_EXACT_MAX`).
+SCREENING: dict[str, Any] = {
+    "robeigen": False,
+    "linkage_scenarios": COMPARE_LINKAGE_SCENARIOS,
+    "dld_exact_max": COMPARE_EXACT_MAX,
+    "dld_sample": COMPARE_RISK_SAMPLE,
+    "pld_exact_max": COMPARE_EXACT_MAX,
+    "pld_sample": COMPARE_RISK_SAMPLE,
+}
 
 __all__ = [
     "DEFAULT_MAX_SCENARIOS",
@@ -360,6 +374,7 @@ def run_cell(
             X, Xp, block_pos, k=None if cell.method.values_k else cell.k, scenarios=scenarios,
             max_scenarios=options.max_scenarios, seed=options.seed, dr_weights=options.dr_weights,
             score_weights=options.score_weights, partition_based=spec.output == "labels", per_scenario=False,
+            **SCREENING,
         )
         # regression and propensity-score utility: the default models, unweighted
         analysis = model_utility(X, Xp, names=names, k=cell.k,

@@ -206,7 +206,6 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
     ``memo[i]`` (-1 when none). Returns the number of originals left, in ``todo``.
     """
     Zw = W[0]
-    Zpw = W[1]
     tol = per[0]
     own = per[1]
     d2 = out[0]
@@ -219,10 +218,8 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
     nt = 0
     for i in range(Zw.shape[0]):
         acc = 0.0
-        for j in range(s):
-            c = cols[j]
-            d = Zw[i, c] - Zpw[i, c]
-            acc += d * d
+        for j in range(s):  # ec[i, c] is (W[0, i, c] - W[1, i, c])^2, the same double
+            acc += ec[i, cols[j]]
         d2[i] = acc
         bound = -acc
         for j in range(s):
@@ -365,8 +362,8 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
 
     The originals are rows ``todo`` of ``Zw`` (their squared distances to their own
     rows on each attribute in ``ec``, ``per`` and ``out`` as in :func:`dld_filter`),
-    searched on the attributes ``cols``; ``P`` (m, s) holds the distinct protected rows
-    on those attributes, in the
+    searched on the attributes ``cols``; ``P`` (s, m) holds the distinct protected rows
+    (as columns) on those attributes, in the
     order of the k-d tree (``box`` (2, nodes, s) the low and high corner of every node's
     box; ``tree`` (4,
     nodes) its left and right children (-1 at a leaf) and the first and end row of each
@@ -380,8 +377,10 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
     is skipped only when its lower bound, computed in the same order of operations as a
     point's distance (rounding is monotone), exceeds the radius, so no row within it is
     skipped. The cap is the sum of ``ec`` over the attributes ``extra`` (those whose
-    addition makes a scenario still to come: a margin beyond it is of no use); with no
-    ``extra`` this is the plain exact search.
+    addition makes a scenario still to come: a margin beyond it is of no use), raised
+    by a millionth and three tolerances so that the rounded-down margin still settles
+    the scenario that adds them all; with no ``extra`` this is the plain exact search.
+    A leaf's points are ``P``'s columns (``P`` is (s, m), coordinates by rows).
     """
     s = cols.size
     own = per[1]
@@ -397,12 +396,18 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
     end = tree[3]
     stack = np.empty(512, dtype=np.int64)
     stack_lb = np.empty(512)
+    accs = np.empty(P.shape[1])
     for t in range(todo.size):
         a = todo[t]
         ref = d2[a]
         cap = 0.0
         for j in range(extra.size):
             cap += ec[a, extra[j]]
+        if extra.size:
+            # a little beyond the sum: the margin found is stored rounded down (float32)
+            # and its descendants subtract their attributes' ``ec`` from it, so a
+            # margin of exactly the sum would leave the last of them at 0, unsettled
+            cap = cap * (1.0 + 1e-6) + 3.0 * per[0][a]
         best = ref + cap
         for j in range(s):
             q[j] = Zw[a, cols[j]]
@@ -417,11 +422,22 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
             if stack_lb[sp] > best:
                 continue
             if left[node] < 0:
-                for u in range(start[node], end[node]):
-                    acc = 0.0
-                    for j in range(s):
-                        d = q[j] - P[u, j]
-                        acc += d * d
+                u0 = start[node]
+                nu = end[node] - u0
+                # the leaf's distances a coordinate at a time (rows of ``P`` are
+                # coordinates: the loop over points vectorises), each point's sum
+                # still taken over the attributes left to right
+                for u in range(nu):
+                    accs[u] = 0.0
+                for j in range(s):
+                    z = q[j]
+                    row = P[j]
+                    for u in range(nu):
+                        d = z - row[u0 + u]
+                        accs[u] += d * d
+                for uu in range(nu):
+                    u = u0 + uu
+                    acc = accs[uu]
                     if acc < ref:
                         beaten = True
                         beat[t] = u

@@ -88,6 +88,7 @@ class MeasureOptions:
     linkage_window: int = LINKAGE_WINDOW
     linkage_windows: int = LINKAGE_WINDOWS
     linkage_seed: int = 0
+    robeigen: bool = True
     rmd: bool = True
     rmd_k: float = RMD_K
     rmd_k2: float = RMD_K2
@@ -154,6 +155,7 @@ def evaluate_arrays(
     linkage_exact_max, linkage_window, linkage_windows, linkage_seed : exact linkage up to
         ``linkage_exact_max`` records, above it the windows estimator
         (:class:`microagg_cli.metrics.linkage.LinkageEvaluator`).
+    robeigen : compute the robust eigenvalue change (two MCD estimates; None when False).
     rmd, rmd_k, rmd_k2 : compute RMDID1/RMDID1w/RMDID2 over all attributes (sdcMicro's
         ``k`` and ``k2``; :func:`microagg_cli.metrics.rmd.rmd_risk`).
     workers : threads for kd-tree queries (results do not depend on it).
@@ -214,7 +216,7 @@ def evaluate_arrays(
         progress_set(3)
         util["eigen"] = eigen(X, Xp)
         progress_set(4)
-        util["robeigen"] = robeigen(X, Xp)
+        util["robeigen"] = robeigen(X, Xp) if o.robeigen else None
         progress_set(6)
         util["data_quality"] = data_quality(X, Xp)
         progress_set(7)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidParameterError
-from .utility import as_pair
+from .utility import standardized_columns, as_pair
 
 __all__ = ["RMD_K", "RMD_K2", "RMD_SCALE", "mcd_scatter", "rmd_risk"]
 
@@ -127,7 +127,9 @@ def rmd_risk(
     d2 = np.zeros(n)
     if live.size:
         if scatter is None:
-            S = mcd_scatter(Z[:, live])
+            # standardized exactly as robeigen standardizes (same bytes), so that
+            # inside ``sdc evaluate`` the original's MCD is computed once
+            S = mcd_scatter(standardized_columns(X, live))
         else:
             S = np.asarray(scatter, dtype=np.float64).reshape(p, p)[np.ix_(live, live)]
         c = Z.mean(axis=0) if centre is None else np.asarray(centre, dtype=np.float64).reshape(p)

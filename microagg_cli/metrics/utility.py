@@ -28,6 +28,7 @@ __all__ = [
     "il1s",
     "eigen",
     "robeigen",
+    "standardized_columns",
     "data_quality",
     "lb_nn",
     "lb_nn_blocks",
@@ -289,7 +290,7 @@ def il1s(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
 # eigenvalue figures (sdcMicro's dUtility "eigen" / "robeigen")
 
 
-def _standardized(X: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def standardized_columns(X: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """R's ``scale(x)``: own means and sample sds."""
     A = X[:, cols]
     return (A - A.mean(axis=0)) / A.std(axis=0, ddof=1)
@@ -330,7 +331,7 @@ def _spectrum_change(X: np.ndarray, Xp: np.ndarray, scatter: Callable[[np.ndarra
     cols = _usable_columns(X, Xp)
     if cols.size == 0 or X.shape[0] < 2:
         return {"value": None, "attributes": 0, "skipped": int(X.shape[1]), "eigenvalues_skipped": 0}
-    A, B = _standardized(X, cols), _standardized(Xp, cols)
+    A, B = standardized_columns(X, cols), standardized_columns(Xp, cols)
     if side_by_side and threads.limit() > 1:
         from concurrent.futures import ThreadPoolExecutor
 

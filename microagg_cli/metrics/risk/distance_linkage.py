@@ -57,6 +57,8 @@ class BoxTree:
         kd_build(P, int(leaf), perm, self.box[0], self.box[1], *self.tree)
         self.perm = perm
         self.P = np.ascontiguousarray(P[perm])
+        #: the rows as columns (s, m): a leaf's points one coordinate at a time
+        self.PT = np.ascontiguousarray(self.P.T)
         self.mult = np.ascontiguousarray(np.asarray(mult)[perm], dtype=np.float64)
 
 
@@ -140,7 +142,7 @@ def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np
         place[tree.perm] = np.arange(tree.perm.size)
         todo = todo[np.argsort(place[sh.row_of[todo]], kind="stable")]
         beat = np.full(nt, -1, dtype=np.int64)
-        dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo, sh.per, tree.tree, tree.P,
+        dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo, sh.per, tree.tree, tree.PT,
                    tree.mult, tree.box, out, beat)
         hit = beat >= 0
         link[:, todo[hit]] = tree.perm[beat[hit]]
