@@ -134,3 +134,15 @@ def write_parquet(df, path: Path, *, files: int = 1, row_group_size: int = 250) 
     for f in range(files):
         pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
                        row_group_size=row_group_size)
+
+
+def csv_fixture(text: str, name: str = "small.csv"):
+    """A fixture giving the path of a CSV file ``name`` holding ``text``, written to the
+    test's ``tmp_path`` (a test module's small input: ``small_csv = csv_fixture("a,b\\n1,2\\n")``)."""
+    @pytest.fixture
+    def written(tmp_path: Path) -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return written
