@@ -56,10 +56,14 @@ __all__ = [
     "EVALUATE_MISSING",
     "SCALES",
     "EVALUATE_BOUNDS",
+    "EVALUATE_K",
+    "GATE_ON",
     "ROLES_FORMATS",
     "default",
     "help_text",
     "find_field",
+    "check_gates",
+    "check_plan_without_columns",
 ]
 
 #: ``--missing`` of protect: refuse, leave incomplete records out, group on observed values.
@@ -78,6 +82,10 @@ EVALUATE_MISSING = ("error", "complete")
 SCALES = ("z", "raw")
 #: ``sdc evaluate --bound``: LB_NN only, or also the column-generation bound.
 EVALUATE_BOUNDS = ("nn", "cg")
+#: ``sdc evaluate``'s k (share below k, LB_NN) when neither -k nor a plan's blocks give one.
+EVALUATE_K = 3
+#: ``sdc evaluate --gate-on``: the gates check the worst intruder scenario or the mean.
+GATE_ON = ("worst", "mean")
 #: ``sdc roles --format`` (None: from the -o extension, else toml).
 ROLES_FORMATS = ("toml", "json")
 #: ``sdc compare``'s method when neither --methods nor a preset names one.
@@ -194,6 +202,27 @@ def _check_max_scenarios(max_scenarios: Any) -> None:
 def _check_decimal(decimal: str) -> None:
     if decimal not in (".", ","):
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
+
+
+def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> None:
+    """``sdc evaluate``'s gates are names of the metric catalogue's gates, checked on the
+    worst scenario or the mean (:data:`GATE_ON`)."""
+    if gates:
+        from .metrics import GATE_ORDER, METRICS  # the catalogue names the gates (loaded only when some are given)
+
+        known = [METRICS[name].gate.key for name in GATE_ORDER if METRICS[name].gate is not None]
+        for name in gates:
+            if name not in known:
+                raise InvalidParameterError(f"unknown gate {name!r} (known: {', '.join(known)})")
+    if gate_on not in GATE_ON:
+        raise InvalidParameterError(f"gate_on must be {' or '.join(repr(g) for g in GATE_ON)}, got {gate_on!r}")
+
+
+def check_plan_without_columns(plan: Any, columns: Any) -> None:
+    """``sdc protect``: a plan names the columns, so ``--columns`` goes without it (the
+    command line checks it before it reads the plan file, the request when it is built)."""
+    if plan is not None and columns is not None:
+        raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
 
 
 #: help of the DR and score weights (``sdc evaluate`` and ``sdc compare``)
@@ -364,11 +393,14 @@ class ProtectRequest(_Request):
     run: RunOptions = _nested(RunOptions)
 
     def __post_init__(self) -> None:
+        check_plan_without_columns(self.plan, self.columns)
         if self.regenerate_ids and not self.id_column:
             raise InvalidParameterError("--regenerate-ids needs --id-column COL")
         if self.pairing_file is not None and not self.shuffle_rows:
             raise InvalidParameterError("--pairing-file records the order of --shuffle-rows; add --shuffle-rows "
                                         "(without it the rows keep their order and need no pairing file)")
+        if self.pairing_file is not None and str(self.pairing_file) == "-":
+            raise InvalidParameterError("--pairing-file needs a file name (the pairing is private: not stdout)")
 
     @property
     def regenerated_id(self) -> str | None:
@@ -424,7 +456,7 @@ class EvaluateRequest(_Request):
     plan: Any = opt(None, "Take columns, blocks and k from a blocking plan (.toml/.json, see sdc blocks).")
     k: int | None = opt(
         None, "k for the share of records in classes smaller than k and for the lower bound LB_NN "
-              "(default: the smallest k of --plan, else 3).")
+              f"(default: the smallest k of --plan, else {EVALUATE_K}).")
     known: list[list[str]] | None = opt(
         None, "An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
               "scenarios (every subset of the columns).")
@@ -489,6 +521,19 @@ class EvaluateRequest(_Request):
             raise InvalidParameterError(f"--bound must be {' or '.join(EVALUATE_BOUNDS)}, got {self.bound!r}")
         if self.time_limit is not None and not self.time_limit >= 0:
             raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {self.time_limit!r}")
+        check_gates(self.gates, self.gate_on)
+        if self.k is not None:  # an option error comes before any data error (the pairing proof's)
+            check_k_value(self.k)
+        if self.html is not None and str(self.html) == "-":
+            raise InvalidParameterError("--html needs a file name (the HTML report is not written to stdout)")
+        # the evaluated columns: a plan's, the blocks', or --columns
+        if self.plan is not None and (self.columns is not None or self.blocks is not None):
+            raise InvalidParameterError("--plan names the columns and blocks; drop --columns/--blocks")
+        if self.blocks is not None and self.columns is not None \
+                and sorted(self.columns) != sorted(c for b in self.blocks for c in b):
+            raise InvalidParameterError("--columns and --blocks name different columns; give one of them")
+        if self.columns is not None and not self.columns and self.blocks is None:
+            raise InvalidParameterError("--columns: no column given")
 
     def parameters(self) -> dict[str, Any]:
         """The request's part of the evaluate report's ``parameters`` (after the measures' own)."""

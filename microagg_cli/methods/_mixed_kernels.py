@@ -131,6 +131,7 @@ def insert_nearest(bd, bi, nb, cap, d, i):
     return nb
 
 
+# A numba kernel: its arrays come one by one (no objects in nopython mode).
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o):
     """Group ``g`` = record ``q`` and its k-1 nearest ``bi[:k-1]``: label them, take them
