@@ -44,7 +44,6 @@ from .pairing import write_pairing
 from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
-from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
 from .roles import check_declared_missing, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.mixed import split_plan
@@ -131,7 +130,6 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     in_fmt = detect_format(input, read.input_format)
     out_fmt = detect_format(output, req.output_format)
     check_writable(out_fmt)  # .sas7bdat cannot be written (pyreadstat reads it only)
-    check_stat(run.stat)
     src = None if str(input) == "-" else Path(input)
     out_path = check_output_path(output, force=req.force, inputs=(src,))
     rep_path = None

@@ -335,6 +335,11 @@ def scenario_risk(
     }
 
 
+#: The risk measures' parameters the evaluate report's ``parameters`` repeat, in its order.
+_RISK_PARAMETERS = ("pld_window_share", "pld_method", "pld_exact_max", "pld_sample", "dld_method", "dld_exact_max",
+                    "dld_sample", "id_percents", "sdid_factor")
+
+
 def evaluate_matrices(
     X: np.ndarray,
     Xp: np.ndarray,
@@ -413,18 +418,8 @@ def evaluate_matrices(
             "scenario_count": measures["risk"]["scenarios"]["count"],
             "dr_weights": measures["risk"]["dr"]["weights"],
             "score_weights": measures["score"]["weights"],
-            "pld_window_share": measures["risk"]["parameters"]["pld_window_share"],
-            "pld_method": measures["risk"]["parameters"]["pld_method"],
-            "pld_exact_max": measures["risk"]["parameters"]["pld_exact_max"],
-            "pld_sample": measures["risk"]["parameters"]["pld_sample"],
-            "dld_method": measures["risk"]["parameters"]["dld_method"],
-            "dld_exact_max": measures["risk"]["parameters"]["dld_exact_max"],
-            "dld_sample": measures["risk"]["parameters"]["dld_sample"],
-            "id_percents": measures["risk"]["parameters"]["id_percents"],
-            "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
-            "linkage_method": measures["risk"]["linkage"]["method"],
-            "linkage_scenarios": measures["risk"]["linkage"]["scenarios"],
-            "linkage_exact_max": measures["risk"]["linkage"]["exact_max"],
+            **{name: measures["risk"]["parameters"][name] for name in _RISK_PARAMETERS},
+            **{f"linkage_{name}": measures["risk"]["linkage"][name] for name in ("method", "scenarios", "exact_max")},
             "partition_based": partition,
             "partition_rule": "LB_NN and the optimality gap are reported when every class of identical "
                               "protected rows in every block holds at least k records",

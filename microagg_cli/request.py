@@ -64,6 +64,8 @@ __all__ = [
     "find_field",
     "check_gates",
     "check_plan_without_columns",
+    "check_stat",
+    "STATS",
 ]
 
 #: ``--missing`` of protect: refuse, leave incomplete records out, group on observed values.
@@ -82,6 +84,8 @@ EVALUATE_MISSING = ("error", "complete")
 SCALES = ("z", "raw")
 #: ``sdc evaluate --bound``: LB_NN only, or also the column-generation bound.
 EVALUATE_BOUNDS = ("nn", "cg")
+#: ``--stat``: the aggregation statistics (besides ``trimmed:P``, 0 <= P < 0.5).
+STATS = ("mean", "median", "onestep")
 #: ``sdc evaluate``'s k (share below k, LB_NN) when neither -k nor a plan's blocks give one.
 EVALUATE_K = 3
 #: ``sdc evaluate --gate-on``: the gates check the worst intruder scenario or the mean.
@@ -204,6 +208,21 @@ def _check_decimal(decimal: str) -> None:
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
 
 
+def check_stat(stat: str) -> str:
+    """Validate an aggregation statistic: ``mean``, ``median``, ``onestep`` or ``trimmed:P``."""
+    if stat in STATS:
+        return stat
+    if stat.startswith("trimmed:"):
+        try:
+            prop = float(stat.split(":", 1)[1])
+        except ValueError:
+            prop = -1.0
+        if 0 <= prop < 0.5:
+            return stat
+    raise InvalidParameterError(
+        f"unknown statistic {stat!r} (use mean, median, onestep or trimmed:P with 0 <= P < 0.5)")
+
+
 def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> None:
     """``sdc evaluate``'s gates are names of the metric catalogue's gates, checked on the
     worst scenario or the mean (:data:`GATE_ON`)."""
@@ -322,6 +341,9 @@ class RunOptions(_Request):
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
+        check_stat(self.stat)
+        if self.weights and self.stat != "mean":
+            raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {self.stat}")
         if self.bound not in BOUND_MODES:
             raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {self.bound!r}")
         if self.missing not in MISSING_POLICIES:
@@ -401,6 +423,10 @@ class ProtectRequest(_Request):
                                         "(without it the rows keep their order and need no pairing file)")
         if self.pairing_file is not None and str(self.pairing_file) == "-":
             raise InvalidParameterError("--pairing-file needs a file name (the pairing is private: not stdout)")
+        if self.engine is not None and self.engine not in ENGINES:
+            raise InvalidParameterError(f"unknown engine {self.engine!r} (use {' or '.join(ENGINES)})")
+        if self.scheduler is not None and self.engine != "dask":
+            raise InvalidParameterError("--scheduler needs --engine dask")
 
     @property
     def regenerated_id(self) -> str | None:
