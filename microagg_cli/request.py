@@ -14,7 +14,9 @@ takes the object (or the part it needs). Pure option checks run once, when an ob
 built, and raise today's errors (:class:`~microagg_cli.errors.InvalidParameterError`,
 exit code 2) with today's messages.
 
-This module imports only :mod:`microagg_cli.errors`, so every layer may use it.
+This module imports only :mod:`microagg_cli.errors` when it loads, so every layer may use
+it; the one later import is the metric catalogue, which names ``sdc evaluate``'s gates
+(:func:`check_gates`, only when gates are given; the measures never import this module).
 
 One exception to "defaults live here": the risk measures' own constants stay with the
 measures in :mod:`microagg_cli.metrics`, which never imports this module (it sits
