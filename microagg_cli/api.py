@@ -22,7 +22,6 @@ from typing import Any
 from . import audit
 from .blocking import (
     block_notes,
-    check_k_option,
     plan_comment,
     plan_to_json,
     plan_to_toml,
@@ -393,11 +392,7 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
     get_method(r.method)
     out_path = None
     src = None if str(input) == "-" else Path(input)
-    if output is not None:
-        if str(output) == "-":
-            raise InvalidParameterError("-o -: the plan goes to stdout when -o is not given")
-        if Path(output).suffix.lower() not in (".toml", ".json"):
-            raise InvalidParameterError(f"plan file {str(output)!r}: use a .toml or .json file")
+    if output is not None:  # a .toml or .json file, not stdout (the request says so)
         out_path = check_output_path(output, force=force, inputs=(src,), what="plan file")
         if check is not None and Path(check).resolve() == out_path.resolve():
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
@@ -452,13 +447,10 @@ def roles_request(input: str | Path, request: RolesRequest) -> dict[str, Any]:
     """:func:`propose_roles` with its options as one :class:`~microagg_cli.request.RolesRequest`."""
     from .roles import propose_roles as propose, roles_to_dict, roles_to_toml
 
-    r = request
-    check_k_option(r.k)
+    r = request  # k, and -o not stdout, checked by the request
     src = None if str(input) == "-" else Path(input)
     out_path = None
     if r.output is not None:
-        if str(r.output) == "-":
-            raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")
         out_path = check_output_path(r.output, force=r.force, inputs=(src,), what="roles file")
     rda = load_rda(r.metadata) if r.metadata is not None else None
     read = r.read

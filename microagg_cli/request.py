@@ -722,6 +722,11 @@ class BlocksRequest(_Request):
             raise InvalidParameterError("-o with --strategy all needs --recommend (which plan to write?)")
         if self.evaluating and self.k is None and check is None:
             raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
+        if self.output is not None:
+            if str(self.output) == "-":
+                raise InvalidParameterError("-o -: the plan goes to stdout when -o is not given")
+            if Path(self.output).suffix.lower() not in (".toml", ".json"):
+                raise InvalidParameterError(f"plan file {str(self.output)!r}: use a .toml or .json file")
 
     @property
     def strategy_names(self) -> tuple[str, ...]:
@@ -770,3 +775,7 @@ class RolesRequest(_Request):
     def __post_init__(self) -> None:
         if self.fmt is not None and self.fmt not in ROLES_FORMATS:
             raise InvalidParameterError(f"--format must be {' or '.join(ROLES_FORMATS)}, got {self.fmt!r}")
+        if self.k is not None:
+            check_k_value(self.k)
+        if self.output is not None and str(self.output) == "-":
+            raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")
