@@ -562,6 +562,9 @@ class EvaluateRequest(_Request):
             raise InvalidParameterError("--columns and --blocks name different columns; give one of them")
         if self.columns is not None and not self.columns and self.blocks is None:
             raise InvalidParameterError("--columns: no column given")
+        by = self.by if self.by is not None else self.strata  # the group table's columns
+        if by and len(set(by)) != len(by):
+            raise InvalidParameterError("--by: a column is named twice")
 
     def parameters(self) -> dict[str, Any]:
         """The request's part of the evaluate report's ``parameters`` (after the measures' own)."""
