@@ -22,7 +22,6 @@ from typing import Any
 from . import audit
 from .blocking import (
     block_notes,
-    check_k_option,
     plan_comment,
     plan_to_json,
     plan_to_toml,
@@ -44,7 +43,6 @@ from .pairing import write_pairing
 from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
-from .protection.block import check_stat
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
 from .roles import check_declared_missing, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.mixed import split_plan
@@ -131,7 +129,6 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     in_fmt = detect_format(input, read.input_format)
     out_fmt = detect_format(output, req.output_format)
     check_writable(out_fmt)  # .sas7bdat cannot be written (pyreadstat reads it only)
-    check_stat(run.stat)
     src = None if str(input) == "-" else Path(input)
     out_path = check_output_path(output, force=req.force, inputs=(src,))
     rep_path = None
@@ -147,9 +144,8 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         read = req.read
     pairing_path = None
     if req.pairing_file is not None:  # the private pairing of --shuffle-rows: never beside the release by mistake
+        # a file name, not stdout (the request says so)
         pairing_path = check_output_path(req.pairing_file, force=req.force, inputs=(src,), what="pairing file")
-        if pairing_path is None:
-            raise InvalidParameterError("--pairing-file needs a file name (the pairing is private: not stdout)")
         for other, what in ((out_path, "output"), (rep_path, "report")):
             if other is not None and other.resolve() == pairing_path.resolve():
                 raise InvalidParameterError(f"the pairing file and the {what} are the same file")
@@ -273,11 +269,10 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     from .report import attach_html, render_html
 
     t0 = time.perf_counter()
-    from .evaluation import check_gates, evaluate_tables, raise_for_gates
+    from .evaluation import evaluate_tables, raise_for_gates
 
     req, read = request, request.read
     report, html, force, internal = req.report, req.html, req.force, req.internal
-    check_gates(req.gates, req.gate_on)
     fmt_o = detect_format(original, read.input_format)
     fmt_p = detect_format(protected, read.input_format)
     if str(original) == "-" and str(protected) == "-":
@@ -288,9 +283,7 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     rep_path = html_path = None
     if report is not None:
         rep_path = check_output_path(report, force=force, inputs=srcs, what="report")
-    if html is not None:
-        if str(html) == "-":
-            raise InvalidParameterError("--html needs a file name (the HTML report is not written to stdout)")
+    if html is not None:  # a file name, not stdout (the request says so)
         html_path = check_output_path(html, force=force, inputs=srcs, what="HTML report")
         if rep_path is not None and rep_path.resolve() == html_path.resolve():
             raise InvalidParameterError("the JSON and the HTML report are the same file")
@@ -399,11 +392,7 @@ def propose_request(input: str | Path, request: BlocksRequest) -> dict[str, Any]
     get_method(r.method)
     out_path = None
     src = None if str(input) == "-" else Path(input)
-    if output is not None:
-        if str(output) == "-":
-            raise InvalidParameterError("-o -: the plan goes to stdout when -o is not given")
-        if Path(output).suffix.lower() not in (".toml", ".json"):
-            raise InvalidParameterError(f"plan file {str(output)!r}: use a .toml or .json file")
+    if output is not None:  # a .toml or .json file, not stdout (the request says so)
         out_path = check_output_path(output, force=force, inputs=(src,), what="plan file")
         if check is not None and Path(check).resolve() == out_path.resolve():
             raise InvalidParameterError("the plan file to write is the --check plan; write elsewhere")
@@ -458,13 +447,10 @@ def roles_request(input: str | Path, request: RolesRequest) -> dict[str, Any]:
     """:func:`propose_roles` with its options as one :class:`~microagg_cli.request.RolesRequest`."""
     from .roles import propose_roles as propose, roles_to_dict, roles_to_toml
 
-    r = request
-    check_k_option(r.k)
+    r = request  # k, and -o not stdout, checked by the request
     src = None if str(input) == "-" else Path(input)
     out_path = None
     if r.output is not None:
-        if str(r.output) == "-":
-            raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")
         out_path = check_output_path(r.output, force=r.force, inputs=(src,), what="roles file")
     rda = load_rda(r.metadata) if r.metadata is not None else None
     read = r.read

@@ -31,12 +31,12 @@ from .metrics.regression import parse_model
 from .metrics.risk import real_anonymity
 from .metrics.scenarios import all_subsets, default_scenarios, scenario_label, summarize
 from .protection import ProtectResult
-from .request import BlocksRequest, EvaluateRequest, default
+from .request import EVALUATE_K, BlocksRequest, EvaluateRequest, default
 from .report import scenario_text
 
 __all__ = [
     "EVALUATION_SCHEMA_VERSION", "Gate", "GATES", "FORMULAS", "known_positions", "scenario_sampling",
-    "scenario_subsets", "measure", "scenario_risk", "evaluate_matrices", "evaluate_tables", "check_gates",
+    "scenario_subsets", "measure", "scenario_risk", "evaluate_matrices", "evaluate_tables",
     "raise_for_gates", "evaluate_protected", "model_summary", "MODEL_FORMULAS",
 ]
 
@@ -104,9 +104,7 @@ def _columns(
 ) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
     """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
     info: dict[str, Any] = {}
-    if plan is not None:
-        if columns is not None or blocks is not None:
-            raise InvalidParameterError("--plan names the columns and blocks; drop --columns/--blocks")
+    if plan is not None:  # without --columns/--blocks (the request says so)
         names = list(plan.columns)
         _check_names(names, orig, prot, key, "--plan")
         info["selection"] = "plan"
@@ -114,14 +112,10 @@ def _columns(
     if blocks is not None:
         names = [c for b in blocks for c in b]
         _check_names(names, orig, prot, key, "--blocks")
-        if columns is not None and sorted(columns) != sorted(names):
-            raise InvalidParameterError("--columns and --blocks name different columns; give one of them")
         info["selection"] = "blocks"
         return names, [(f"block{i + 1}", list(b), None) for i, b in enumerate(blocks)], info
     if columns is not None:
         _check_names(list(columns), orig, prot, key, "--columns")
-        if not columns:
-            raise InvalidParameterError("--columns: no column given")
         info["selection"] = "given"
         return list(columns), [("block1", list(columns), None)], info
     # default: numeric columns of both files whose values differ between them
@@ -344,6 +338,11 @@ def scenario_risk(
     }
 
 
+#: The risk measures' parameters the evaluate report's ``parameters`` repeat, in its order.
+_RISK_PARAMETERS = ("pld_window_share", "pld_method", "pld_exact_max", "pld_sample", "dld_method", "dld_exact_max",
+                    "dld_sample", "id_percents", "sdid_factor")
+
+
 def evaluate_matrices(
     X: np.ndarray,
     Xp: np.ndarray,
@@ -362,7 +361,8 @@ def evaluate_matrices(
     blocks : ``(name, columns, k)`` per block; the blocks partition ``names``.
     request : the options (:class:`microagg_cli.request.EvaluateRequest`; default: its
         defaults), of which these apply:
-    k : k for the share below k and LB_NN (default: the smallest block k, else 3).
+    k : k for the share below k and LB_NN (default: the smallest block k, else
+        :data:`~microagg_cli.request.EVALUATE_K`).
     known : intruder scenarios as lists of column names (default: every subset, or a
         seeded sample).
     max_scenarios : evaluate every subset when there are at most this many, else a
@@ -388,7 +388,7 @@ def evaluate_matrices(
     k_source = "option"
     if k is None:
         ks = [bk for _n, _c, bk in blocks if bk is not None]
-        k, k_source = (min(ks), "plan") if ks else (3, "default")
+        k, k_source = (min(ks), "plan") if ks else (EVALUATE_K, "default")
     k = check_k_value(k)
     scenarios = known_positions(known, names, what="an evaluated column")
     partition = _partition_based(Xp, block_pos, k)
@@ -421,18 +421,8 @@ def evaluate_matrices(
             "scenario_count": measures["risk"]["scenarios"]["count"],
             "dr_weights": measures["risk"]["dr"]["weights"],
             "score_weights": measures["score"]["weights"],
-            "pld_window_share": measures["risk"]["parameters"]["pld_window_share"],
-            "pld_method": measures["risk"]["parameters"]["pld_method"],
-            "pld_exact_max": measures["risk"]["parameters"]["pld_exact_max"],
-            "pld_sample": measures["risk"]["parameters"]["pld_sample"],
-            "dld_method": measures["risk"]["parameters"]["dld_method"],
-            "dld_exact_max": measures["risk"]["parameters"]["dld_exact_max"],
-            "dld_sample": measures["risk"]["parameters"]["dld_sample"],
-            "id_percents": measures["risk"]["parameters"]["id_percents"],
-            "sdid_factor": measures["risk"]["parameters"]["sdid_factor"],
-            "linkage_method": measures["risk"]["linkage"]["method"],
-            "linkage_scenarios": measures["risk"]["linkage"]["scenarios"],
-            "linkage_exact_max": measures["risk"]["linkage"]["exact_max"],
+            **{name: measures["risk"]["parameters"][name] for name in _RISK_PARAMETERS},
+            **{f"linkage_{name}": measures["risk"]["linkage"][name] for name in ("method", "scenarios", "exact_max")},
             "partition_based": partition,
             "partition_rule": "LB_NN and the optimality gap are reported when every class of identical "
                               "protected rows in every block holds at least k records",
@@ -527,9 +517,7 @@ def evaluate_tables(
     request = EvaluateRequest() if request is None else request
     columns, key, blocks, plan = request.columns, request.key, request.blocks, request.plan
     gate_on, internal = request.gate_on, request.internal
-    gates = check_gates(request.gates, gate_on)
-    if request.k is not None:  # an option error comes before any data error (the pairing proof's)
-        check_k_value(request.k)
+    gates = dict(request.gates or {})  # names and gate_on checked by the request
     key = key_columns(key)
     if orig.n_rows < 2:  # said before the pairing proof, which a single record cannot make
         n, p = orig.n_rows, len(orig.columns)
@@ -644,9 +632,7 @@ class _AnalysisInputs:
                                 f"{weights[bad[0]]!r}; weights must be positive numbers")
         codes = labels = None
         by = list(request.by if request.by is not None else (request.strata or []))
-        if by:
-            if len(set(by)) != len(by):
-                raise InvalidParameterError("--by: a column is named twice")
+        if by:  # each named once (the request says so)
             keys = []
             for col in by:
                 check(col, "--by", both=False)
@@ -723,19 +709,8 @@ def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.nd
         codes = pd.factorize(np.concatenate([a[rows], b[rows]]))[0]
         o_codes.append(codes[:rows.size])
         r_codes.append(codes[rows.size:])
-    k = request.k if request.k is not None else 3
+    k = request.k if request.k is not None else EVALUATE_K
     return categorical_measures(cats, np.column_stack(o_codes), np.column_stack(r_codes), Xp, names, k)
-
-
-def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> dict[str, float]:
-    """Validate gate names (keys of :data:`GATES`) and ``gate_on``; return the gates as a dict."""
-    gates = dict(gates or {})
-    for name in gates:
-        if name not in GATES:
-            raise InvalidParameterError(f"unknown gate {name!r} (known: {', '.join(GATES)})")
-    if gate_on not in ("worst", "mean"):
-        raise InvalidParameterError(f"gate_on must be 'worst' or 'mean', got {gate_on!r}")
-    return gates
 
 
 def raise_for_gates(rep: dict[str, Any]) -> None:

@@ -130,9 +130,7 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     table, request, coded = resolve_request(table, request, rda)
     plan, columns, passthrough, run = request.plan, request.columns, request.passthrough, request.run
     plan_given = plan
-    if plan is not None:
-        if columns is not None:
-            raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
+    if plan is not None:  # without --columns (the request says so)
         if passthrough:
             plan = plan.with_passthrough(passthrough)
     else:

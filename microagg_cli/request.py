@@ -14,7 +14,9 @@ takes the object (or the part it needs). Pure option checks run once, when an ob
 built, and raise today's errors (:class:`~microagg_cli.errors.InvalidParameterError`,
 exit code 2) with today's messages.
 
-This module imports only :mod:`microagg_cli.errors`, so every layer may use it.
+This module imports only :mod:`microagg_cli.errors` when it loads, so every layer may use
+it; the one later import is the metric catalogue, which names ``sdc evaluate``'s gates
+(:func:`check_gates`, only when gates are given; the measures never import this module).
 
 One exception to "defaults live here": the risk measures' own constants stay with the
 measures in :mod:`microagg_cli.metrics`, which never imports this module (it sits
@@ -56,10 +58,16 @@ __all__ = [
     "EVALUATE_MISSING",
     "SCALES",
     "EVALUATE_BOUNDS",
+    "EVALUATE_K",
+    "GATE_ON",
     "ROLES_FORMATS",
     "default",
     "help_text",
     "find_field",
+    "check_gates",
+    "check_plan_without_columns",
+    "check_stat",
+    "STATS",
 ]
 
 #: ``--missing`` of protect: refuse, leave incomplete records out, group on observed values.
@@ -78,6 +86,12 @@ EVALUATE_MISSING = ("error", "complete")
 SCALES = ("z", "raw")
 #: ``sdc evaluate --bound``: LB_NN only, or also the column-generation bound.
 EVALUATE_BOUNDS = ("nn", "cg")
+#: ``--stat``: the aggregation statistics (besides ``trimmed:P``, 0 <= P < 0.5).
+STATS = ("mean", "median", "onestep")
+#: ``sdc evaluate``'s k (share below k, LB_NN) when neither -k nor a plan's blocks give one.
+EVALUATE_K = 3
+#: ``sdc evaluate --gate-on``: the gates check the worst intruder scenario or the mean.
+GATE_ON = ("worst", "mean")
 #: ``sdc roles --format`` (None: from the -o extension, else toml).
 ROLES_FORMATS = ("toml", "json")
 #: ``sdc compare``'s method when neither --methods nor a preset names one.
@@ -196,6 +210,42 @@ def _check_decimal(decimal: str) -> None:
         raise InvalidParameterError(f"decimal mark must be '.' or ',', got {decimal!r}")
 
 
+def check_stat(stat: str) -> str:
+    """Validate an aggregation statistic: ``mean``, ``median``, ``onestep`` or ``trimmed:P``."""
+    if stat in STATS:
+        return stat
+    if stat.startswith("trimmed:"):
+        try:
+            prop = float(stat.split(":", 1)[1])
+        except ValueError:
+            prop = -1.0
+        if 0 <= prop < 0.5:
+            return stat
+    raise InvalidParameterError(
+        f"unknown statistic {stat!r} (use mean, median, onestep or trimmed:P with 0 <= P < 0.5)")
+
+
+def check_gates(gates: Mapping[str, float] | None, gate_on: str) -> None:
+    """``sdc evaluate``'s gates are names of the metric catalogue's gates, checked on the
+    worst scenario or the mean (:data:`GATE_ON`)."""
+    if gates:
+        from .metrics import GATE_ORDER, METRICS  # the catalogue names the gates (loaded only when some are given)
+
+        known = [METRICS[name].gate.key for name in GATE_ORDER if METRICS[name].gate is not None]
+        for name in gates:
+            if name not in known:
+                raise InvalidParameterError(f"unknown gate {name!r} (known: {', '.join(known)})")
+    if gate_on not in GATE_ON:
+        raise InvalidParameterError(f"gate_on must be {' or '.join(repr(g) for g in GATE_ON)}, got {gate_on!r}")
+
+
+def check_plan_without_columns(plan: Any, columns: Any) -> None:
+    """``sdc protect``: a plan names the columns, so ``--columns`` goes without it (the
+    command line checks it before it reads the plan file, the request when it is built)."""
+    if plan is not None and columns is not None:
+        raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
+
+
 #: help of the DR and score weights (``sdc evaluate`` and ``sdc compare``)
 _DR_WEIGHTS = "Weights of DR = w_dld * DLD + w_pld * PLD + w_id * ID (default 0.25, 0.25, 0.5)."
 _SCORE_WEIGHTS = "Weights of score = w_il * IL_score + w_dr * DR (default 0.5, 0.5)."
@@ -293,6 +343,9 @@ class RunOptions(_Request):
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
+        check_stat(self.stat)
+        if self.weights and self.stat != "mean":
+            raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {self.stat}")
         if self.bound not in BOUND_MODES:
             raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {self.bound!r}")
         if self.missing not in MISSING_POLICIES:
@@ -364,11 +417,18 @@ class ProtectRequest(_Request):
     run: RunOptions = _nested(RunOptions)
 
     def __post_init__(self) -> None:
+        check_plan_without_columns(self.plan, self.columns)
         if self.regenerate_ids and not self.id_column:
             raise InvalidParameterError("--regenerate-ids needs --id-column COL")
         if self.pairing_file is not None and not self.shuffle_rows:
             raise InvalidParameterError("--pairing-file records the order of --shuffle-rows; add --shuffle-rows "
                                         "(without it the rows keep their order and need no pairing file)")
+        if self.pairing_file is not None and str(self.pairing_file) == "-":
+            raise InvalidParameterError("--pairing-file needs a file name (the pairing is private: not stdout)")
+        if self.engine is not None and self.engine not in ENGINES:
+            raise InvalidParameterError(f"unknown engine {self.engine!r} (use {' or '.join(ENGINES)})")
+        if self.scheduler is not None and self.engine != "dask":
+            raise InvalidParameterError("--scheduler needs --engine dask")
 
     @property
     def regenerated_id(self) -> str | None:
@@ -424,7 +484,7 @@ class EvaluateRequest(_Request):
     plan: Any = opt(None, "Take columns, blocks and k from a blocking plan (.toml/.json, see sdc blocks).")
     k: int | None = opt(
         None, "k for the share of records in classes smaller than k and for the lower bound LB_NN "
-              "(default: the smallest k of --plan, else 3).")
+              f"(default: the smallest k of --plan, else {EVALUATE_K}).")
     known: list[list[str]] | None = opt(
         None, "An intruder scenario: the columns the intruder knows (repeatable). Replaces the default "
               "scenarios (every subset of the columns).")
@@ -489,6 +549,22 @@ class EvaluateRequest(_Request):
             raise InvalidParameterError(f"--bound must be {' or '.join(EVALUATE_BOUNDS)}, got {self.bound!r}")
         if self.time_limit is not None and not self.time_limit >= 0:
             raise InvalidParameterError(f"--time-limit must be >= 0 seconds, got {self.time_limit!r}")
+        check_gates(self.gates, self.gate_on)
+        if self.k is not None:  # an option error comes before any data error (the pairing proof's)
+            check_k_value(self.k)
+        if self.html is not None and str(self.html) == "-":
+            raise InvalidParameterError("--html needs a file name (the HTML report is not written to stdout)")
+        # the evaluated columns: a plan's, the blocks', or --columns
+        if self.plan is not None and (self.columns is not None or self.blocks is not None):
+            raise InvalidParameterError("--plan names the columns and blocks; drop --columns/--blocks")
+        if self.blocks is not None and self.columns is not None \
+                and sorted(self.columns) != sorted(c for b in self.blocks for c in b):
+            raise InvalidParameterError("--columns and --blocks name different columns; give one of them")
+        if self.columns is not None and not self.columns and self.blocks is None:
+            raise InvalidParameterError("--columns: no column given")
+        by = self.by if self.by is not None else self.strata  # the group table's columns
+        if by and len(set(by)) != len(by):
+            raise InvalidParameterError("--by: a column is named twice")
 
     def parameters(self) -> dict[str, Any]:
         """The request's part of the evaluate report's ``parameters`` (after the measures' own)."""
@@ -657,6 +733,11 @@ class BlocksRequest(_Request):
             raise InvalidParameterError("-o with --strategy all needs --recommend (which plan to write?)")
         if self.evaluating and self.k is None and check is None:
             raise InvalidParameterError("--evaluate needs -k K (the k to protect with)")
+        if self.output is not None:
+            if str(self.output) == "-":
+                raise InvalidParameterError("-o -: the plan goes to stdout when -o is not given")
+            if Path(self.output).suffix.lower() not in (".toml", ".json"):
+                raise InvalidParameterError(f"plan file {str(self.output)!r}: use a .toml or .json file")
 
     @property
     def strategy_names(self) -> tuple[str, ...]:
@@ -705,3 +786,7 @@ class RolesRequest(_Request):
     def __post_init__(self) -> None:
         if self.fmt is not None and self.fmt not in ROLES_FORMATS:
             raise InvalidParameterError(f"--format must be {' or '.join(ROLES_FORMATS)}, got {self.fmt!r}")
+        if self.k is not None:
+            check_k_value(self.k)
+        if self.output is not None and str(self.output) == "-":
+            raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")

@@ -120,6 +120,40 @@ def assert_refused(res, name: str, code: int, word: str) -> None:
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
 
 
+def tree(path: Path) -> dict[str, str]:
+    """Every file below ``path`` with its SHA-256 (hidden files too)."""
+    import hashlib
+
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def refusal_catalogue_tests(catalogue, size: int, minimum: int, run, also=None):
+    """The two tests of a catalogue of refused runs: ``catalogue(tmp_path)`` lists
+    ``size`` (>= ``minimum``) cases ``(name, args, exit code, word)``; each, run by
+    ``run(*args)``, ends as :func:`assert_refused` says and leaves the folder as it was
+    (nothing written, left behind, changed or deleted, hidden temporary files included);
+    ``also(name, result)``, when given, checks each case further.
+
+    Use: ``test_catalogue_size, test_catalogue = refusal_catalogue_tests(...)`` at the top
+    level of a test module (the size is needed before the case files exist)."""
+    def test_size(tmp_path):
+        assert len(catalogue(tmp_path)) == size >= minimum
+
+    @pytest.mark.parametrize("index", range(size))
+    def test_case(tmp_path, index):
+        name, args, code, word = catalogue(tmp_path)[index]
+        before = tree(tmp_path)
+        res = run(*args)
+        assert_refused(res, name, code, word)
+        after = tree(tmp_path)
+        assert after == before, (name, set(after) ^ set(before))
+        if also is not None:
+            also(name, res)
+
+    return test_size, test_case
+
+
 def write_parquet(df, path: Path, *, files: int = 1, row_group_size: int = 250) -> None:
     """A Parquet file, or a dataset directory of ``files`` files (the streaming tests' input)."""
     import pyarrow as pa
@@ -134,3 +168,15 @@ def write_parquet(df, path: Path, *, files: int = 1, row_group_size: int = 250) 
     for f in range(files):
         pq.write_table(table.slice(bounds[f], bounds[f + 1] - bounds[f]), path / f"part-{f:03d}.parquet",
                        row_group_size=row_group_size)
+
+
+def csv_fixture(text: str, name: str = "small.csv"):
+    """A fixture giving the path of a CSV file ``name`` holding ``text``, written to the
+    test's ``tmp_path`` (a test module's small input: ``small_csv = csv_fixture("a,b\\n1,2\\n")``)."""
+    @pytest.fixture
+    def written(tmp_path: Path) -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return written

@@ -28,7 +28,6 @@ from .strategies import (
     abs_correlation,
     block_mean_abs_corr,
     block_notes,
-    check_k_option,
     make_plan,
     plan_comment,
     plan_mean_abs_corr,
@@ -51,5 +50,5 @@ __all__ = [
     "plan_to_json",
     # the strategies
     "abs_correlation", "propose_blocks", "make_plan", "block_mean_abs_corr", "plan_mean_abs_corr",
-    "plan_comment", "block_notes", "check_k_option", "BLOCKS_SCHEMA_VERSION",
+    "plan_comment", "block_notes", "BLOCKS_SCHEMA_VERSION",
 ]

@@ -50,7 +50,6 @@ __all__ = [
     "plan_mean_abs_corr",
     "plan_comment",
     "block_notes",
-    "check_k_option",
     "BLOCKS_SCHEMA_VERSION",
 ]
 
@@ -266,12 +265,6 @@ def plan_mean_abs_corr(X: np.ndarray, names: Sequence[str], plan: BlockPlan) -> 
 
 
 # ----------------------------------------------------------- evaluation (k')
-
-
-def check_k_option(k: int | None) -> None:
-    """A k given as an option (None = not given) must be an integer >= 2."""
-    if k is not None:
-        check_k_value(k)
 
 
 def plan_comment(name: str, size: int | None, seed: int, source: str = "INPUT") -> str:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import click
 
 from ._options import check_delimiter, field_option, split_quoted
+from ..request import GATE_ON
 from ..request import EvaluateRequest as E
 
 from ..errors import InvalidParameterError
@@ -38,7 +39,7 @@ GATE_OPTIONS: tuple[tuple[str, str, str, str], ...] = tuple(
 
 def gate_options(func: Callable) -> Callable:
     """``--max-dld``, ``--max-id``, ``--max-score``, ``--min-kprime``, ``--max-il``, ``--gate-on``."""
-    func = field_option(E, "gate_on", "--gate-on", type=click.Choice(["worst", "mean"]), show_default=True)(func)
+    func = field_option(E, "gate_on", "--gate-on", type=click.Choice(list(GATE_ON)), show_default=True)(func)
     for opt, dest, metavar, text in reversed(GATE_OPTIONS):
         func = click.option(opt, dest, type=float, default=None, metavar=metavar, help=text)(func)
     return func

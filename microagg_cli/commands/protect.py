@@ -6,7 +6,6 @@ import click
 
 from .. import api, progress
 from ..blocking import load_plan
-from ..errors import InvalidParameterError
 from ..methods import METHODS
 from ..request import (
     ENGINES,
@@ -14,6 +13,7 @@ from ..request import (
     SMALL_STRATA_POLICIES,
     STRATA_MISSING_POLICIES,
     ProtectRequest,
+    check_plan_without_columns,
     default,
 )
 from ._common_eval import parse_weights
@@ -42,8 +42,7 @@ def _plan(path, values):
     """``--plan PLAN`` loaded, -k, --method, --param filling in what it leaves out."""
     if path is None:
         return None
-    if values["columns"] is not None:
-        raise InvalidParameterError("--columns cannot be combined with --plan (the plan names the columns)")
+    check_plan_without_columns(path, values["columns"])  # before the plan file is read
     return load_plan(path, default_k=values["k"], default_method=values["method"],
                      default_params=values["params"]).with_drop(split_names(values["drop"]))
 

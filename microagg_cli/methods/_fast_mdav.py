@@ -108,6 +108,21 @@ _NSTATE = 6
 _DONE, _REBUILD, _RECENTRE = 0, 1, 2
 
 
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _bucket_distances(buf, A, b, q, p, bucket):
+    """buf[t] = squared distance of bucket ``b``'s record t (``A[b, :, t]``) to ``q``,
+    summed left to right over the p coordinates in ``buf``'s precision (float64: the
+    reference's sum; float32: the screen), vectorised across the bucket's records."""
+    for t in range(bucket):
+        buf[t] = 0.0
+    for j in range(p):
+        qj = q[j]
+        for t in range(bucket):
+            u = A[b, j, t] - qj
+            buf[t] += u * u
+
+
 # --------------------------------------------------------------------------- exact sums
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _fsum_add(parts, npart, j, x):
@@ -426,13 +441,7 @@ def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, label
                     if screened:
                         # screen in float32 (half the memory traffic): a record can beat
                         # the best only if its screened distance plus the margin reaches it
-                        for t in range(bucket):
-                            buf32[t] = 0.0
-                        for j in range(p):
-                            wj = w32[j]
-                            for t in range(bucket):
-                                u32 = Yb[b, j, t] - wj
-                                buf32[t] += u32 * u32
+                        _bucket_distances(buf32, Yb, b, w32, p, bucket)
                         thr = best * inv2 - margin
                         for t in range(be):
                             if alive[bs + t] and buf32[t] >= thr:
@@ -448,13 +457,7 @@ def _mdav_core(X, k, rel, rebuild_fraction, st, stats, done, parts, npart, label
                         continue
                     # the bucket's distances, each summed left to right over the
                     # coordinates as the reference does, vectorised across the records
-                    for t in range(bucket):
-                        buf[t] = 0.0
-                    for j in range(p):
-                        qj = q[j]
-                        for t in range(bucket):
-                            u = Xb[b, j, t] - qj
-                            buf[t] += u * u
+                    _bucket_distances(buf, Xb, b, q, p, bucket)
                     for t in range(be):
                         if alive[bs + t]:
                             d = buf[t]

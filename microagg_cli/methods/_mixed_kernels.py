@@ -32,6 +32,18 @@ from .._jit import njit
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _add_ordinal(D, m, KOT, co, qo):
+    """D[:m] += the ordinal terms: squared differences of the level coordinates ``co``
+    (in ``D``'s precision) of the working records' and the query's levels ``qo``."""
+    for j in range(KOT.shape[0]):
+        q = co[j, qo[j]]
+        row = KOT[j]
+        for i in range(m):
+            t = co[j, row[i]] - q
+            D[i] += t * t
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _fill(D, m, WT, KNT, wn, KOT, co, qc, qn, qo):
     """D[:m] = squared mixed distances of the working records to the point (qc, qn, qo)."""
     for i in range(m):
@@ -48,12 +60,117 @@ def _fill(D, m, WT, KNT, wn, KOT, co, qc, qn, qo):
         row = KNT[j]
         for i in range(m):  # branch-free, so the loop vectorises
             D[i] += w * (row[i] != q)
-    for j in range(KOT.shape[0]):
-        q = co[j, qo[j]]
-        row = KOT[j]
-        for i in range(m):
-            t = co[j, row[i]] - q
-            D[i] += t * t
+    _add_ordinal(D, m, KOT, co, qo)
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _compact_rows(A, alive, m):
+    """Move the columns ``i < m`` of ``A`` whose record is alive to the front, in order."""
+    t = 0
+    for i in range(m):
+        if alive[i]:
+            if t != i:
+                for j in range(A.shape[0]):
+                    A[j, t] = A[j, i]
+            t += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _compact(m, alive, idx, WT, KNT, KOT):
+    """Compact (stably) the working copies to their alive records; returns their number."""
+    _compact_rows(WT, alive, m)
+    _compact_rows(KNT, alive, m)
+    _compact_rows(KOT, alive, m)
+    t = 0
+    for i in range(m):
+        if alive[i]:
+            idx[t] = idx[i]
+            alive[t] = True
+            t += 1
+    return t
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med):
+    """The remaining records' centroid: means, modes (smallest code on ties), lower medians."""
+    for j in range(cen.shape[0]):
+        cen[j] = csum[j] / n_alive
+    for j in range(mode.shape[0]):
+        best = -1
+        bm = 0
+        for lv in range(cnt_n.shape[1]):
+            if cnt_n[j, lv] > best:
+                best = cnt_n[j, lv]
+                bm = lv
+        mode[j] = bm
+    half = (n_alive - 1) // 2
+    for j in range(med.shape[0]):
+        acc = 0
+        for lv in range(cnt_o.shape[1]):
+            acc += cnt_o[j, lv]
+            if acc > half:
+                med[j] = lv
+                break
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def insert_nearest(bd, bi, nb, cap, d, i):
+    """Keep the ``cap`` nearest so far: ``bd[:nb]`` their distances (ascending), ``bi[:nb]``
+    their records; (d, i) goes in when there is room or it is nearer than the last, after
+    any equal distance (ties: the earlier candidate first). Returns the new ``nb``."""
+    if nb < cap or d < bd[nb - 1]:
+        pos = nb if nb < cap else cap - 1
+        while pos > 0 and bd[pos - 1] > d:
+            bd[pos] = bd[pos - 1]
+            bi[pos] = bi[pos - 1]
+            pos -= 1
+        bd[pos] = d
+        bi[pos] = i
+        if nb < cap:
+            nb += 1
+    return nb
+
+
+# A numba kernel: its arrays come one by one (no objects in nopython mode).
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o):
+    """Group ``g`` = record ``q`` and its k-1 nearest ``bi[:k-1]``: label them, take them
+    out of the working records and of the running sums and counts."""
+    gr[0] = q
+    for t in range(k - 1):
+        gr[t + 1] = bi[t]
+    for t in range(k):
+        i = gr[t]
+        alive[i] = False
+        labels[idx[i]] = g
+        for j in range(WT.shape[0]):
+            csum[j] -= WT[j, i]
+        for j in range(KNT.shape[0]):
+            cnt_n[j, KNT[j, i]] -= 1
+        for j in range(KOT.shape[0]):
+            cnt_o[j, KOT[j, i]] -= 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _next_alive(s, alive, m):
+    """``s`` if it is alive, else the next alive working record after it (cyclically)."""
+    t = s
+    while t < m and not alive[t]:
+        t += 1
+    if t == m:
+        t = 0
+        while not alive[t]:
+            t += 1
+    return t
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _label_rest(m, alive, labels, idx, g):
+    """The last group: every remaining record gets label ``g``; returns the number of groups."""
+    for i in range(m):
+        if alive[i]:
+            labels[idx[i]] = g
+    return g + 1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -80,45 +197,12 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
     while n_alive > 0:
         # -- compaction (stable) when a quarter has left
         if dead * 4 > m:
-            t = 0
-            for i in range(m):
-                if alive[i]:
-                    if t != i:
-                        for j in range(pc):
-                            WT[j, t] = WT[j, i]
-                        for j in range(pn):
-                            KNT[j, t] = KNT[j, i]
-                        for j in range(po):
-                            KOT[j, t] = KOT[j, i]
-                        idx[t] = idx[i]
-                    alive[t] = True
-                    t += 1
-            m = t
+            m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
-            for i in range(m):
-                if alive[i]:
-                    labels[idx[i]] = g
-            return g + 1
+            return _label_rest(m, alive, labels, idx, g)
         # -- centroid: mean, modes (smallest code on ties), lower medians
-        for j in range(pc):
-            cen[j] = csum[j] / n_alive
-        for j in range(pn):
-            best = -1
-            bm = 0
-            for lv in range(cnt_n.shape[1]):
-                if cnt_n[j, lv] > best:
-                    best = cnt_n[j, lv]
-                    bm = lv
-            mode[j] = bm
-        half = (n_alive - 1) // 2
-        for j in range(po):
-            acc = 0
-            for lv in range(cnt_o.shape[1]):
-                acc += cnt_o[j, lv]
-                if acc > half:
-                    med[j] = lv
-                    break
+        _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
         # -- r: farthest from the centroid (first in input order on ties)
         _fill(D, m, WT, KNT, wn, KOT, co, cen, mode, med)
         r = -1
@@ -148,44 +232,12 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
                 if d > dmax:
                     dmax = d
                     s = i
-                if nb < k - 1 or d < bd[nb - 1]:
-                    pos = nb if nb < k - 1 else k - 2
-                    while pos > 0 and bd[pos - 1] > d:
-                        bd[pos] = bd[pos - 1]
-                        bi[pos] = bi[pos - 1]
-                        pos -= 1
-                    bd[pos] = d
-                    bi[pos] = i
-                    if nb < k - 1:
-                        nb += 1
-            gr[0] = q
-            for t in range(k - 1):
-                gr[t + 1] = bi[t]
-            for t in range(k):
-                i = gr[t]
-                alive[i] = False
-                labels[idx[i]] = g
-                for j in range(pc):
-                    csum[j] -= WT[j, i]
-                for j in range(pn):
-                    cnt_n[j, KNT[j, i]] -= 1
-                for j in range(po):
-                    cnt_o[j, KOT[j, i]] -= 1
-            g += 1
-            n_alive -= k
-            dead += k
+                nb = insert_nearest(bd, bi, nb, k - 1, d, i)
+            _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o)
+            g, n_alive, dead = g + 1, n_alive - k, dead + k
             if not three:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
-            if not alive[s]:  # s joined r's group: the next remaining record in input order
-                t = s
-                while t < m and not alive[t]:
-                    t += 1
-                if t == m:
-                    t = 0
-                    while not alive[t]:
-                        t += 1
-                s = t
-            r = s
+            r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order
     return g
 
 
@@ -239,12 +291,7 @@ def _fill32(D, m, WT, KNT, wn, KOT, co, qc, qn, qo):
         for i in range(m):
             D[i] += w if row[i] != q else zero
         j += 1
-    for j in range(KOT.shape[0]):
-        q = co[j, qo[j]]
-        row = KOT[j]
-        for i in range(m):
-            t = co[j, row[i]] - q
-            D[i] += t * t
+    _add_ordinal(D, m, KOT, co, qo)
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True, fastmath={"nnan", "nsz"})
@@ -309,46 +356,13 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
     while n_alive > 0:
         # -- compaction (stable) when an eighth has left
         if dead * 8 > m:
-            t = 0
-            for i in range(m):
-                if alive[i]:
-                    if t != i:
-                        for j in range(pc):
-                            WT[j, t] = WT[j, i]
-                            WT32[j, t] = WT32[j, i]
-                        for j in range(pn):
-                            KNT[j, t] = KNT[j, i]
-                        for j in range(po):
-                            KOT[j, t] = KOT[j, i]
-                        idx[t] = idx[i]
-                    alive[t] = True
-                    t += 1
-            m = t
+            _compact_rows(WT32, alive, m)
+            m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
-            for i in range(m):
-                if alive[i]:
-                    labels[idx[i]] = g
-            return g + 1
+            return _label_rest(m, alive, labels, idx, g)
         # -- centroid: mean, modes (smallest code on ties), lower medians
-        for j in range(pc):
-            cen[j] = csum[j] / n_alive
-        for j in range(pn):
-            best = -1
-            bm = 0
-            for lv in range(cnt_n.shape[1]):
-                if cnt_n[j, lv] > best:
-                    best = cnt_n[j, lv]
-                    bm = lv
-            mode[j] = bm
-        half = (n_alive - 1) // 2
-        for j in range(po):
-            acc = 0
-            for lv in range(cnt_o.shape[1]):
-                acc += cnt_o[j, lv]
-                if acc > half:
-                    med[j] = lv
-                    break
+        _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
         # -- r: farthest from the centroid (first in input order on ties)
         qq = 0.0
         for j in range(pc):
@@ -408,42 +422,10 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
                     if far and d > dmax:
                         dmax = d
                         s = i
-                    if nb < k - 1 or d < bd[nb - 1]:
-                        pos = nb if nb < k - 1 else k - 2
-                        while pos > 0 and bd[pos - 1] > d:
-                            bd[pos] = bd[pos - 1]
-                            bi[pos] = bi[pos - 1]
-                            pos -= 1
-                        bd[pos] = d
-                        bi[pos] = i
-                        if nb < k - 1:
-                            nb += 1
-            gr[0] = q
-            for t in range(k - 1):
-                gr[t + 1] = bi[t]
-            for t in range(k):
-                i = gr[t]
-                alive[i] = False
-                labels[idx[i]] = g
-                for j in range(pc):
-                    csum[j] -= WT[j, i]
-                for j in range(pn):
-                    cnt_n[j, KNT[j, i]] -= 1
-                for j in range(po):
-                    cnt_o[j, KOT[j, i]] -= 1
-            g += 1
-            n_alive -= k
-            dead += k
+                    nb = insert_nearest(bd, bi, nb, k - 1, d, i)
+            _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o)
+            g, n_alive, dead = g + 1, n_alive - k, dead + k
             if not three or step == 1:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
-            if not alive[s]:  # s joined r's group: the next remaining record in input order
-                t = s
-                while t < m and not alive[t]:
-                    t += 1
-                if t == m:
-                    t = 0
-                    while not alive[t]:
-                        t += 1
-                s = t
-            r = s
+            r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order
     return g

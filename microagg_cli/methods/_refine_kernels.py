@@ -23,7 +23,7 @@ from ._contiguous import shortest_path
 from .genetic import stream_randint, stream_uniform
 
 __all__ = ["move", "best_step", "local_search", "group_sse", "axis_partition", "power_iteration", "serpentine",
-           "greedy_partition", "pick_pool", "accept", "scratch", "pool_records", "settle", "ils_chunk",
+           "greedy_partition", "pick_pool", "accept", "scratch", "pool_records", "next_pool", "settle", "ils_chunk",
            "kick_chunk"]
 
 
@@ -430,6 +430,19 @@ def scratch(n, p, gmax, max_pool, cap):  # pragma: no cover
             np.empty(p))
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
+# and a jitclass would defeat cache=True)
+@njit(cache=True, nogil=True)
+def next_pool(Z, nrm, knn, max_pool, labels, members, sizes, sums, state, gmark, pool_g, pool_r,
+              cand_g, cand_d, c0):  # pragma: no cover
+    """The next perturbation's pool (:func:`pick_pool`) and its records
+    (:func:`pool_records`); returns (ng groups, N records, pool SSE, a copy of the records)."""
+    ng = pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark,
+                   pool_g, cand_g, cand_d, c0)
+    N, old = pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r)
+    return ng, N, old, pool_r[:N].copy()
+
+
 @njit(cache=True, nogil=True)
 def pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r):  # pragma: no cover
     """Write the records of the pool's ``ng`` groups into pool_r; return (N, pool SSE)."""
@@ -487,10 +500,8 @@ def ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfre
     v = np.empty(p)
     accepted = 0
     for it in range(iters):
-        ng = pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark,
-                       pool_g, cand_g, cand_d, c0)
-        N, old = pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r)
-        pr = pool_r[:N].copy()
+        ng, N, old, pr = next_pool(Z, nrm, knn, max_pool, labels, members, sizes, sums, state, gmark,
+                                   pool_g, pool_r, cand_g, cand_d, c0)
         Zp = Z[pr]
         # -- re-partition the pool
         u = stream_uniform(state)
@@ -572,10 +583,8 @@ def kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, it
         n, p, sizes.shape[0], max_pool, cap)
     accepted = 0
     for it in range(iters):
-        ng = pick_pool(Z, knn, max_pool, labels, members, sizes, sums, state, gmark,
-                       pool_g, cand_g, cand_d, c0)
-        N, old = pool_records(Z, nrm, ng, pool_g, members, sizes, sums, pool_r)
-        pr = pool_r[:N].copy()
+        ng, N, old, pr = next_pool(Z, nrm, knn, max_pool, labels, members, sizes, sums, state, gmark,
+                                   pool_g, pool_r, cand_g, cand_d, c0)
         nlog = 0
         for t in range(1 + stream_randint(state, max_swaps)):
             x = pr[stream_randint(state, N)]

@@ -37,6 +37,7 @@ import numpy as np
 from .._jit import njit
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
+from ._mixed_kernels import insert_nearest
 from .mixed import prepare
 
 __all__ = ["mixed_local_search", "NEIGHBOURS", "FULL_SCAN", "WINDOW", "MAX_PASSES", "MAX_RECORDS"]
@@ -151,16 +152,7 @@ def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
                 for j in range(pn):
                     if KN[i, j] != modes[g, j]:
                         d += wn[j]
-                if nb < neighbours or d < neard[nb - 1]:
-                    pos = nb if nb < neighbours else neighbours - 1
-                    while pos > 0 and neard[pos - 1] > d:
-                        neard[pos] = neard[pos - 1]
-                        near[pos] = near[pos - 1]
-                        pos -= 1
-                    neard[pos] = d
-                    near[pos] = g
-                    if nb < neighbours:
-                        nb += 1
+                nb = insert_nearest(neard, near, nb, neighbours, d, g)
             ia = 0
             for t in range(sizes[a]):
                 if members[a, t] == i:

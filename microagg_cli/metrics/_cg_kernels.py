@@ -19,7 +19,7 @@ import numpy as np
 
 from .._jit import njit
 
-__all__ = ["sqdist", "nn_prefix", "keep_smallest", "local_nn", "bound_filter", "alpha_filter", "tighten",
+__all__ = ["sqdist", "nn_prefix", "keep_smallest", "smallest_to_pool", "local_nn", "bound_filter", "alpha_filter", "tighten",
            "exact_seed", "heuristic_seed", "heuristic_all"]
 
 
@@ -77,6 +77,23 @@ def keep_smallest(buf, cnt, R, v):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def smallest_to_pool(D, pool, plen, c, R, buf, weights):  # pragma: no cover - compiled
+    """buf[0..cnt) = the R smallest D[pool[c], pool[l]] (plus ``weights[l]`` unless
+    ``weights`` is None) over the other pool records l, ascending; returns cnt."""
+    j = pool[c]
+    cnt = 0
+    for l in range(plen):
+        if l == c:
+            continue
+        if weights is None:
+            v = D[j, pool[l]]
+        else:
+            v = D[j, pool[l]] + weights[l]
+        cnt = keep_smallest(buf, cnt, R, v)
+    return cnt
+
+
+@njit(cache=True, nogil=True)
 def local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
     """lnn[c, q] = sum of the q smallest D[pool[c], pool[l]] over l != c, q = 0..R (inf: fewer).
 
@@ -86,13 +103,7 @@ def local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
     valid and makes it much tighter once the pool has shrunk.
     """
     for c in range(plen):
-        j = pool[c]
-        cnt = 0
-        for l in range(plen):
-            if l == c:
-                continue
-            v = D[j, pool[l]]
-            cnt = keep_smallest(buf, cnt, R, v)
+        cnt = smallest_to_pool(D, pool, plen, c, R, buf, None)
         lnn[c, 0] = 0.0
         s = 0.0
         for q in range(1, R + 1):
@@ -101,6 +112,41 @@ def local_nn(D, pool, plen, R, lnn, buf):  # pragma: no cover - compiled
                 lnn[c, q] = s
             else:
                 lnn[c, q] = np.inf
+
+
+@njit(cache=True, nogil=True)
+def _sizes(t, k, kmax, plen):  # pragma: no cover - compiled
+    """The group sizes m_lo..m_hi a completion of a node of ``t`` records can reach
+    from a pool of ``plen`` records (none when m_hi < m_lo)."""
+    m_lo = k if k > t + 1 else t + 1
+    m_hi = kmax if kmax < plen + t else plen + t
+    return m_lo, m_hi
+
+
+@njit(cache=True, nogil=True)
+def _size_bound(sel, r, m, ps, ut, wbuf, bound):  # pragma: no cover - compiled
+    """The bound at group size m from the r smallest terms ``sel[0..r)``: ps/m - ut plus
+    their sum; ``wbuf[m]`` gets it without the r-th (the term a forced record replaces).
+    Returns the smaller of it and ``bound``."""
+    base = ps / m - ut
+    s = 0.0
+    for q in range(r - 1):
+        s += sel[q]
+    wbuf[m] = base + s
+    lb = base + s + sel[r - 1]
+    return lb if lb < bound else bound
+
+
+@njit(cache=True, nogil=True)
+def _keep(pool, acc, lnn, keep, c, R):  # pragma: no cover - compiled
+    """Move pool record ``c`` (its ``acc`` and first ``R`` ``lnn`` columns) to slot
+    ``keep``; returns the next slot."""
+    if keep != c:
+        pool[keep] = pool[c]
+        acc[keep] = acc[c]
+        for q in range(R):
+            lnn[keep, q] = lnn[c, q]
+    return keep + 1
 
 
 # numba kernel: arrays passed one by one (no structs of arrays in nopython mode,
@@ -122,52 +168,29 @@ def bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel): 
 
     Returns ``(bound, new_plen)``.
     """
+    m_lo, m_hi = _sizes(t, k, kmax, plen)
     bound = np.inf
-    m_lo = k if k > t + 1 else t + 1
-    any_m = False
-    for m in range(m_lo, kmax + 1):
+    for m in range(m_lo, m_hi + 1):
         r = m - t
-        wbuf[m] = np.inf
-        if plen < r:
-            break
-        any_m = True
         # r smallest v_j(m), kept sorted in sel[0..r)
         cnt = 0
         for c in range(plen):
             j = pool[c]
             v = (acc[c] + 0.5 * lnn[c, r - 1]) / m - u[j]
             cnt = keep_smallest(sel, cnt, r, v)
-        base = ps / m - ut
-        s = 0.0
-        for q in range(r - 1):
-            s += sel[q]
-        wbuf[m] = base + s
-        lb = base + s + sel[r - 1]
-        if lb < bound:
-            bound = lb
-    if not any_m or bound >= best:
+        bound = _size_bound(sel, r, m, ps, ut, wbuf, bound)
+    if m_hi < m_lo or bound >= best:
         return bound, plen
     # filter: keep j when some m gives (bound with j forced) < best
     keep = 0
     R = kmax - t  # columns 0..kmax-t-1 are the ones this node's descendants read
     for c in range(plen):
         j = pool[c]
-        ok = False
-        for m in range(m_lo, kmax + 1):
-            r = m - t
-            if plen < r:
-                break
-            v = (acc[c] + 0.5 * lnn[c, r - 1]) / m - u[j]
+        for m in range(m_lo, m_hi + 1):
+            v = (acc[c] + 0.5 * lnn[c, m - t - 1]) / m - u[j]
             if wbuf[m] + v < best:
-                ok = True
+                keep = _keep(pool, acc, lnn, keep, c, R)
                 break
-        if ok:
-            if keep != c:
-                pool[keep] = j
-                acc[keep] = acc[c]
-                for q in range(R):
-                    lnn[keep, q] = lnn[c, q]
-            keep += 1
     return bound, keep
 
 
@@ -187,15 +210,10 @@ def alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, hm
     duals) far from each other, each with cheap neighbours of its own, no longer looks
     like a good group. ``hm`` is (kmax + 1, >= plen) scratch. Returns ``(bound, new_plen)``.
     """
+    m_lo, m_hi = _sizes(t, k, kmax, plen)
     bound = np.inf
-    m_lo = k if k > t + 1 else t + 1
-    any_m = False
-    for m in range(m_lo, kmax + 1):
+    for m in range(m_lo, m_hi + 1):
         r = m - t
-        wbuf[m] = np.inf
-        if plen < r:
-            break
-        any_m = True
         if r == 1:
             for c in range(plen):
                 hm[m, c] = acc[c] / m - u[pool[c]]
@@ -206,12 +224,7 @@ def alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, hm
             R = r - 1
             for c in range(plen):
                 j = pool[c]
-                cnt = 0
-                for l in range(plen):
-                    if l == c:
-                        continue
-                    v = D[j, pool[l]] + pbuf[l]
-                    cnt = keep_smallest(sel, cnt, R, v)
+                smallest_to_pool(D, pool, plen, c, R, sel, pbuf)
                 s = 0.0
                 for q in range(R):
                     s += sel[q]
@@ -219,35 +232,17 @@ def alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, hm
         # the r smallest h
         cnt = 0
         for c in range(plen):
-            v = hm[m, c]
-            cnt = keep_smallest(sel, cnt, r, v)
-        base = ps / m - ut
-        s = 0.0
-        for q in range(r - 1):
-            s += sel[q]
-        wbuf[m] = base + s
-        lb = base + s + sel[r - 1]
-        if lb < bound:
-            bound = lb
-    if not any_m or bound >= best:
+            cnt = keep_smallest(sel, cnt, r, hm[m, c])
+        bound = _size_bound(sel, r, m, ps, ut, wbuf, bound)
+    if m_hi < m_lo or bound >= best:
         return bound, plen
     keep = 0
     R = kmax - t
     for c in range(plen):
-        ok = False
-        for m in range(m_lo, kmax + 1):
-            if plen < m - t:
-                break
+        for m in range(m_lo, m_hi + 1):
             if wbuf[m] + hm[m, c] < best:
-                ok = True
+                keep = _keep(pool, acc, lnn, keep, c, R)
                 break
-        if ok:
-            if keep != c:
-                pool[keep] = pool[c]
-                acc[keep] = acc[c]
-                for q in range(R):
-                    lnn[keep, q] = lnn[c, q]
-            keep += 1
     return bound, keep
 
 

@@ -36,7 +36,7 @@ from ..methods import MethodSpec, get_method
 from ..methods._common import check_k
 from ..metrics import il_sse
 from ..partition import aggregate, canonical_labels, check_min_group_size, size_histogram, sse, sst, zscore
-from ..request import ProtectRequest, RunOptions, default
+from ..request import STATS, ProtectRequest, RunOptions, check_stat, default
 from ..survey import mdav_available, nan_zscore
 
 __all__ = [
@@ -45,9 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("microagg_cli")
-
-#: Aggregation statistics (besides ``trimmed:P``).
-STATS = ("mean", "median", "onestep")
 
 
 @dataclass
@@ -66,21 +63,6 @@ class BlockResult:
     #: mixed blocks: the keys themselves (:class:`microagg_cli.protection.mixed.MixedKeys`)
     mixed: Any = None
 
-
-
-def check_stat(stat: str) -> str:
-    """Validate an aggregation statistic: ``mean``, ``median``, ``onestep`` or ``trimmed:P``."""
-    if stat in STATS:
-        return stat
-    if stat.startswith("trimmed:"):
-        try:
-            prop = float(stat.split(":", 1)[1])
-        except ValueError:
-            prop = -1.0
-        if 0 <= prop < 0.5:
-            return stat
-    raise InvalidParameterError(
-        f"unknown statistic {stat!r} (use mean, median, onestep or trimmed:P with 0 <= P < 0.5)")
 
 
 def resolve_params(spec: MethodSpec, params: Mapping[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from ..io import Table, check_release, file_fingerprint, id_type, take_rows, wit
 from ..methods import get_method
 from ..methods.mixed import check_weights as mixed_weights
 from ..request import ProtectRequest
-from .block import check_stat
 from .table import ProtectResult, check_id_column, protect_table
 
 __all__ = ["REPORT_SCHEMA_VERSION", "HYGIENE_KEY", "output_hygiene", "shuffled_pairing", "method_entry",
@@ -128,7 +127,7 @@ def build_report(
         "columns": {"protected": protected, "dropped": list(plan.drop), "passthrough": passthrough,
                     **({"categorical": list(request.run.categorical or []),
                         "ordinal": list(request.run.ordinal or [])} if mixed_keys else {})},
-        "parameters": request.parameters(plan, stat=check_stat(request.run.stat), **parameters),
+        "parameters": request.parameters(plan, stat=request.run.stat, **parameters),
         "privacy_check": {
             "passed": True,
             "rule": "every class of identical protected rows in each block has at least k records",

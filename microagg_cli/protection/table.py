@@ -46,7 +46,7 @@ from ..progress import phase as progress_phase
 from ..progress import set_done
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
-from .block import BlockResult, block_seed, check_named_once, check_stat, check_weights, il_sse_observed, resolve_params, row_classes
+from .block import BlockResult, block_seed, check_named_once, check_weights, il_sse_observed, resolve_params, row_classes
 from .mixed import check_options as check_mixed_options
 from .mixed import mixed_stats, protect_mixed_rows, read_keys, released_columns, split_plan
 from .partitioned import protect_rows
@@ -139,8 +139,7 @@ def check_run(columns: list[str], plan: BlockPlan, options: RunOptions) -> str:
     were checked when ``options`` was built).
     """
     stat, strata, weights, keys = options.stat, options.strata, options.weights, options.keys
-    plan.check(columns)
-    stat = check_stat(stat)
+    plan.check(columns)  # the statistic, and weights with the mean only, checked by the options
     protected = set(plan.columns)
     for role, cols in (("strata", strata or []), ("weights", [weights] if weights else []), ("keys", keys or [])):
         for c in cols:
@@ -150,8 +149,6 @@ def check_run(columns: list[str], plan: BlockPlan, options: RunOptions) -> str:
                 raise InvalidParameterError(f"{role} column {c!r} cannot also be protected")
             if c in plan.drop:
                 raise InvalidParameterError(f"{role} column {c!r} cannot also be dropped")
-    if weights and stat != "mean":
-        raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {stat}")
     for block in plan.blocks:  # fail here, not on a worker after minutes
         resolve_params(get_method(block.method), block.params, block.columns)
     return stat

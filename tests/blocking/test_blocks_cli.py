@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import SAMPLE, only_error_line, run_cli
+from conftest import SAMPLE, csv_fixture, only_error_line, run_cli
 from microagg_cli.blocking import load_plan, parse_plan, plan_mean_abs_corr
 from microagg_cli.io import numeric_matrix, read_table
 
@@ -18,17 +17,11 @@ PLANS = SAMPLE / "plans"
 
 
 run = run_cli
-
-
-@pytest.fixture
-def small_csv(tmp_path: Path) -> Path:
-    p = tmp_path / "small.csv"
-    p.write_text(
-        "id,x,y,z,w,code\n"
-        "01,1,10,5,1,A\n02,2,11,4,2,B\n03,3,12,6,1,A\n"
-        "04,10,30,1,9,B\n05,11,31,2,8,A\n06,12,32,3,9,B\n"
-    )
-    return p
+small_csv = csv_fixture(
+    "id,x,y,z,w,code\n"
+    "01,1,10,5,1,A\n02,2,11,4,2,B\n03,3,12,6,1,A\n"
+    "04,10,30,1,9,B\n05,11,31,2,8,A\n06,12,32,3,9,B\n"
+)
 
 
 # --------------------------------------------------------------- protect --plan

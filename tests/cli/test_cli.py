@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import CENSUS_MDAV_IL, only_error_line, run_cli
+from conftest import CENSUS_MDAV_IL, csv_fixture, only_error_line, run_cli
 from microagg_cli.cli import cli
 from microagg_cli.metrics import il_sse
 
 
 run = run_cli
-
-
-@pytest.fixture
-def small_csv(tmp_path: Path) -> Path:
-    p = tmp_path / "small.csv"
-    p.write_text(
-        "id,name,x,y,code\n"
-        "001,ann,1,10,A\n002,bob,2,11,B\n003,cat,3,12,A\n"
-        "004,dan,10,30,B\n005,eve,11,31,A\n006,fay,12,32,B\n"
-    )
-    return p
+small_csv = csv_fixture(
+    "id,name,x,y,code\n"
+    "001,ann,1,10,A\n002,bob,2,11,B\n003,cat,3,12,A\n"
+    "004,dan,10,30,B\n005,eve,11,31,A\n006,fay,12,32,B\n"
+)
 
 
 def test_every_command_has_help_with_an_example():

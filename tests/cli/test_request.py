@@ -120,11 +120,43 @@ def test_build_routes_flat_keywords_to_the_nested_parts():
     (lambda: EvaluateRequest(scale="log"), "--scale must be z or raw"),
     (lambda: EvaluateRequest(bound="lp"), "--bound must be nn or cg"),
     (lambda: EvaluateRequest(time_limit=-1.0), "--time-limit must be >= 0 seconds"),
+    # checked when built since the request became their one home (before any file is read)
+    (lambda: RunOptions(stat="mode"), "unknown statistic 'mode'"),
+    (lambda: RunOptions(stat="trimmed:0.5"), "unknown statistic 'trimmed:0.5'"),
+    (lambda: RunOptions(weights="w", stat="median"), "--weights applies to the mean"),
+    (lambda: ProtectRequest(plan="p.toml", columns=["a"]), "--columns cannot be combined with --plan"),
+    (lambda: ProtectRequest(shuffle_rows=True, pairing_file="-"), "--pairing-file needs a file name"),
+    (lambda: ProtectRequest(engine="spark"), "unknown engine 'spark'"),
+    (lambda: ProtectRequest(engine="local", scheduler="tcp://h:1"), "--scheduler needs --engine dask"),
+    (lambda: EvaluateRequest(gates={"max_nope": 1.0}), "unknown gate 'max_nope' (known: max_dld,"),
+    (lambda: EvaluateRequest(gate_on="median"), "gate_on must be 'worst' or 'mean'"),
+    (lambda: EvaluateRequest(k=1), "k = 1 is no protection"),
+    (lambda: EvaluateRequest(html="-"), "--html needs a file name"),
+    (lambda: EvaluateRequest(plan="p.toml", blocks=[["a"]]), "--plan names the columns and blocks"),
+    (lambda: EvaluateRequest(columns=["a", "b"], blocks=[["a"], ["c"]]), "name different columns"),
+    (lambda: EvaluateRequest(columns=[]), "--columns: no column given"),
+    (lambda: EvaluateRequest(strata=["s", "s"]), "--by: a column is named twice"),
+    (lambda: BlocksRequest(output="-"), "-o -: the plan goes to stdout"),
+    (lambda: BlocksRequest(output="plan.txt"), "use a .toml or .json file"),
+    (lambda: request.RolesRequest(output="-"), "-o -: the proposal goes to stdout"),
+    (lambda: request.RolesRequest(k=1), "k = 1 is no protection"),
 ])
 def test_checked_when_built_with_todays_errors(make, message):
     with pytest.raises(InvalidParameterError, match=re.escape(message)) as exc:
         make()
     assert exc.value.exit_code == 2
+
+
+def test_valid_combinations_are_not_refused():
+    """The checks above refuse only what they name (a plan alone, blocks naming the
+    --columns, the mean with weights, --scheduler with dask, an output plan file)."""
+    ProtectRequest(plan="p.toml")
+    EvaluateRequest(columns=["b", "a"], blocks=[["a"], ["b"]], gates={"max_dld": 5.0}, gate_on="mean", k=2)
+    RunOptions(weights="w", stat="mean")
+    RunOptions(stat="trimmed:0.25")
+    ProtectRequest(engine="dask", scheduler="tcp://h:1")
+    BlocksRequest(output="plan.JSON")
+    assert request.EVALUATE_K == 3 and request.default(EvaluateRequest, "k") is None
 
 
 def test_protect_report_parameters_and_reproduce_line_come_from_the_request(tmp_path):

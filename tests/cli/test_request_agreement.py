@@ -229,26 +229,18 @@ def _run(cls, opts, d):
 
         def via_api():
             return _evaluate_digest(api.evaluate(d / "o.csv", d / "p.csv", **o))
-    elif cls is CompareRequest:
-        o = {"k": [3], "columns": list("abc"), "max_scenarios": 3, **opts}
-        o = {n: v for n, v in o.items() if v is not None}
-        fo = o
+    else:  # compare and blocks: one table in, the same options to both
+        compare = cls is CompareRequest
+        base = {"k": [3], "columns": list("abc"), "max_scenarios": 3} if compare else {"columns": list("abc")}
+        o = {n: v for n, v in {**base, **opts}.items() if v is not None}
+        on_frame, on_file, digest = ((frames.compare_frames, api.compare, _compare_digest) if compare
+                                     else (frames.propose_blocks, api.propose_plans, _blocks_digest))
 
         def via_frames():
-            return _compare_digest(frames.compare_frames(df, **fo))
+            return digest(on_frame(df, **o))
 
         def via_api():
-            return _compare_digest(api.compare(d / "o.csv", **o))
-    else:
-        o = {"columns": list("abc"), **opts}
-        o = {n: v for n, v in o.items() if v is not None}
-        fo = o
-
-        def via_frames():
-            return _blocks_digest(frames.propose_blocks(df, **fo))
-
-        def via_api():
-            return _blocks_digest(api.propose_plans(d / "o.csv", **o))
+            return digest(on_file(d / "o.csv", **o))
     return _outcome(via_frames, d), _outcome(via_api, d)
 
 

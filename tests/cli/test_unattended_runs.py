@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from microagg_cli import errors, outputs
 from microagg_cli.cli import cli
-from conftest import assert_refused
+from conftest import refusal_catalogue_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 CENSUS = ROOT / "sample_data" / "census.csv"
@@ -591,21 +591,8 @@ def _catalogue(tmp: Path) -> list[tuple[str, list, int, str]]:
 
 #: Cases in the catalogue (the parametrisation needs the number before the files exist).
 CATALOGUE_SIZE = 70
-
-
-def test_catalogue_has_at_least_sixty_cases(tmp_path):
-    assert len(_catalogue(tmp_path)) == CATALOGUE_SIZE >= 60
-
-
-@pytest.mark.parametrize("index", range(CATALOGUE_SIZE))
-def test_catalogue(tmp_path, index):
-    name, args, code, word = _catalogue(tmp_path)[index]
-    before = {p.name: sha(p) for p in tmp_path.iterdir() if p.is_file()}
-    res = run(*args)
-    assert_refused(res, name, code, word)
-    after = {p.name: sha(p) for p in tmp_path.iterdir() if p.is_file()}
-    assert after == before, (name, set(after) ^ set(before))  # nothing written, inputs untouched
-    assert not [p for p in tmp_path.rglob(".*") if p.name.endswith(".tmp")]
+test_catalogue_has_at_least_sixty_cases, test_catalogue = refusal_catalogue_tests(
+    _catalogue, CATALOGUE_SIZE, 60, run)
 
 
 def test_help_imports_no_command_and_matches_the_commands():
