@@ -99,7 +99,8 @@ def new_measures(X: np.ndarray, Xp: np.ndarray) -> dict:
     """Seconds of the one-to-one linkage (its default scenarios) and of the RMD figures."""
     from microagg_cli.mcd import det_mcd_kept
     from microagg_cli.metrics.linkage import LINKAGE_SCENARIOS, LinkageEvaluator, linkage_scenarios
-    from microagg_cli.metrics.rmd import _standardize, rmd_risk
+    from microagg_cli.metrics.rmd import rmd_risk
+    from microagg_cli.metrics.utility import standardized_columns
     from microagg_cli.metrics.scenarios import all_subsets
 
     sec = {}
@@ -109,7 +110,7 @@ def new_measures(X: np.ndarray, Xp: np.ndarray) -> dict:
     values = [ev.scenario(subsets[i])["value"] for i in linkage_scenarios(subsets, LINKAGE_SCENARIOS)]
     sec["linkage"] = time.perf_counter() - t
     t = time.perf_counter()
-    det_mcd_kept(_standardize(X))  # robeigen's MCD in sdc evaluate: cached for rmd_risk
+    det_mcd_kept(standardized_columns(X, np.arange(X.shape[1])))  # robeigen's MCD: cached for rmd_risk
     sec["rmd_mcd"] = time.perf_counter() - t
     t = time.perf_counter()
     r = rmd_risk(X, Xp)
