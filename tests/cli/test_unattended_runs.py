@@ -264,8 +264,6 @@ def test_stale_temp_of_a_dead_process_is_removed(tmp_path, caplog):
                           str(tmp_path / "out.csv"), "-k", "3", "-q"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert not stale.exists() and live.exists()
-    res = subprocess.run([sys.executable, "-m", "microagg_cli", "protect", str(CENSUS), "-o",
-                          str(tmp_path / "out2.csv"), "-k", "3"], capture_output=True, text=True)
     stale.write_text("partial")
     res = subprocess.run([sys.executable, "-m", "microagg_cli", "protect", str(CENSUS), "-o",
                           str(tmp_path / "out3.csv"), "-k", "3"], capture_output=True, text=True)
