@@ -7,6 +7,7 @@ the top of ``tests/``, which is put on ``sys.path`` so that every test imports t
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,75 @@ SAMPLE = ROOT / "sample_data"
 
 if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))
+
+
+_WARM_UP: list = []  # the background warm-up of a cold kernel cache, if started
+
+#: What the warm-up runs, roughly in the order the tests first need it: the fast MDAV and
+#: mixed checks of ``sdc self-test``, an evaluation with the column-generation bound (its kernels
+#: are not in the self-test), then the other checks of ``sdc self-test --all``.
+_WARM_UP_CODE = """
+import numpy as np, pandas as pd
+from microagg_cli import frames
+from microagg_cli.selftest import ALL_CHECKS, run_self_test
+run_self_test(["mdav", "mixed"])
+df = pd.DataFrame(np.random.default_rng(0).normal(size=(60, 3)), columns=list("abc"))
+protected, _ = frames.protect_frame(df, 3)
+frames.evaluate_frame(df, protected, k=3, bound="cg", max_scenarios=1)
+run_self_test([name for name in ALL_CHECKS if name not in ("mdav", "mixed")])
+"""
+
+
+def _kernel_cache_is_cold() -> bool:
+    """No compiled fast-MDAV kernel where numba would look for it (the package's
+    ``__pycache__`` folders, ``NUMBA_CACHE_DIR``, the user cache of a read-only install)."""
+    from microagg_cli._jit import user_cache_dir
+
+    places = [ROOT / "microagg_cli" / "methods" / "__pycache__", user_cache_dir()]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        places.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    return not any(any(p.rglob("*_fast_mdav*.nbi")) for p in places if p.is_dir())
+
+
+def pytest_configure(config):
+    """Two things a fresh clone would otherwise pay test by test.
+
+    * Byte-compile the package once per session (``compileall`` rewrites only what
+      changed): about 60 tests start ``sdc`` or worker processes, and with
+      ``PYTHONDONTWRITEBYTECODE`` set (or a fresh clone) each of them would compile the
+      package's sources again, a quarter of a second of CPU apiece.
+    * A cold numba cache: the checks of ``sdc self-test --all`` (what the README tells an
+      installation to run once) and a ``--bound cg`` evaluation compile the kernels in a
+      background process, on another core, while the first tests run; a test that needs
+      a kernel before it is cached compiles it itself, as it would anyway. Nothing is
+      compiled differently and no result depends on it; a warm cache starts nothing.
+    """
+    import compileall
+    import subprocess
+
+    try:
+        compileall.compile_dir(str(ROOT / "microagg_cli"), quiet=2)
+    except OSError:  # a read-only checkout: the processes compile in memory, as before
+        pass
+    if _kernel_cache_is_cold() and not hasattr(config, "workerinput"):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        _WARM_UP.append(subprocess.Popen([sys.executable, "-c", _WARM_UP_CODE],
+                                         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop a warm-up still running when the tests are done (a run of a few files): the
+    kernels it finished stay cached (numba writes each cache file whole), the rest compile
+    on their first use, as without it."""
+    for proc in _WARM_UP:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except Exception:  # noqa: BLE001 -- never fail a test run over the warm-up
+            proc.kill()
+
 
 #: Published MDAV reference figures on Census (13 attributes, one block).
 CENSUS_MDAV_IL = {3: 5.6922, 4: 7.4947, 5: 9.0884, 10: 14.1559}

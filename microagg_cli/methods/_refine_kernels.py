@@ -12,6 +12,12 @@ along an axis after Hansen & Mukherjee (2003), :func:`axis_partition`, a serpent
 :func:`kick_chunk` exchanges random records of the pool. The deltas, the searches and
 their tie rules are described in :mod:`.refine`, which calls these. Every kernel is
 compiled with ``nogil=True``: the two searches of ``ils`` run side by side in threads.
+
+An integer constant handed to another kernel (a record or group index that starts at
+-1, a log length that starts at 0) is written ``np.int64(...)``: numba types a bare
+constant as a literal and compiles the callee once for the literal and once more for
+int64 (five versions of :func:`move`), which lengthened the first run's compile; the
+values, and so the results, are the same.
 """
 
 from __future__ import annotations
@@ -86,8 +92,8 @@ def best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
             nc += 1
     # a tolerance relative to the magnitudes involved: only real decreases count
     best = -1e-12 * (1.0 + dxa + nrm[i])
-    best_b = -1
-    best_y = -1
+    best_b = np.int64(-1)
+    best_y = np.int64(-1)
     for t in range(nc):
         b = cand[t]
         mb = sizes[b]
@@ -103,7 +109,7 @@ def best_step(Z, nrm, i, knn, k, cap, labels, members, pos, sizes, sums,
             if d < best:
                 best = d
                 best_b = b
-                best_y = -1
+                best_y = np.int64(-1)
         # swap delta = dxb - dxa + |y-cA|^2 - |y-cB|^2 - w |x-y|^2
         #            = [dxb - dxa + |cA|^2 - |cB|^2 - w |x|^2] - w |y|^2 + 2 y.(w x - cA + cB)
         w = 1.0 / ma + 1.0 / mb
@@ -473,7 +479,7 @@ def settle(Z, delta, cur, best, best_labels, temp0, frac, state, labels, members
             best_labels[:] = labels
         return True, cur, best
     for t in range(nlog - 1, -1, -1):
-        move(Z, log[t, 0], log[t, 1], labels, members, pos, sizes, sums, log[:0], 0)
+        move(Z, log[t, 0], log[t, 1], labels, members, pos, sizes, sums, log[:0], np.int64(0))
     return False, cur, best
 
 
@@ -536,7 +542,7 @@ def ils_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, free, nfre
             else:
                 nfree -= 1
                 slots[t] = free[nfree]
-        nlog = 0
+        nlog = np.int64(0)
         for t in range(N):
             i = pr[t]
             b = slots[lab[t]]
@@ -585,7 +591,7 @@ def kick_chunk(Z, nrm, knn, k, cap, labels, members, pos, sizes, sums, state, it
     for it in range(iters):
         ng, N, old, pr = next_pool(Z, nrm, knn, max_pool, labels, members, sizes, sums, state, gmark,
                                    pool_g, pool_r, cand_g, cand_d, c0)
-        nlog = 0
+        nlog = np.int64(0)
         for t in range(1 + stream_randint(state, max_swaps)):
             x = pr[stream_randint(state, N)]
             y = pr[stream_randint(state, N)]

@@ -166,7 +166,7 @@ def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
                 b = near[u]
                 # a move of i into b
                 if sizes[a] > k and sizes[b] < 2 * k - 1:
-                    na = 0
+                    na = np.int64(0)  # int64, not a literal: _group_cost compiled once
                     for t in range(sizes[a]):
                         if t != ia:
                             a_buf[na] = members[a, t]

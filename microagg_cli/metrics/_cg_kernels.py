@@ -11,6 +11,11 @@ pricing of one seed (:func:`exact_seed`) and the heuristic pricing
 bound and its rounding allowance are described in :mod:`.cg_bound`, which calls
 these. Every kernel is compiled with ``nogil=True``: seeds are priced side by side in
 threads.
+
+An integer constant handed to another kernel (``t = 1`` at the root, a counter that
+starts at 0) is written ``np.int64(...)``: numba types a bare constant as a literal and
+compiles the callee once for the literal and once more for int64, which doubled the
+first run's compile time of these kernels; the values, and so the results, are the same.
 """
 
 from __future__ import annotations
@@ -173,7 +178,7 @@ def bound_filter(t, ps, ut, pool, acc, lnn, plen, u, k, kmax, best, wbuf, sel): 
     for m in range(m_lo, m_hi + 1):
         r = m - t
         # r smallest v_j(m), kept sorted in sel[0..r)
-        cnt = 0
+        cnt = np.int64(0)
         for c in range(plen):
             j = pool[c]
             v = (acc[c] + 0.5 * lnn[c, r - 1]) / m - u[j]
@@ -230,7 +235,7 @@ def alpha_filter(D, t, ps, ut, pool, acc, lnn, plen, u, k, kmax, alpha, best, hm
                     s += sel[q]
                 hm[m, c] = (1.0 - 0.5 * alpha) * (acc[c] / m - u[j]) + 0.5 * s / m
         # the r smallest h
-        cnt = 0
+        cnt = np.int64(0)
         for c in range(plen):
             cnt = keep_smallest(sel, cnt, r, hm[m, c])
         bound = _size_bound(sel, r, m, ps, ut, wbuf, bound)
@@ -320,7 +325,7 @@ def exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_r
         for q in range(kmax):
             lnn[0, c, q] = nnp[cand[c], q]
     # the global sums count neighbours outside the pool: as if computed over n + 1 records
-    b, pl, ls = tighten(D, 1, 0.0, ut[0], pool[0], acc[0], lnn[0], nc, D.shape[0] + 1, u, k, kmax,
+    b, pl, ls = tighten(D, np.int64(1), 0.0, ut[0], pool[0], acc[0], lnn[0], nc, D.shape[0] + 1, u, k, kmax,
                          best, wbuf, sel, nbuf, hm, pbuf, alpha, alpha_pool, alpha_depth)
     nodes = 1
     if b >= best:
@@ -360,7 +365,7 @@ def exact_seed(D, u, nnp, seed, cand, k, kmax, thr0, node_limit, out_sets, out_r
             continue
         # child pool: the parent's pool after q (neighbour sums inherited: still valid)
         e = d + 1
-        m = 0
+        m = np.int64(0)
         for c in range(q + 1, plen[d]):
             jj = pool[d, c]
             pool[e, m] = jj

@@ -228,7 +228,10 @@ def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, c
     out_sets = np.empty((keep, kmax), dtype=np.int64)
     out_rc = np.empty(keep)
     cols: list[np.ndarray] = []
-    low, nodes, found, limited = exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc)
+    # the defaults of exact_seed spelled out, as int64 like the retries' (one compiled
+    # version instead of three: see the module doc of ._cg_kernels)
+    low, nodes, found, limited = exact_seed(D, u, nnp, i, cand, k, kmax, -tol, lim, out_sets, out_rc,
+                                            1.25, np.int64(150), np.int64(1))
     hi = _collect(out_sets, out_rc, found, keep, cols, -tol)
     if limited and lim > 1 and low < hi:
         # A cut search is retried, each result (completed or cut) being a valid
@@ -247,7 +250,7 @@ def _price_seed(D: np.ndarray, u: np.ndarray, nnp: np.ndarray, k: int, i: int, c
             if step > 0 or depth == 1:
                 thr = 0.5 * (low + hi)
             low2, nd, found2, lim2 = exact_seed(D, u, nnp, i, cand, k, kmax, thr, lim, out_sets, out_rc,
-                                                1.25, 150, depth)
+                                                1.25, np.int64(150), depth)
             nodes += nd
             hi = min(hi, _collect(out_sets, out_rc, found2, keep, cols, hi))
             low = max(low, low2)

@@ -49,6 +49,27 @@ def accept_json() -> dict:
     return json.loads(res.stdout)
 
 
+#: A grid of four cells and two known-column scenarios: the formats, the page and --jobs
+#: need no more (each linkage scenario solves a 1080 x 1080 assignment per cell).
+SMALL = ["--methods", "mdav,zscores", "--k", "3,5", "--known", "AGI,FICA", "--known", "INTVAL", "-q"]
+
+
+@pytest.fixture(scope="module")
+def small_json() -> dict:
+    res = run(CENSUS, *SMALL, "--format", "json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.fixture(scope="module")
+def small_files(tmp_path_factory):
+    """The small grid written with -o grid.csv and --html grid.html in one run."""
+    folder = tmp_path_factory.mktemp("small")
+    res = run(CENSUS, *SMALL, "-o", folder / "grid.csv", "--html", folder / "grid.html")
+    assert res.exit_code == 0, res.output
+    return folder
+
+
 # ------------------------------------------------------------------ acceptance
 
 
@@ -82,19 +103,17 @@ def test_acceptance_eight_rows_with_all_measures(accept_json):
         assert b["il_sse"] > a["il_sse"] and b["dld"] < a["dld"]
 
 
-def test_jobs_do_not_change_the_result(accept_json):
-    res = run(CENSUS, *ACCEPT, "--format", "json", "--jobs", "2")
+def test_jobs_do_not_change_the_result(small_json):
+    res = run(CENSUS, *SMALL, "--format", "json", "--jobs", "2")
     assert res.exit_code == 0, res.output
     two = json.loads(res.stdout)
-    assert two["timing"]["jobs"] == 2 and accept_json["timing"]["jobs"] == 1
-    assert strip_timing(two) == strip_timing(accept_json)
+    assert two["timing"]["jobs"] == 2 and small_json["timing"]["jobs"] == 1
+    assert len(two["rows"]) == 4 and two["complete"] is True
+    assert strip_timing(two) == strip_timing(small_json)
 
 
-def test_html_is_self_contained_and_holds_the_map(tmp_path):
-    html = tmp_path / "grid.html"
-    res = run(CENSUS, "--methods", "mdav,zscores", "--k", "3,5", "--known", "AGI,FICA", "--html", html)
-    assert res.exit_code == 0, res.output
-    text = html.read_text()
+def test_html_is_self_contained_and_holds_the_map(small_files):
+    text = (small_files / "grid.html").read_text()
     # no URL but the XML namespaces of the one template (XHTML, SVG)
     assert set(re.findall(r"https?://[\w./-]+", text)) <= {"http://www.w3.org/1999/xhtml",
                                                            "http://www.w3.org/2000/svg"}
@@ -117,13 +136,9 @@ def test_html_is_self_contained_and_holds_the_map(tmp_path):
 # --------------------------------------------------------------------- formats
 
 
-def test_csv_and_table_formats(tmp_path):
-    out = tmp_path / "grid.csv"
-    small = ["--methods", "mdav,zscores", "--k", "3,5", "--known", "AGI,FICA", "--known", "INTVAL", "-q"]
-    res = run(CENSUS, *small, "-o", out)
-    assert res.exit_code == 0, res.output
-    doc = json.loads(run(CENSUS, *small, "--format", "json").stdout)
-    lines = out.read_text().splitlines()
+def test_csv_and_table_formats(small_json, small_files):
+    doc = small_json
+    lines = (small_files / "grid.csv").read_text().splitlines()
     head = lines[0].split(",")
     assert head[:7] == ["cell", "plan", "method", "label", "params", "k", "k_counts"]
     assert len(lines) == 5
@@ -132,7 +147,7 @@ def test_csv_and_table_formats(tmp_path):
     assert float(first["IL_SSE"]) == doc["rows"][0]["il_sse"]  # full precision
     assert float(first["k' 1G"]) == doc["rows"][0]["by_label"]["1G"]["k_prime"]
     assert float(first["DLD"]) == doc["rows"][0]["dld"]
-    res = run(CENSUS, *small)
+    res = run(CENSUS, *SMALL)
     assert res.exit_code == 0
     table = res.stdout
     assert "5.6922" in table and "9.0884" in table and "IL_SSE" in table and "zscores" in table

@@ -163,6 +163,10 @@ def test_mdav_ls_fixes_mdav_on_a_small_set():
 @settings(max_examples=30, deadline=None)
 @given(**problem_sizes((2, 90)), start=st.sampled_from(["mdav", "genetic"]))
 def test_mdav_ls_monotone_valid_deterministic(n, p, k, seed, start):
+    if start == "genetic":
+        # the genetic start runs three times an example at 10,000 generations per
+        # macrogroup; 30 records still make one or two macrogroups (K = 7k)
+        n = min(n, 30)
     if n < k:
         return
     X = np.random.default_rng(seed).normal(size=(n, p)).round(1)  # rounding makes ties

@@ -27,16 +27,29 @@ from microagg_cli.metrics.utility import lb_nn
 from microagg_cli.partition import sst, zscore
 
 
+_COLUMNS: dict = {}
+
+
+def _column_arrays(Z: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every group of k..2k-1 records, by size: (members (count, m), SSE (count,)), in
+    lexicographic order; kept per (Z, k), as several tests enumerate one instance often."""
+    key = (Z.shape, Z.tobytes(), k)
+    if key not in _COLUMNS:
+        n = Z.shape[0]
+        D = squared_distances(Z)
+        out = []
+        for m in range(k, min(2 * k - 1, n) + 1):
+            c = np.array(list(itertools.combinations(range(n), m)), dtype=np.int64).reshape(-1, m)
+            # the sum of the group's m x m block of D, row-major (as D[np.ix_(c, c)].sum())
+            out.append((c, D[c[:, :, None], c[:, None, :]].reshape(len(c), m * m).sum(axis=1) / (2 * m)))
+        _COLUMNS[key] = out
+    return _COLUMNS[key]
+
+
 def _all_columns(Z: np.ndarray, k: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    n = Z.shape[0]
-    D = squared_distances(Z)
-    sets, cost = [], []
-    for m in range(k, min(2 * k - 1, n) + 1):
-        for c in itertools.combinations(range(n), m):
-            idx = list(c)
-            sets.append(c)
-            cost.append(D[np.ix_(idx, idx)].sum() / (2 * m))
-    return sets, np.asarray(cost)
+    parts = _column_arrays(Z, k)
+    sets = [tuple(s) for c, _ in parts for s in c.tolist()]
+    return sets, np.concatenate([cost for _, cost in parts]) if parts else np.zeros(0)
 
 
 def _lp_all(Z: np.ndarray, k: int) -> float:
@@ -51,27 +64,29 @@ def _lp_all(Z: np.ndarray, k: int) -> float:
 
 
 def _optimum(Z: np.ndarray, k: int) -> float:
-    """Exhaustive: min SSE over partitions into groups of k..2k-1 (DP over subsets)."""
+    """Exhaustive: min SSE over partitions into groups of k..2k-1 (DP over subsets:
+    f(mask) = min over the groups s in mask holding its lowest record of SSE(s) +
+    f(mask - s), evaluated only for the masks the full set reaches)."""
     n = Z.shape[0]
     sets, cost = _all_columns(Z, k)
     masks = np.array([sum(1 << i for i in s) for s in sets], dtype=np.int64)
     by_low: dict[int, list[int]] = {}
     for j, mk in enumerate(masks):
         by_low.setdefault(int(mk & -mk), []).append(j)
-    full = (1 << n) - 1
-    f = np.full(full + 1, np.inf)
-    f[0] = 0.0
-    for mask in range(1, full + 1):
-        low = mask & -mask
-        js = by_low.get(low)
-        if not js:
-            continue
-        mk = masks[js]
-        ok = (mk & mask) == mk
-        if ok.any():
-            sel = np.asarray(js)[ok]
-            f[mask] = float((cost[sel] + f[mask ^ masks[sel]]).min())
-    return float(f[full])
+    groups = {low: (masks[js], cost[js]) for low, js in by_low.items()}
+    f = {0: 0.0}
+
+    def best(mask: int) -> float:
+        if mask not in f:
+            f[mask] = np.inf
+            mk, c = groups.get(mask & -mask, (masks[:0], cost[:0]))
+            ok = (mk & mask) == mk
+            if ok.any():
+                rest = np.array([best(int(m)) for m in mask ^ mk[ok]])
+                f[mask] = float((c[ok] + rest).min())
+        return f[mask]
+
+    return best((1 << n) - 1)
 
 
 def _instances(count: int, seed: int):
@@ -230,11 +245,11 @@ def _seed_bounds_hold(Z: np.ndarray, k: int, u: np.ndarray, order: np.ndarray | 
     assert (low <= -tol).all()
     rank = np.empty(len(u), dtype=int)
     rank[pricing_order(u) if order is None else order] = np.arange(len(u))
-    sets, cost = _all_columns(Z, k)
-    for s, c in zip(sets, cost):
-        seed = min(s, key=lambda i: rank[i])
-        rc = c - u[list(s)].sum()
-        assert rc >= low[seed] - 1e-9 * max(1.0, abs(rc)), (s, rc, low[seed])
+    for members, cost in _column_arrays(Z, k):
+        seed = members[np.arange(len(members)), rank[members].argmin(axis=1)]
+        rc = cost - u[members].sum(axis=1)
+        bad = rc < low[seed] - 1e-9 * np.maximum(1.0, np.abs(rc))
+        assert not bad.any(), (members[bad][0].tolist(), rc[bad][0], low[seed][bad][0])
     for s in cols:  # the columns handed back do have rc < -tol
         assert D[np.ix_(s, s)].sum() / (2 * s.size) - u[s].sum() < -tol + 1e-12
     info["low"] = low

@@ -510,31 +510,31 @@ def test_sampled_pld_with_every_original_is_the_exact_pld(rng):
 
 
 def test_sampled_pld_is_seeded_and_within_its_bound(rng):
-    X = np.round(rng.normal(size=(3000, 3)) @ rng.normal(size=(3, 3)), 2)
+    X = np.round(rng.normal(size=(1500, 3)) @ rng.normal(size=(3, 3)), 2)
     Xp = _grouped(X, 3)
     scs = [(0,), (0, 1), (0, 1, 2)]
     exact = RiskEvaluator(X, Xp, k=3).evaluate(scs, jobs=1)
-    one = RiskEvaluator(X, Xp, k=3, pld_exact_max=1000, pld_sample=800, pld_seed=5).evaluate(scs, jobs=1)
-    two = RiskEvaluator(X, Xp, k=3, pld_exact_max=1000, pld_sample=800, pld_seed=5).evaluate(scs, jobs=2)
+    one = RiskEvaluator(X, Xp, k=3, pld_exact_max=500, pld_sample=400, pld_seed=5).evaluate(scs, jobs=1)
+    two = RiskEvaluator(X, Xp, k=3, pld_exact_max=500, pld_sample=400, pld_seed=5).evaluate(scs, jobs=2)
     assert one == two
     for a, b in zip(exact, one):
         assert abs(b["pld"] - a["pld"]) <= b["pld_bound"]
-    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, pld_exact_max=1000, pld_sample=800)
+    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, pld_exact_max=500, pld_sample=400)
     par = rep["risk"]["parameters"]
-    assert (par["pld_method"], par["pld_sample"], par["pld_seed"], par["pld_confidence"]) == ("sampled", 800, 0, 0.95)
+    assert (par["pld_method"], par["pld_sample"], par["pld_seed"], par["pld_confidence"]) == ("sampled", 400, 0, 0.95)
     assert rep["risk"]["pld_bound"]["max"] == max(r["pld_bound"] for r in rep["risk"]["per_scenario"])
     exact_rep = evaluate_arrays(X, Xp, k=3, scenarios=scs)
     assert exact_rep["risk"]["parameters"]["pld_method"] == "exact" and exact_rep["risk"]["pld_bound"] is None
 
 
 def test_sampled_dld_is_the_mean_exact_credit_of_its_sample(rng):
-    X = np.round(rng.normal(size=(2000, 4)), 2)
+    X = np.round(rng.normal(size=(1000, 4)), 2)
     Xp = _grouped(X, 3)
     scs = [(0,), (1, 3), (0, 1, 2, 3)]
     exact = RiskEvaluator(X, Xp, k=3, pld=False)
-    full = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=2000)
-    part = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=600, dld_seed=2)
-    assert full.dld_method == "sampled" and part.dld_rows.size == 600
+    full = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=1000)
+    part = RiskEvaluator(X, Xp, k=3, pld=False, dld_exact_max=100, dld_sample=300, dld_seed=2)
+    assert full.dld_method == "sampled" and part.dld_rows.size == 300
     for sc in scs:
         e = exact.dld_bounded(sc)
         assert e[1] is None
@@ -542,6 +542,6 @@ def test_sampled_dld_is_the_mean_exact_credit_of_its_sample(rng):
         assert v == pytest.approx(e[0], rel=1e-12) and b >= 0
         v, b = part.dld_bounded(sc)
         assert abs(v - e[0]) <= b
-    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=600, jobs=2)
+    rep = evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=300, jobs=2)
     assert rep["risk"]["parameters"]["dld_method"] == "sampled" and rep["risk"]["dld_bound"]["max"] > 0
-    assert rep == evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=600, jobs=1)
+    assert rep == evaluate_arrays(X, Xp, k=3, scenarios=scs, dld_exact_max=100, dld_sample=300, jobs=1)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(module: str) -> list[tuple[str, str | None, int]]:
+@functools.cache  # parsed once per session: the layer checks below each walk the whole graph
+def _imports(module: str) -> tuple[tuple[str, str | None, int], ...]:
     """(imported module, imported name or None, line) of every import in ``module``, inline ones included."""
     path = MODULES[module]
     is_package = path.name == "__init__.py"
@@ -52,7 +54,7 @@ def _imports(module: str) -> list[tuple[str, str | None, int]]:
                 sub = f"{target}.{a.name}"
                 # ``from . import audit`` imports a module, ``from .io import Table`` a name
                 out.append((sub, None, node.lineno) if sub in MODULES else (target, a.name, node.lineno))
-    return [(m, n, line) for m, n, line in out if m == "microagg_cli" or m.startswith("microagg_cli.")]
+    return tuple((m, n, line) for m, n, line in out if m == "microagg_cli" or m.startswith("microagg_cli."))
 
 
 def _graph() -> dict[str, set[str]]:

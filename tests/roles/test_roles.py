@@ -344,13 +344,23 @@ def test_parquet_categoricals_are_keys(tmp_path):
                                                                   "ordinal": ["band"]}
 
 
-def test_sav_default_run_never_averages_categorical_columns(tmp_path):
-    import pyreadstat
-
-    out, rep = tmp_path / "o.sav", tmp_path / "r.json"
+@pytest.fixture(scope="module")
+def sav_default_run(tmp_path_factory):
+    """``sdc protect household.sav -k 3 --missing complete``: (output, report), one run for the
+    tests below."""
+    folder = tmp_path_factory.mktemp("sav")
+    out, rep = folder / "o.sav", folder / "r.json"
     res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "complete", "-q",
                   "-r", rep)
     assert res.exit_code == 0, res.stderr
+    schemas.validate(json.loads(rep.read_text()))
+    return out, rep
+
+
+def test_sav_default_run_never_averages_categorical_columns(sav_default_run):
+    import pyreadstat
+
+    out, rep = sav_default_run
     d0, m0 = pyreadstat.read_sav(SAMPLE / "household.sav", user_missing=True)
     d1, m1 = pyreadstat.read_sav(out, user_missing=True)
     for c in CODES:
@@ -362,12 +372,10 @@ def test_sav_default_run_never_averages_categorical_columns(tmp_path):
     assert r["blocks"][0]["columns"] == ["age", "expend", "income", "savings", "household_weights"]
 
 
-def test_sav_default_run_is_k_anonymous_on_every_key(tmp_path):
+def test_sav_default_run_is_k_anonymous_on_every_key(sav_default_run):
     import pyreadstat
 
-    out = tmp_path / "o.sav"
-    res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "complete", "-q")
-    assert res.exit_code == 0, res.stderr
+    out, _rep = sav_default_run
     d1, _m1 = pyreadstat.read_sav(out)
     # the released keys and the protected columns without declared missing codes (a blanked
     # cell would split its group's released rows)
