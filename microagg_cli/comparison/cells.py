@@ -14,7 +14,8 @@ is :data:`DEFAULT_MAX_SCENARIOS` = 64 (every subset when there are at most 64, i
 up to 6 columns; else a seeded sample of 64 stratified by size): about 2 s per cell.
 ``max_scenarios=None`` restores the ``sdc evaluate`` default. A cell is a screen in
 three more ways (:data:`SCREENING`): above 20,000 records its DLD and PLD are estimated
-from 10,000 seeded originals, its one-to-one linkage covers the largest scenario only,
+from 10,000 seeded originals, its one-to-one linkage covers the largest scenario only
+(on 2 of the estimator's 4 windows above 2,000 records),
 and the robust eigenvalues, not a compare column, are not computed.
 """
 
@@ -37,13 +38,14 @@ from ..io import Table, numeric_matrix, write_table
 from ..methods import get_method
 from ..metrics import disclosure_risk, model_utility
 from ..protection import protect_table
-from ..request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_RISK_SAMPLE,
+from ..request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_LINKAGE_WINDOWS, COMPARE_RISK_SAMPLE,
                        DEFAULT_COMPARE_SCENARIOS, RunOptions)
 
 #: The evaluation settings of a cell (a screen: see :data:`microagg_cli.request.COMPARE_EXACT_MAX`).
 SCREENING: dict[str, Any] = {
     "robeigen": False,
     "linkage_scenarios": COMPARE_LINKAGE_SCENARIOS,
+    "linkage_windows": COMPARE_LINKAGE_WINDOWS,
     "dld_exact_max": COMPARE_EXACT_MAX,
     "dld_sample": COMPARE_RISK_SAMPLE,
     "pld_exact_max": COMPARE_EXACT_MAX,

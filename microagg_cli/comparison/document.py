@@ -16,7 +16,8 @@ from ..errors import InvalidParameterError, ThresholdExceeded
 from ..evaluation import GATES
 from ..io import Table, file_fingerprint
 from ..methods import get_method
-from ..request import COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_RISK_SAMPLE, CompareRequest
+from ..request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_LINKAGE_WINDOWS, COMPARE_RISK_SAMPLE,
+                       CompareRequest)
 from ..metrics import METRICS
 from .cells import Cell, EvalOptions, PlanChoice
 from .presets import Preset
@@ -95,9 +96,11 @@ def build_document(
                 "dld_pld_exact_max": COMPARE_EXACT_MAX,
                 "dld_pld_sample": COMPARE_RISK_SAMPLE,
                 "linkage_scenarios": COMPARE_LINKAGE_SCENARIOS,
+                "linkage_windows": COMPARE_LINKAGE_WINDOWS,
                 "rule": "per cell, DLD and PLD are exact up to dld_pld_exact_max records, above it the mean "
                         "over dld_pld_sample seeded originals; one-to-one linkage of the largest "
-                        "scenario(s) only; sdc evaluate gives every figure of the chosen cell exactly",
+                        "scenario(s) only, on linkage_windows local windows above the linkage's exact size; "
+                        "sdc evaluate gives every figure of the chosen cell exactly",
             },
         },
         "formulas": dict(_FORMULAS),

@@ -11,7 +11,8 @@ from microagg_cli.comparison import cells
 from microagg_cli.evaluation import measure
 from microagg_cli.methods import get_method
 from microagg_cli.partition import aggregate, zscore
-from microagg_cli.request import COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_RISK_SAMPLE
+from microagg_cli.request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_LINKAGE_WINDOWS,
+                                  COMPARE_RISK_SAMPLE)
 
 
 def _pair(n: int = 240, p: int = 4, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -27,11 +28,12 @@ def _measure(X, Xp, **more):
 
 def test_screening_settings_are_the_documented_ones():
     assert cells.SCREENING == {
-        "robeigen": False, "linkage_scenarios": COMPARE_LINKAGE_SCENARIOS,
+        "robeigen": False, "linkage_scenarios": COMPARE_LINKAGE_SCENARIOS, "linkage_windows": COMPARE_LINKAGE_WINDOWS,
         "dld_exact_max": COMPARE_EXACT_MAX, "dld_sample": COMPARE_RISK_SAMPLE,
         "pld_exact_max": COMPARE_EXACT_MAX, "pld_sample": COMPARE_RISK_SAMPLE,
     }
     assert COMPARE_RISK_SAMPLE < COMPARE_EXACT_MAX
+    assert 1 <= COMPARE_LINKAGE_WINDOWS < 4
 
 
 def test_below_the_exact_size_a_screened_cell_has_the_exact_risk_figures():
@@ -67,8 +69,8 @@ def test_compare_states_its_screening(tmp_path):
     np.savetxt(path, X, delimiter=",", header="a,b,c,d", comments="", fmt="%.6f")
     doc = api.compare(path, methods=["mdav"], k=[3], max_scenarios=8)
     s = doc["parameters"]["screening"]
-    assert (s["dld_pld_exact_max"], s["dld_pld_sample"], s["linkage_scenarios"]) == (
-        COMPARE_EXACT_MAX, COMPARE_RISK_SAMPLE, COMPARE_LINKAGE_SCENARIOS)
+    assert (s["dld_pld_exact_max"], s["dld_pld_sample"], s["linkage_scenarios"], s["linkage_windows"]) == (
+        COMPARE_EXACT_MAX, COMPARE_RISK_SAMPLE, COMPARE_LINKAGE_SCENARIOS, COMPARE_LINKAGE_WINDOWS)
     assert doc["rows"][0]["linkage"] is not None
 
 
@@ -80,3 +82,12 @@ def test_the_exact_size_is_inclusive(n):
     X = rng.normal(size=(n, 2))
     ev = RiskEvaluator(X, X + 0.1, pld=False, dld_exact_max=COMPARE_EXACT_MAX, dld_sample=COMPARE_RISK_SAMPLE)
     assert ev.dld_method == "exact"
+
+
+def test_above_the_linkage_exact_size_a_screened_cell_uses_fewer_windows():
+    X, Xp = _pair()
+    small = {"linkage_exact_max": 100, "linkage_window": 60}
+    screen = _measure(X, Xp, **{**cells.SCREENING, **small})["risk"]["linkage"]
+    full = _measure(X, Xp, **small)["risk"]["linkage"]
+    assert (screen["method"], screen["windows"], screen["scenarios"]) == ("windows", COMPARE_LINKAGE_WINDOWS, 1)
+    assert full["windows"] == 4 and full["scenarios"] > 1
