@@ -1,4 +1,4 @@
-"""``sdc self-test``: warm-up and check of the compiled kernels (issue 16, "first run")."""
+"""``sdc self-test``: warm-up and check of the compiled kernels (the first run after installation)."""
 
 from __future__ import annotations
 
