@@ -4,7 +4,6 @@ COMPARE_EXACT_MAX records, sampled above; linkage of the largest scenario; no ro
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from microagg_cli import api
 from microagg_cli.comparison import cells
@@ -74,12 +73,10 @@ def test_compare_states_its_screening(tmp_path):
     assert doc["rows"][0]["linkage"] is not None
 
 
-@pytest.mark.parametrize("n", [COMPARE_EXACT_MAX])
-def test_the_exact_size_is_inclusive(n):
+def test_the_exact_size_is_inclusive():
     from microagg_cli.metrics.risk import RiskEvaluator
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(n, 2))
+    X = np.random.default_rng(0).normal(size=(COMPARE_EXACT_MAX, 2))
     ev = RiskEvaluator(X, X + 0.1, pld=False, dld_exact_max=COMPARE_EXACT_MAX, dld_sample=COMPARE_RISK_SAMPLE)
     assert ev.dld_method == "exact"
 

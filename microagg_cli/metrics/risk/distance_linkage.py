@@ -56,9 +56,8 @@ class BoxTree:
         self.tree = np.empty((4, cap), dtype=np.int64)
         kd_build(P, int(leaf), perm, self.box[0], self.box[1], *self.tree)
         self.perm = perm
-        self.P = np.ascontiguousarray(P[perm])
-        #: the rows as columns (s, m): a leaf's points one coordinate at a time
-        self.PT = np.ascontiguousarray(self.P.T)
+        #: the rows in tree order, as columns (s, m): a leaf's points one coordinate at a time
+        self.PT = np.ascontiguousarray(P.T[:, perm])
         self.mult = np.ascontiguousarray(np.asarray(mult)[perm], dtype=np.float64)
 
 
