@@ -184,26 +184,31 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo):  # pragma: no cover
+def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo, todo, L, D):  # pragma: no cover
     """One scenario's DLD for the originals settled without a search; the rest in ``todo``.
 
     Per searched original ``i`` (``W[0, i]`` its z-scores, ``W[1, i]`` those of its
-    protected row; ``per`` = (tol, own), ``out`` = (d2, lb, credit) and ``link`` =
-    (memo, beater), rows of one array each): ``d2[i]`` = sum over ``cols`` (left to
-    right) of (W[0, i, c] - W[1, i, c])^2, the fixed order of every distance here.
-    ``lb[i]`` gets a lower bound of the original's *margin* on the scenario: min over
-    the other distinct protected rows b of d(i, b) - d2[i]. For every attribute
-    v = cols[j] whose parent scenario (the scenario without v) has stored margins
-    ``prev[parents[j]]`` (-1: none), the margin is at least that margin minus
-    ``ec[i, v]`` = (W[0, i, v] - W[1, i, v])^2, since adding v adds at least 0 to
-    d(i, b) and exactly ``ec[i, v]`` to d2[i]; and always at least -d2[i]. A bound
-    above ``tol[i]`` (far above any rounding of these sums) settles the original: no
-    row is as near as its own, its credit is 1 / ``own[i]`` (the multiplicity of its
-    own row). Otherwise these distinct protected rows (of ``U``) are tried, one
-    strictly nearer settling "no credit": ``memo[i]`` (the last row that beat it in
-    this thread), the rows that beat it in the parent scenarios (``prevb``, -1: none)
-    and its candidates ``cand[i]``; the row found goes to ``beater[i]`` and
-    ``memo[i]`` (-1 when none). Returns the number of originals left, in ``todo``.
+    protected row; ``per`` = (tol, own), ``out`` = (d2, lb, credit), rows of one array
+    each): ``d2[i]`` = sum over ``cols`` (left to right) of (W[0, i, c] - W[1, i, c])^2,
+    the fixed order of every distance here. ``lb[i]`` gets a lower bound of the
+    original's *margin* on the scenario: min over the other distinct protected rows b
+    of d(i, b) - d2[i]. What a parent scenario (the scenario without attribute
+    v = cols[j], stored at ``parents[j]``, -1: none) kept per original: a margin bound
+    ``prev``, a list of distinct rows ``prevL`` (-1 ends it) and a distance bound
+    ``prevD`` of every other row not in that list. Adding v adds at least 0 to every
+    d(i, b) and exactly ``ec[i, v]`` = (W[0, i, v] - W[1, i, v])^2 to d2[i], so the
+    margin is at least the parent's margin minus ``ec[i, v]`` (tried first, no
+    distance to compute), and at least min(the distances of the parent's list rows
+    here, the parent's bound) - d2[i]; always at least -d2[i]. A bound above
+    ``tol[i]`` (far above any rounding of these sums) settles the original: no row
+    is as near as its own, its credit is 1 / ``own[i]`` (the multiplicity of its own
+    row), and it inherits the list and bound of the parent that gave the bound
+    (still true here: distances only grow with attributes). Otherwise one strictly
+    nearer row settles "no credit": ``memo[i]`` (the last row that beat it in this
+    thread), the parents' list rows (a beaten parent's list holds its beater) and
+    its candidates ``cand[i]`` are tried; the row found goes to ``memo[i]`` and as
+    the only row of the original's list ``L[i]`` (bound ``D[i]`` = 0). Returns the
+    number of originals left, in ``todo`` (their ``L``/``D`` are the search's).
     """
     Zw = W[0]
     tol = per[0]
@@ -211,9 +216,8 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
     d2 = out[0]
     lb = out[1]
     credit = out[2]
-    memo = link[0]
-    beater = link[1]
     K = cand.shape[1]
+    KL = L.shape[1]
     s = cols.size
     nt = 0
     for i in range(Zw.shape[0]):
@@ -222,43 +226,79 @@ def dld_filter(W, U, cols, ec, prev, prevb, parents, per, cand, out, link, todo)
             acc += ec[i, cols[j]]
         d2[i] = acc
         bound = -acc
+        bp = -1
         for j in range(s):
             par = parents[j]
             if par >= 0:
                 x = prev[par, i] - ec[i, cols[j]]
                 if x > bound:
                     bound = x
-        lb[i] = bound
+                    bp = par
         credit[i] = 0.0
-        beater[i] = -1
-        if bound > tol[i]:
-            credit[i] = 1.0 / own[i]
-            continue
         found = -1
-        tried = -1
-        # the memo, then the parents' beaters, then the candidates
-        for t in range(1 + s + K):
-            if t == 0:
-                b = memo[i]
-            elif t <= s:
-                par = parents[t - 1]
-                b = prevb[par, i] if par >= 0 else -1
-            else:
-                b = cand[i, t - 1 - s]
-            if b < 0 or b == tried:
-                continue
-            tried = b
-            acc2 = 0.0
-            for j in range(s):
-                c = cols[j]
-                d = Zw[i, c] - U[b, c]
-                acc2 += d * d
-            if acc2 < acc:
-                found = b
-                break
+        if bound <= tol[i]:
+            # the memo, then the parents' lists (their rows' distances also bound
+            # the margin), then the candidates
+            b = memo[i]
+            if b >= 0:
+                acc2 = 0.0
+                for j in range(s):
+                    c = cols[j]
+                    d = Zw[i, c] - U[b, c]
+                    acc2 += d * d
+                if acc2 < acc:
+                    found = b
+            if found < 0:
+                for jp in range(s):
+                    par = parents[jp]
+                    if par < 0:
+                        continue
+                    lmin = prevD[par, i]
+                    for q in range(KL):
+                        b = prevL[par, i, q]
+                        if b < 0:
+                            break
+                        acc2 = 0.0
+                        for j in range(s):
+                            c = cols[j]
+                            d = Zw[i, c] - U[b, c]
+                            acc2 += d * d
+                        if acc2 < acc:
+                            found = b
+                            break
+                        if acc2 < lmin:
+                            lmin = acc2
+                    if found >= 0:
+                        break
+                    x = lmin - acc
+                    if x > bound:
+                        bound = x
+                        bp = par
+            if found < 0 and bound <= tol[i]:
+                for t in range(K):
+                    b = cand[i, t]
+                    if b < 0 or b == memo[i]:
+                        continue
+                    acc2 = 0.0
+                    for j in range(s):
+                        c = cols[j]
+                        d = Zw[i, c] - U[b, c]
+                        acc2 += d * d
+                    if acc2 < acc:
+                        found = b
+                        break
+        lb[i] = bound
         if found >= 0:
-            beater[i] = found
             memo[i] = found
+            L[i, 0] = found
+            for q in range(1, KL):
+                L[i, q] = -1
+            D[i] = 0.0
+        elif bound > tol[i]:
+            credit[i] = 1.0 / own[i]
+            for q in range(KL):
+                L[i, q] = prevL[bp, i, q]
+            D[i] = prevD[bp, i]
         else:
             todo[nt] = i
             nt += 1
@@ -357,32 +397,38 @@ def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  # pragma: no cover
+def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos, out, memo, L, D):  # pragma: no cover
     """Exact DLD credits and margins of the originals ``todo`` (positions) by a search.
 
     The originals are rows ``todo`` of ``Zw`` (their squared distances to their own
-    rows on each attribute in ``ec``, ``per`` and ``out`` as in :func:`dld_filter`),
-    searched on the attributes ``cols``; ``P`` (s, m) holds the distinct protected rows
-    (as columns) on those attributes, in the
-    order of the k-d tree (``box`` (2, nodes, s) the low and high corner of every node's
-    box; ``tree`` (4,
-    nodes) its left and right children (-1 at a leaf) and the first and end row of each
-    node), ``mult`` their multiplicities. For original ``todo[t]``, a depth-first search,
-    nearer box first, over the boxes within radius r = d2 + cap, shrunk to the
-    nearest row found beyond d2: a row strictly nearer than d2 ends it (no credit; its
-    position in ``P`` goes to ``beat[t]``); rows exactly as near (same fixed-order formula)
-    are ties, and the credit is 1 / their total multiplicity. When the only ties are the
-    original's own row (``own`` its multiplicity), ``lb`` is raised to the margin found
-    (nearest other row within r, else r, minus d2); other ties give a margin of 0. A box
-    is skipped only when its lower bound, computed in the same order of operations as a
-    point's distance (rounding is monotone), exceeds the radius, so no row within it is
-    skipped. The cap is the sum of ``ec`` over the attributes ``extra`` (those whose
-    addition makes a scenario still to come: a margin beyond it is of no use), raised
-    by a millionth and three tolerances so that the rounded-down margin still settles
-    the scenario that adds them all; with no ``extra`` this is the plain exact search.
-    A leaf's points are ``P``'s columns (``P`` is (s, m), coordinates by rows).
+    rows on each attribute in ``ec``; ``per``, ``out``, ``memo``, ``L`` and ``D`` as in
+    :func:`dld_filter`), searched on the attributes ``cols``; ``P`` (s, m) holds the
+    distinct protected rows (as columns) on those attributes, in the order of the k-d
+    tree (``perm`` maps a position to its distinct row; ``ownpos[t]`` is the position
+    of the own row of ``todo[t]``; ``box`` (2, nodes, s) the low and high corner of
+    every node's box; ``tree`` (4, nodes) its left and right children (-1 at a leaf)
+    and the first and end row of each node), ``mult`` their multiplicities. For
+    original ``todo[t]``, a depth-first search, nearer box first, over the boxes
+    within radius r = d2 + cap, shrunk to the K-th nearest other row found (K the
+    width of ``L``): a row strictly nearer than d2 ends it (no credit; it goes to
+    ``memo`` and as the only row of the list, bound 0); rows exactly as near (same
+    fixed-order formula) are ties, and the credit is 1 / their total multiplicity.
+    The K nearest other rows found go to ``L[a]`` (nearest first, -1 after the last)
+    and the final radius to ``D[a]``: every other row not in the list is at least
+    that far (within the first radius all were seen; a box is skipped only beyond
+    the radius). When the only ties are the original's own row (``own`` its
+    multiplicity), ``lb`` is raised to the margin found (nearest other row within
+    r, else r, minus d2); other ties give a margin of 0. A box is skipped only when
+    its lower bound, computed in the same order of operations as a point's distance
+    (rounding is monotone), exceeds the radius, so no row within it is skipped. The
+    cap is the sum of ``ec`` over the attributes ``extra`` (those whose addition
+    makes a scenario still to come: a margin beyond it is of no use), raised by a
+    millionth and three tolerances so that the rounded-down margin still settles
+    the scenario that adds them all; with no ``extra`` this is the plain exact
+    search. A leaf's points are ``P``'s columns (``P`` is (s, m), coordinates by rows).
     """
     s = cols.size
+    KL = L.shape[1]
     own = per[1]
     d2 = out[0]
     lb = out[1]
@@ -397,8 +443,11 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
     stack = np.empty(512, dtype=np.int64)
     stack_lb = np.empty(512)
     accs = np.empty(P.shape[1])
+    kd = np.empty(KL)
+    ki = np.empty(KL, dtype=np.int64)
     for t in range(todo.size):
         a = todo[t]
+        mine = ownpos[t]
         ref = d2[a]
         cap = 0.0
         for j in range(extra.size):
@@ -408,15 +457,17 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
             # and its descendants subtract their attributes' ``ec`` from it, so a
             # margin of exactly the sum would leave the last of them at 0, unsettled
             cap = cap * (1.0 + 1e-6) + 3.0 * per[0][a]
-        best = ref + cap
+        far_r = ref + cap
+        best = far_r
+        nk = 0
         for j in range(s):
             q[j] = Zw[a, cols[j]]
         ties = 0.0
-        beaten = False
+        beaten = -1
         stack[0] = 0
         stack_lb[0] = 0.0
         sp = 1
-        while sp > 0 and not beaten:
+        while sp > 0 and beaten < 0:
             sp -= 1
             node = stack[sp]
             if stack_lb[sp] > best:
@@ -439,13 +490,23 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
                     u = u0 + uu
                     acc = accs[uu]
                     if acc < ref:
-                        beaten = True
-                        beat[t] = u
+                        beaten = u
                         break
                     if acc == ref:
                         ties += mult[u]
-                    elif acc < best:
-                        best = acc
+                    if u != mine and acc < best:
+                        # into the list of the K nearest other rows (sorted)
+                        r = nk if nk < KL else KL - 1
+                        while r > 0 and kd[r - 1] > acc:
+                            kd[r] = kd[r - 1]
+                            ki[r] = ki[r - 1]
+                            r -= 1
+                        kd[r] = acc
+                        ki[r] = u
+                        if nk < KL:
+                            nk += 1
+                        if nk == KL and kd[KL - 1] < best:
+                            best = kd[KL - 1]
                 continue
             # push the farther child first: the nearer one is searched first
             near = left[node]
@@ -480,11 +541,21 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, out, beat):  
                 stack[sp] = near
                 stack_lb[sp] = b_near
                 sp += 1
-        if not beaten and ties > 0:
-            credit[a] = 1.0 / ties
-            margin = best - ref if ties == own[a] else 0.0
-            if margin > lb[a]:
-                lb[a] = margin
+        if beaten >= 0:
+            b = perm[beaten]
+            memo[a] = b
+            L[a, 0] = b
+            for r in range(1, KL):
+                L[a, r] = -1
+            D[a] = 0.0
+            continue
+        credit[a] = 1.0 / ties
+        margin = ((kd[0] if nk else far_r) - ref) if ties == own[a] else 0.0
+        if margin > lb[a]:
+            lb[a] = margin
+        for r in range(KL):
+            L[a, r] = perm[ki[r]] if r < nk else -1
+        D[a] = best
     return 0
 
 

@@ -34,7 +34,13 @@ _DLD_LEAF = 48
 # distance to its own row on every attribute): the bound is a sum of at most 2 p
 # distances, each off by a few 1e-16 relative, so 1e-9 leaves six orders to spare
 _DLD_MARGIN_TOL = 1e-9
-# bytes of DLD margins and beaters kept per size of scenarios (two sizes are held at
+# the nearest other protected rows a DLD search keeps per original (with a bound of
+# every other row): a scenario with one attribute more computes their distances and
+# settles most links a margin alone leaves open
+_DLD_NEAR = 4
+# bytes kept per original and scenario: margin, bound (float32) and the near rows (int32)
+_DLD_KEPT_BYTES = 8 + 4 * _DLD_NEAR
+# bytes of DLD margins and near rows kept per size of scenarios (two sizes are held at
 # once); scenarios beyond it keep none, and their supersets search more
 _DLD_KEEP_BYTES = 384 << 20
 
@@ -112,23 +118,27 @@ def _lower_f32(x: np.ndarray) -> np.ndarray:
     return (x - np.abs(x) * 2.5e-7 - 1e-30).astype(np.float32)
 
 
-def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np.ndarray],
-                  parents: np.ndarray, extra: Sequence[int], link: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One scenario's DLD credits and margin lower bounds of the originals ``sh.who``.
+def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  parents: np.ndarray, extra: Sequence[int], memo: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One scenario's DLD credits, margin lower bounds and near lists of the originals ``sh.who``.
 
-    ``prev`` = (margins, beaters), (rows, n) each: margin lower bounds and the distinct
-    rows that beat each original (-1: none) of scenarios with one attribute less;
-    ``parents[j]`` the row of ``sc`` without its j-th attribute (-1: not computed);
-    ``extra`` the attributes whose addition to ``sc`` is a scenario still to come (the
-    search looks that much further, to give it a margin); ``link`` (2, n) the last row
-    that beat each original in this thread (updated) and, on return, the row that beat
-    it here. Returns (credits, margins) per position.
+    ``prev`` = (margins, lists, bounds), (rows, n), (rows, n, K) and (rows, n): what
+    the scenarios with one attribute less kept per original (see
+    :func:`.._risk_kernels.dld_filter`); ``parents[j]`` the row of ``sc`` without its
+    j-th attribute (-1: not kept); ``extra`` the attributes whose addition to ``sc`` is
+    a scenario still to come (the search looks that much further, to give it a
+    margin); ``memo`` (n) the last row that beat each original in this thread
+    (updated). Returns (credits, margins, lists, bounds) per position.
     """
     nw = sh.who.size
     cols = np.asarray(sc, dtype=np.int64)
     out = np.empty((3, nw))  # squared true distances, margins, credits
     todo = np.empty(nw, dtype=np.int64)
-    nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, prev[0], prev[1], parents, sh.per, sh.cand, out, link, todo))
+    near = np.empty((nw, _DLD_NEAR), dtype=np.int32)
+    bound = np.empty(nw)
+    nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, prev[0], prev[1], prev[2], parents, sh.per, sh.cand, out, memo,
+                        todo, near, bound))
     if nt:
         todo = todo[:nt]
         # a k-d tree of the distinct protected rows on the scenario's attributes (its
@@ -139,13 +149,11 @@ def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np
         # the same nodes (1.2-1.7x faster at 200,000 records)
         place = np.empty(tree.perm.size, dtype=np.int64)
         place[tree.perm] = np.arange(tree.perm.size)
-        todo = todo[np.argsort(place[sh.row_of[todo]], kind="stable")]
-        beat = np.full(nt, -1, dtype=np.int64)
-        dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo, sh.per, tree.tree, tree.PT,
-                   tree.mult, tree.box, out, beat)
-        hit = beat >= 0
-        link[:, todo[hit]] = tree.perm[beat[hit]]
-    return out[2], out[1]
+        ownpos = place[sh.row_of[todo]]
+        order = np.argsort(ownpos, kind="stable")
+        dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo[order], sh.per, tree.tree, tree.PT,
+                   tree.mult, tree.box, tree.perm, ownpos[order], out, memo, near, bound)
+    return out[2], out[1], near, bound
 
 
 def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[int, ...]], jobs: int,
@@ -176,23 +184,25 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
     jobs = max(1, int(jobs))
     memos: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
     for _ in range(jobs):
-        memos.put(np.full((2, sh.who.size), -1, dtype=np.int64))
+        memos.put(np.full(sh.who.size, -1, dtype=np.int64))
     results: dict[tuple[int, ...], Any] = {}
-    prev = (np.empty((0, sh.who.size), dtype=np.float32), np.empty((0, sh.who.size), dtype=np.int32))
+    nw = sh.who.size
+    prev = (np.empty((0, nw), dtype=np.float32), np.empty((0, nw, _DLD_NEAR), dtype=np.int32),
+            np.empty((0, nw), dtype=np.float32))
     prev_rows: dict[tuple[int, ...], int] = {}
     finished = 0
     for size in sorted(layers):
         layer = layers[size]
         # margins kept: the scenarios of this size that a scenario of the next is built on
         keep: dict[tuple[int, ...], int] = {}
-        most = _DLD_KEEP_BYTES // (8 * max(1, sh.who.size))
+        most = _DLD_KEEP_BYTES // (_DLD_KEPT_BYTES * max(1, nw))
         for t in layers.get(size + 1, []):
             for j in range(len(t)):
                 u = t[:j] + t[j + 1:]
                 if u in want and u not in keep and len(keep) < most:
                     keep[u] = len(keep)
-        store = (np.empty((len(keep), sh.who.size), dtype=np.float32),
-                 np.empty((len(keep), sh.who.size), dtype=np.int32))
+        store = (np.empty((len(keep), nw), dtype=np.float32), np.empty((len(keep), nw, _DLD_NEAR), dtype=np.int32),
+                 np.empty((len(keep), nw), dtype=np.float32))
         chunk = 1 if jobs == 1 else max(1, min(32, len(layer) // (8 * jobs)))
         runs = [layer[j:j + chunk] for j in range(0, len(layer), chunk)]
         ends = np.cumsum([len(r) for r in runs])
@@ -207,10 +217,11 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
                                        dtype=np.int64)
                     extra = ([v for v in range(p) if v not in sc and tuple(sorted(sc + (v,))) in want]
                              if sc in keep else [])
-                    credit, margin = _dld_scenario(sh, sc, prev, parents, extra, memo)
+                    credit, margin, near, bound = _dld_scenario(sh, sc, prev, parents, extra, memo)
                     if sc in keep:
                         store[0][keep[sc]] = _lower_f32(margin)
-                        store[1][keep[sc]] = memo[1]
+                        store[1][keep[sc]] = near
+                        store[2][keep[sc]] = _lower_f32(bound)
                     results[sc] = finish(sc, value(sh.in_record_order(credit)), own)
             finally:
                 memos.put(memo)
