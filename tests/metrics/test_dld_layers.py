@@ -1,11 +1,12 @@
-"""DLD by layers of scenarios: margins, memos and the parents' beaters only
+"""DLD by layers of scenarios: margins, memos and the parents' near rows only
 decide whether a search runs, never a result.
 
 Every scenario's DLD must equal the frozen figures of the code before the speed-up
 (``tests/data/reference_risk.json.gz``, see ``test_risk_reference``) bit for bit, however
 many margins are kept, with one or two threads, alone or among its subsets, exact or
 sampled; and every margin the pass keeps must be a lower bound of
-the true margin (brute force on small files).
+the true margin, every kept bound one of the distance of every row outside the kept
+near rows (brute force on small files).
 """
 
 from __future__ import annotations
@@ -66,9 +67,13 @@ def test_no_kept_margins_and_a_partial_keep_give_the_same(monkeypatch):
     X, Xp = _case(11)
     scs = _all(X.shape[1])
     base = risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs)
-    for budget in (0, 8 * X.shape[0] * 3):  # none kept; three scenarios per size
+    # none kept; three scenarios per size with one near row each; every scenario of a
+    # size (10 at p = 5) with two near rows each, not the full four
+    for budget in (0, 12 * X.shape[0] * 3, 16 * X.shape[0] * 10):
         monkeypatch.setattr(risk.distance_linkage, "_DLD_KEEP_BYTES", budget)
         assert risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs) == base
+    monkeypatch.setattr(risk.distance_linkage, "_DLD_NEAR", 1)  # the narrowest lists
+    assert risk.RiskEvaluator(X, Xp, pld=False).dld_many(scs) == base
 
 
 def test_sampled_dld_uses_the_layers_too():
@@ -91,14 +96,23 @@ def test_kept_margins_are_lower_bounds(seed, p, k, ties):
     real = risk.distance_linkage._dld_scenario
 
     def spy(sh, sc, *args):
-        credit, margin = real(sh, sc, *args)
-        seen[sc] = margin.copy()
-        return credit, margin
+        credit, margin, near, bound = real(sh, sc, *args)
+        seen[sc] = margin.copy(), near.copy(), bound.copy()
+        return credit, margin, near, bound
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(risk.distance_linkage, "_dld_scenario", spy)
         ev.dld_many(_all(p))
-    for sc, margin in seen.items():
+    sh = ev._dld_shared()
+    for sc, (margin, near, bound) in seen.items():
         true = _brute_margins(ev, sc)
         scale = 1e-9 * (1.0 + np.abs(true))
         assert (margin <= true + scale).all(), sc
+        # every other row outside an original's near list is at least its bound away
+        D = ((sh.W[0][:, None, list(sc)] - sh.U[None, :, list(sc)]) ** 2).sum(axis=2)
+        D[np.arange(D.shape[0]), sh.row_of] = np.inf
+        for i in range(D.shape[0]):
+            listed = near[i][near[i] >= 0]
+            assert sh.row_of[i] not in listed
+            rest = np.delete(D[i], listed)
+            assert (rest >= bound[i] - 1e-9 * (1.0 + bound[i])).all(), (sc, i)
