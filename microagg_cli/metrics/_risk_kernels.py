@@ -183,6 +183,7 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
     return credit
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
 def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo, todo, L, D):  # pragma: no cover
     """One scenario's DLD for the originals settled without a search; the rest in ``todo``.
@@ -396,6 +397,7 @@ def refine_classes(prev, col, card, keys, out):  # pragma: no cover - compiled
     return m
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
 def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos, out, memo, L, D):  # pragma: no cover
     """Exact DLD credits and margins of the originals ``todo`` (positions) by a search.
