@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["Tracker", "tracking", "phase", "advance", "set_done", "counter", "SHOW_AFTER", "HEARTBEAT_SECONDS"]
+__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "counter", "SHOW_AFTER", "HEARTBEAT_SECONDS"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -161,6 +161,24 @@ class Tracker:
 
 _CURRENT: Tracker | None = None
 _SCRATCH = np.zeros(1, dtype=np.int64)
+# threads whose phases are not shown (work run beside the phase on display)
+_LOCAL = threading.local()
+
+
+def _tracker() -> Tracker | None:
+    return None if getattr(_LOCAL, "quiet", False) else _CURRENT
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Within the block, this thread's phases and counts are not shown: for work run
+    in a thread beside the phase on display (one display, one phase at a time)."""
+    old = getattr(_LOCAL, "quiet", False)
+    _LOCAL.quiet = True
+    try:
+        yield
+    finally:
+        _LOCAL.quiet = old
 
 
 @contextlib.contextmanager
@@ -178,7 +196,7 @@ def tracking(tracker: Tracker) -> Iterator[Tracker]:
 @contextlib.contextmanager
 def phase(name: str, total: int | None = None, unit: str = "records") -> Iterator[None]:
     """A phase of the run (``total`` records, or None when unknown)."""
-    tracker = _CURRENT
+    tracker = _tracker()
     if tracker is None:
         yield
         return
@@ -191,14 +209,14 @@ def phase(name: str, total: int | None = None, unit: str = "records") -> Iterato
 
 def advance(records: int) -> None:
     """Count ``records`` more done in the current phase."""
-    tracker = _CURRENT
+    tracker = _tracker()
     if tracker is not None:
         tracker.cell[0] += int(records)
 
 
 def set_done(records: int) -> None:
     """Set the records done in the current phase (e.g. after a part of a block finished)."""
-    tracker = _CURRENT
+    tracker = _tracker()
     if tracker is not None:
         tracker.cell[0] = int(records)
 
@@ -206,7 +224,7 @@ def set_done(records: int) -> None:
 def counter() -> np.ndarray:
     """The int64 cell of the current phase's records done, for compiled kernels to write
     (a scratch cell nobody reads when no tracker is installed)."""
-    tracker = _CURRENT
+    tracker = _tracker()
     if tracker is None:
         _SCRATCH[0] = 0
         return _SCRATCH

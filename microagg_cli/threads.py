@@ -8,7 +8,8 @@ after the other instead of side by side when it may use one thread (same result 
 bound (seeds side by side) use that many threads. Everything else
 sees :func:`available_cpus`. Results never depend on the limit. :func:`in_threads` runs
 a list of items in a few daemon threads (for kernels that release the GIL, such as the
-risk measures' pair table and DLD search), :func:`one_blas_thread` keeps BLAS from
+risk measures' pair table and DLD search), :func:`in_background` one call beside the
+calling thread's work, :func:`one_blas_thread` keeps BLAS from
 adding threads of its own meanwhile. Standard library only (``threadpoolctl`` when
 present).
 """
@@ -21,7 +22,7 @@ import threading
 from typing import Any, Callable, Iterator, Sequence
 
 __all__ = ["available_cpus", "limit", "set_limit", "limited", "limit_native_pools", "in_threads",
-           "one_blas_thread"]
+           "in_background", "one_blas_thread"]
 
 _LIMIT: list[int | None] = [None]
 
@@ -150,3 +151,33 @@ def in_threads(func: Callable[[Any], Any], items: Sequence[Any], jobs: int,
     if after is not None and last != len(items):
         after(len(items))
     return out
+
+
+def in_background(func: Callable[[], Any], *, name: str = "sdc-background") -> Callable[[], Any]:
+    """Start ``func()`` in a daemon thread and return a
+    ``wait()`` that gives its result or re-raises its exception. ``wait`` joins in short
+    steps, so Ctrl-C (SIGINT, SIGTERM) reaches the calling thread at once.
+
+    >>> wait = in_background(lambda: 6 * 7)
+    >>> wait()
+    42
+    """
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by wait()
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread.start()
+
+    def wait() -> Any:
+        while thread.is_alive():
+            thread.join(timeout=0.1)
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return wait

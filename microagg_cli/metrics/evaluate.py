@@ -16,6 +16,8 @@ import numpy as np
 from ..errors import DataError, InvalidParameterError
 from ..progress import phase as progress_phase
 from ..progress import set_done as progress_set
+from ..progress import silenced as progress_silenced
+from ..threads import in_background
 from ..threads import limit as thread_limit
 from ..threads import limited as threads_limited
 from . import groups, pmse, regression, risk
@@ -204,6 +206,17 @@ def evaluate_arrays(
     # LB_NN take a minute or more each, and the heartbeat says where the run is
     steps = 8
     n_jobs = thread_limit() if jobs is None else max(1, int(jobs))
+    used = sorted({v for s in subsets for v in s})
+    risk_options = o.risk.replace(k=k, pld_attributes=used, workers=max(int(o.risk.workers), n_jobs))
+
+    def risk_setup() -> RiskEvaluator:
+        with progress_silenced():
+            return RiskEvaluator(X, Xp, risk_options)
+
+    # with more than one thread the risk set-up (ranks, interval hits, the PLD pair
+    # table: mostly one thread of sorting) runs beside the utility measures; it is
+    # the same computation either way
+    risk_ready = in_background(risk_setup, name="sdc-risk-setup") if n_jobs > 1 else risk_setup
     with progress_phase("utility measures", total=steps, unit="measures"), threads_limited(n_jobs):
         scores = il_score(X, Xp)
         util: dict[str, Any] = {"il_sse": il_sse_blocks(X, Xp, blist)}
@@ -226,12 +239,7 @@ def evaluate_arrays(
         progress_set(steps)
 
     # -- risk -------------------------------------------------------------------
-    used = sorted({v for s in subsets for v in s})
-    ev = RiskEvaluator(X, Xp, o.risk.replace(
-        k=k,
-        pld_attributes=used,
-        workers=max(int(o.risk.workers), n_jobs),
-    ))
+    ev = risk_ready()
     rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
     for row, sc in zip(rows, subsets):
         row["label"] = scenario_label(sc, blist)

@@ -74,3 +74,43 @@ def test_fast_mdav_counts_the_records_it_groups_into_the_progress_cell():
         with progress.phase("block1", total=500):
             mdav_fast(X, 3)
             assert tracker.cell[0] == 500
+
+
+def test_a_silenced_thread_beside_the_phase_on_display_leaves_it_alone(caplog):
+    """The risk set-up runs beside the utility phase (``threads.in_background``): its
+    phases and counts must neither show nor overwrite the phase on display."""
+    from microagg_cli.threads import in_background
+
+    tracker = progress.Tracker("heartbeat", interval=0.05, tick=0.01)
+
+    def beside() -> int:
+        with progress.silenced(), progress.phase("PLD pair table", total=10):
+            progress.set_done(9)
+            progress.counter()[0] = 7
+            time.sleep(0.2)
+        return 42
+
+    with caplog.at_level(logging.INFO, logger="microagg_cli"), progress.tracking(tracker):
+        with progress.phase("utility measures", total=8, unit="measures"):
+            progress.set_done(3)
+            wait = in_background(beside)
+            time.sleep(0.3)
+            assert wait() == 42
+            assert tracker.cell.tolist() == [3]
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines and all(ln.startswith("utility measures: 3 / 8 measures") for ln in lines)
+
+
+def test_in_background_re_raises_the_error_of_its_call():
+    from microagg_cli.threads import in_background
+
+    def boom() -> None:
+        raise ValueError("bad option")
+
+    wait = in_background(boom)
+    try:
+        wait()
+    except ValueError as exc:
+        assert str(exc) == "bad option"
+    else:
+        raise AssertionError("the error was lost")
