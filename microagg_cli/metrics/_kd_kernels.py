@@ -1,0 +1,292 @@
+"""Compiled construction of DLD's k-d trees (:class:`~.risk.distance_linkage.BoxTree`).
+
+A k-d tree (Bentley, J. L. (1975), Multidimensional binary search trees used for
+associative searching, Communications of the ACM 18(9), 509-517) split, as Friedman,
+Bentley & Finkel (1977, An algorithm for finding best matches in logarithmic expected
+time, ACM Transactions on Mathematical Software 3(3), 209-226) advise, at the median of
+the coordinate of widest spread, with the tight bounding box of every node's points.
+
+The tree is built directly in the layout the search reads: the points in tree order as
+columns ``PT`` (s, m), one coordinate per row. A node's split is found on the row of
+its widest coordinate (taken from the node's box): the median value by a histogram of
+the values between the box's corners (one pass, then a selection among the few values
+of the median's bucket), then a stable partition of the node's range, which moves
+every coordinate row and ``perm`` in one sequential pass each and takes the tight
+boxes of both children on the way. No branch depends on a comparison of values except
+in the selection among the median bucket's few values, which is what made the
+quickselect on every node's keys the cost of the build.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from .._select import select
+
+__all__ = ["kd_build_columns"]
+
+# buckets of the median's histogram (at most; a node of n points uses about n / 8)
+_BUCKETS = 1024
+# at most this many values: the median by a plain selection, without a histogram
+_SMALL = 96
+
+
+@njit(cache=True, nogil=True)
+def _span(row, a, b):  # pragma: no cover - compiled
+    """Low and high of ``row[a:b]`` (b > a), four independent accumulators (the loop
+    runs several comparisons at once)."""
+    l0 = row[a]
+    l1 = l0
+    l2 = l0
+    l3 = l0
+    h0 = l0
+    h1 = l0
+    h2 = l0
+    h3 = l0
+    i = a
+    while i + 4 <= b:
+        x = row[i]
+        y = row[i + 1]
+        z = row[i + 2]
+        w = row[i + 3]
+        l0 = x if x < l0 else l0
+        l1 = y if y < l1 else l1
+        l2 = z if z < l2 else l2
+        l3 = w if w < l3 else l3
+        h0 = x if x > h0 else h0
+        h1 = y if y > h1 else h1
+        h2 = z if z > h2 else h2
+        h3 = w if w > h3 else h3
+        i += 4
+    while i < b:
+        x = row[i]
+        l0 = x if x < l0 else l0
+        h0 = x if x > h0 else h0
+        i += 1
+    l0 = l1 if l1 < l0 else l0
+    l2 = l3 if l3 < l2 else l2
+    l0 = l2 if l2 < l0 else l0
+    h0 = h1 if h1 > h0 else h0
+    h2 = h3 if h3 > h2 else h2
+    h0 = h2 if h2 > h0 else h0
+    return l0, h0
+
+
+@njit(cache=True, nogil=True)
+def _gather_span(row, src, a, b, out, o):  # pragma: no cover - compiled
+    """``out[o + t] = row[src[a + t]]`` for t < b - a (b > a), and the low and high of
+    the values, four independent accumulators as in :func:`_span`."""
+    l0 = row[src[a]]
+    l1 = l0
+    l2 = l0
+    l3 = l0
+    h0 = l0
+    h1 = l0
+    h2 = l0
+    h3 = l0
+    i = a
+    w = o
+    while i + 4 <= b:
+        x = row[src[i]]
+        y = row[src[i + 1]]
+        z = row[src[i + 2]]
+        u = row[src[i + 3]]
+        out[w] = x
+        out[w + 1] = y
+        out[w + 2] = z
+        out[w + 3] = u
+        l0 = x if x < l0 else l0
+        l1 = y if y < l1 else l1
+        l2 = z if z < l2 else l2
+        l3 = u if u < l3 else l3
+        h0 = x if x > h0 else h0
+        h1 = y if y > h1 else h1
+        h2 = z if z > h2 else h2
+        h3 = u if u > h3 else h3
+        i += 4
+        w += 4
+    while i < b:
+        x = row[src[i]]
+        out[w] = x
+        l0 = x if x < l0 else l0
+        h0 = x if x > h0 else h0
+        i += 1
+        w += 1
+    l0 = l1 if l1 < l0 else l0
+    l2 = l3 if l3 < l2 else l2
+    l0 = l2 if l2 < l0 else l0
+    h0 = h1 if h1 > h0 else h0
+    h2 = h3 if h3 > h2 else h2
+    h0 = h2 if h2 > h0 else h0
+    return l0, h0
+
+
+@njit(cache=True, nogil=True)
+def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compiled
+    """The ``k``-th smallest (from 0) of ``key[a:b]``, whose values lie in [low, high];
+    ``key`` is left alone (``buf``, ``ibuf`` (n,) and ``hist`` (2, buckets) scratch).
+
+    The values are counted into buckets of equal width between ``low`` and ``high``
+    (the bucket of a value is monotone in the value, so the k-th smallest lies in the
+    bucket where the running count passes k); the values of that bucket are kept and
+    the step repeated on them while they are many and not all equal, then the k-th
+    is selected among them (Hoare's selection)."""
+    src = key
+    copied = False
+    n = b - a
+    while True:
+        if low == high:
+            return low
+        if n <= _SMALL:
+            break
+        nb = n >> 3
+        if nb > _BUCKETS:
+            nb = _BUCKETS
+        scale = nb / (high - low)
+        if not (0.0 < scale < np.inf):  # a spread no bucket width can hold
+            break
+        top = nb - 1
+        for t in range(nb):
+            hist[0, t] = 0
+            hist[1, t] = 0
+        # two counters, even and odd values: consecutive values often share a bucket
+        i = a
+        while i + 2 <= a + n:
+            f = (src[i] - low) * scale
+            g = (src[i + 1] - low) * scale
+            hist[0, int(f) if f < top else top] += 1
+            hist[1, int(g) if g < top else top] += 1
+            i += 2
+        if i < a + n:
+            f = (src[i] - low) * scale
+            hist[0, int(f) if f < top else top] += 1
+        c = 0
+        bk = 0
+        while c + hist[0, bk] + hist[1, bk] <= k:
+            c += hist[0, bk] + hist[1, bk]
+            bk += 1
+        k -= c
+        # the bucket's values to the front of ``buf`` (writes never pass reads)
+        w = 0
+        for i in range(a, a + n):
+            x = src[i]
+            f = (x - low) * scale
+            buf[w] = x
+            w += (int(f) if f < top else top) == bk
+        src = buf
+        copied = True
+        a = 0
+        if w == n:  # no value left out (cannot happen: the lowest and the highest
+            break   # fall in different buckets), kept against a loop without end
+        n = w
+        low, high = _span(buf, 0, n)
+    if not copied:
+        for i in range(n):
+            buf[i] = src[a + i]
+    select(buf, ibuf, 0, n, k)
+    return buf[k]
+
+
+@njit(cache=True, nogil=True)
+def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right, start, end):  # pragma: no cover - compiled
+    """A k-d tree of the rows of ``U[:, cols]`` (``U`` (m, p), ``cols`` (s,)): median splits
+    on the widest coordinate, leaves of at most ``leaf`` rows, nodes numbered breadth
+    first (children after their parent, root 0).
+
+    Fills ``perm`` (m,) (tree order -> row: node ``i`` holds rows
+    ``perm[start[i]:end[i]]``), ``PT`` (s, m) the points in tree order as columns,
+    ``mult_t`` (m,) ``mult`` in tree order, the tight boxes ``lo``/``hi`` (nodes, s) and
+    the children ``left``/``right`` (-1 at a leaf). Returns the number of nodes.
+
+    Notes
+    -----
+    A node of n points on coordinate ``d`` keeps in its left child the n // 2 smallest
+    by (value on ``d``, row), in its right child the others; each child lists its rows
+    in increasing order (the partitions are stable), so a leaf's rows are sorted. The
+    widest coordinate is the first of largest ``hi - lo``. Each level costs O(m s); a
+    tree O(m s log(m / leaf)).
+    """
+    m = U.shape[0]
+    s = cols.shape[0]
+    buf = np.empty(m)
+    ibuf = np.empty(m, dtype=np.int64)
+    src = np.empty(m + 2, dtype=np.uint64)
+    hist = np.empty((2, _BUCKETS), dtype=np.int64)
+    for i in range(m):
+        perm[i] = i
+        for j in range(s):
+            PT[j, i] = U[i, cols[j]]
+    for j in range(s):
+        if m > 0:
+            lo[0, j], hi[0, j] = _span(PT[j], 0, m)
+        else:
+            lo[0, j] = np.inf
+            hi[0, j] = -np.inf
+    start[0] = 0
+    end[0] = m
+    left[0] = -1
+    right[0] = -1
+    nn = 1
+    node = 0
+    while node < nn:
+        s0 = start[node]
+        s1 = end[node]
+        n = s1 - s0
+        if n > leaf:
+            dim = 0
+            wide = -1.0
+            for j in range(s):
+                if hi[node, j] - lo[node, j] > wide:
+                    wide = hi[node, j] - lo[node, j]
+                    dim = j
+            half = n // 2
+            key = PT[dim]
+            v = _kth(key, s0, s1, half, lo[node, dim], hi[node, dim], buf, ibuf, hist)
+            below = 0
+            for i in range(s0, s1):
+                below += key[i] < v
+            # the stable partition as the source of every position: the values equal
+            # to v that go left are the first ones (in row order). Each point is
+            # written to both sides, the side it does not belong to being overwritten
+            # by the next point that does (or landing on a spare slot past the side)
+            eq_left = half - below
+            nl = 0
+            eqs = 0
+            for i in range(s0, s1):
+                x = key[i]
+                eq = x == v
+                go = (x < v) | (eq & (eqs < eq_left))
+                eqs += eq
+                src[nl] = i
+                src[half + 1 + i - s0 - nl] = i
+                nl += go
+            a = nn
+            b = nn + 1
+            for t in range(half):
+                ibuf[t] = perm[src[t]]
+            for t in range(half, n):
+                ibuf[t] = perm[src[t + 1]]
+            for t in range(n):
+                perm[s0 + t] = ibuf[t]
+            for j in range(s):
+                row = PT[j]
+                lo[a, j], hi[a, j] = _gather_span(row, src, 0, half, buf, 0)
+                lo[b, j], hi[b, j] = _gather_span(row, src, half + 1, n + 1, buf, half)
+                for t in range(n):
+                    row[s0 + t] = buf[t]
+            left[node] = a
+            right[node] = b
+            start[a] = s0
+            end[a] = s0 + half
+            start[b] = s0 + half
+            end[b] = s1
+            left[a] = -1
+            right[a] = -1
+            left[b] = -1
+            right[b] = -1
+            nn += 2
+        node += 1
+    for i in range(m):
+        mult_t[i] = mult[perm[i]]
+    return nn
