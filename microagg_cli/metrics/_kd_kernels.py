@@ -26,10 +26,10 @@ from .._select import select
 
 __all__ = ["kd_build_columns"]
 
-# buckets of the median's histogram (at most; a node of n points uses about n / 8)
-_BUCKETS = 1024
+# buckets of the median's histogram (at most; a node of n points uses about n / 4)
+_BUCKETS = 256
 # at most this many values: the median by a plain selection, without a histogram
-_SMALL = 96
+_SMALL = 16
 
 
 @njit(cache=True, nogil=True)
@@ -76,7 +76,7 @@ def _span(row, a, b):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def _gather_span(row, src, a, b, out, o):  # pragma: no cover - compiled
     """``out[o + t] = row[src[a + t]]`` for t < b - a (b > a), and the low and high of
-    the values, four independent accumulators as in :func:`_span`."""
+    the values, four accumulators as in :func:`_span`."""
     l0 = row[src[a]]
     l1 = l0
     l2 = l0
@@ -140,7 +140,7 @@ def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compil
             return low
         if n <= _SMALL:
             break
-        nb = n >> 3
+        nb = n >> 2
         if nb > _BUCKETS:
             nb = _BUCKETS
         scale = nb / (high - low)
@@ -210,7 +210,7 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
     m = U.shape[0]
     s = cols.shape[0]
     buf = np.empty(m)
-    ibuf = np.empty(m, dtype=np.int64)
+    ibuf = np.empty(m + 2, dtype=np.int64)
     src = np.empty(m + 2, dtype=np.uint64)
     hist = np.empty((2, _BUCKETS), dtype=np.int64)
     for i in range(m):
@@ -244,23 +244,35 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
             key = PT[dim]
             v = _kth(key, s0, s1, half, lo[node, dim], hi[node, dim], buf, ibuf, hist)
             below = 0
+            equal = 0
             for i in range(s0, s1):
                 below += key[i] < v
-            # the stable partition as the source of every position: the values equal
-            # to v that go left are the first ones (in row order). Each point is
+                equal += key[i] == v
+            # the stable partition, as the source of every position: the values equal
+            # to v that go left are the first ones (in row order). Each position is
             # written to both sides, the side it does not belong to being overwritten
-            # by the next point that does (or landing on a spare slot past the side)
+            # by the next position that does (or landing on a spare slot past the side)
             eq_left = half - below
             nl = 0
-            eqs = 0
-            for i in range(s0, s1):
-                x = key[i]
-                eq = x == v
-                go = (x < v) | (eq & (eqs < eq_left))
-                eqs += eq
-                src[nl] = i
-                src[half + 1 + i - s0 - nl] = i
-                nl += go
+            if eq_left == 0:
+                for i in range(s0, s1):
+                    src[nl] = i
+                    src[half + 1 + i - s0 - nl] = i
+                    nl += key[i] < v
+            elif eq_left == equal:
+                for i in range(s0, s1):
+                    src[nl] = i
+                    src[half + 1 + i - s0 - nl] = i
+                    nl += key[i] <= v
+            else:
+                eqs = 0
+                for i in range(s0, s1):
+                    x = key[i]
+                    eq = x == v
+                    src[nl] = i
+                    src[half + 1 + i - s0 - nl] = i
+                    nl += (x < v) | (eq & (eqs < eq_left))
+                    eqs += eq
             a = nn
             b = nn + 1
             for t in range(half):
