@@ -74,10 +74,9 @@ def _span(row, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _gather_span(row, src, a, b, out, o):  # pragma: no cover - compiled
-    """``out[o + t] = row[src[a + t]]`` for t < b - a (b > a), and the low and high of
-    the values, four accumulators as in :func:`_span`."""
-    l0 = row[src[a]]
+def _span_at(row, idx, a, b):  # pragma: no cover - compiled
+    """Low and high of ``row[idx[a:b]]`` (b > a), four accumulators as in :func:`_span`."""
+    l0 = row[idx[a]]
     l1 = l0
     l2 = l0
     l3 = l0
@@ -86,33 +85,25 @@ def _gather_span(row, src, a, b, out, o):  # pragma: no cover - compiled
     h2 = l0
     h3 = l0
     i = a
-    w = o
     while i + 4 <= b:
-        x = row[src[i]]
-        y = row[src[i + 1]]
-        z = row[src[i + 2]]
-        u = row[src[i + 3]]
-        out[w] = x
-        out[w + 1] = y
-        out[w + 2] = z
-        out[w + 3] = u
+        x = row[idx[i]]
+        y = row[idx[i + 1]]
+        z = row[idx[i + 2]]
+        w = row[idx[i + 3]]
         l0 = x if x < l0 else l0
         l1 = y if y < l1 else l1
         l2 = z if z < l2 else l2
-        l3 = u if u < l3 else l3
+        l3 = w if w < l3 else l3
         h0 = x if x > h0 else h0
         h1 = y if y > h1 else h1
         h2 = z if z > h2 else h2
-        h3 = u if u > h3 else h3
+        h3 = w if w > h3 else h3
         i += 4
-        w += 4
     while i < b:
-        x = row[src[i]]
-        out[w] = x
+        x = row[idx[i]]
         l0 = x if x < l0 else l0
         h0 = x if x > h0 else h0
         i += 1
-        w += 1
     l0 = l1 if l1 < l0 else l0
     l2 = l3 if l3 < l2 else l2
     l0 = l2 if l2 < l0 else l0
@@ -131,13 +122,16 @@ def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compil
     (the bucket of a value is monotone in the value, so the k-th smallest lies in the
     bucket where the running count passes k); the values of that bucket are kept and
     the step repeated on them while they are many and not all equal, then the k-th
-    is selected among them (Hoare's selection)."""
+    is selected among them (Hoare's selection). Returns the k-th smallest ``v``, how
+    many values are below ``v`` and how many equal to it (all of them share the bucket
+    of ``v`` at every step)."""
     src = key
     copied = False
     n = b - a
+    below = 0
     while True:
         if low == high:
-            return low
+            return low, below, n
         if n <= _SMALL:
             break
         nb = n >> 2
@@ -167,6 +161,7 @@ def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compil
             c += hist[0, bk] + hist[1, bk]
             bk += 1
         k -= c
+        below += c
         # the bucket's values to the front of ``buf`` (writes never pass reads)
         w = 0
         for i in range(a, a + n):
@@ -185,7 +180,12 @@ def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compil
         for i in range(n):
             buf[i] = src[a + i]
     select(buf, ibuf, 0, n, k)
-    return buf[k]
+    v = buf[k]
+    equal = 0
+    for i in range(n):
+        below += buf[i] < v
+        equal += buf[i] == v
+    return v, below, equal
 
 
 @njit(cache=True, nogil=True)
@@ -209,17 +209,18 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
     """
     m = U.shape[0]
     s = cols.shape[0]
+    P0 = np.empty((s, m))  # the columns, rows in their own order
+    keys = np.empty(m)
     buf = np.empty(m)
     ibuf = np.empty(m + 2, dtype=np.int64)
-    src = np.empty(m + 2, dtype=np.uint64)
     hist = np.empty((2, _BUCKETS), dtype=np.int64)
     for i in range(m):
         perm[i] = i
         for j in range(s):
-            PT[j, i] = U[i, cols[j]]
+            P0[j, i] = U[i, cols[j]]
     for j in range(s):
         if m > 0:
-            lo[0, j], hi[0, j] = _span(PT[j], 0, m)
+            lo[0, j], hi[0, j] = _span(P0[j], 0, m)
         else:
             lo[0, j] = np.inf
             hi[0, j] = -np.inf
@@ -241,52 +242,47 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
                     wide = hi[node, j] - lo[node, j]
                     dim = j
             half = n // 2
-            key = PT[dim]
-            v = _kth(key, s0, s1, half, lo[node, dim], hi[node, dim], buf, ibuf, hist)
-            below = 0
-            equal = 0
-            for i in range(s0, s1):
-                below += key[i] < v
-                equal += key[i] == v
-            # the stable partition, as the source of every position: the values equal
-            # to v that go left are the first ones (in row order). Each position is
-            # written to both sides, the side it does not belong to being overwritten
-            # by the next position that does (or landing on a spare slot past the side)
+            row = P0[dim]
+            for t in range(n):
+                keys[t] = row[perm[s0 + t]]
+            v, below, equal = _kth(keys, 0, n, half, lo[node, dim], hi[node, dim], buf, ibuf, hist)
+            # the stable partition of the node's rows: the values equal to v that go
+            # left are the first ones (in row order). Each row is written to both
+            # sides, the side it does not belong to being overwritten by the next row
+            # that does (or landing on a spare slot past the side)
             eq_left = half - below
             nl = 0
             if eq_left == 0:
-                for i in range(s0, s1):
-                    src[nl] = i
-                    src[half + 1 + i - s0 - nl] = i
-                    nl += key[i] < v
+                for t in range(n):
+                    r = perm[s0 + t]
+                    ibuf[nl] = r
+                    ibuf[half + 1 + t - nl] = r
+                    nl += keys[t] < v
             elif eq_left == equal:
-                for i in range(s0, s1):
-                    src[nl] = i
-                    src[half + 1 + i - s0 - nl] = i
-                    nl += key[i] <= v
+                for t in range(n):
+                    r = perm[s0 + t]
+                    ibuf[nl] = r
+                    ibuf[half + 1 + t - nl] = r
+                    nl += keys[t] <= v
             else:
                 eqs = 0
-                for i in range(s0, s1):
-                    x = key[i]
+                for t in range(n):
+                    x = keys[t]
                     eq = x == v
-                    src[nl] = i
-                    src[half + 1 + i - s0 - nl] = i
+                    r = perm[s0 + t]
+                    ibuf[nl] = r
+                    ibuf[half + 1 + t - nl] = r
                     nl += (x < v) | (eq & (eqs < eq_left))
                     eqs += eq
+            for t in range(half):
+                perm[s0 + t] = ibuf[t]
+            for t in range(half, n):
+                perm[s0 + t] = ibuf[t + 1]
             a = nn
             b = nn + 1
-            for t in range(half):
-                ibuf[t] = perm[src[t]]
-            for t in range(half, n):
-                ibuf[t] = perm[src[t + 1]]
-            for t in range(n):
-                perm[s0 + t] = ibuf[t]
             for j in range(s):
-                row = PT[j]
-                lo[a, j], hi[a, j] = _gather_span(row, src, 0, half, buf, 0)
-                lo[b, j], hi[b, j] = _gather_span(row, src, half + 1, n + 1, buf, half)
-                for t in range(n):
-                    row[s0 + t] = buf[t]
+                lo[a, j], hi[a, j] = _span_at(P0[j], perm, s0, s0 + half)
+                lo[b, j], hi[b, j] = _span_at(P0[j], perm, s0 + half, s1)
             left[node] = a
             right[node] = b
             start[a] = s0
@@ -299,6 +295,11 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
             right[b] = -1
             nn += 2
         node += 1
+    for j in range(s):
+        row = P0[j]
+        out = PT[j]
+        for i in range(m):
+            out[i] = row[perm[i]]
     for i in range(m):
         mult_t[i] = mult[perm[i]]
     return nn
