@@ -114,9 +114,17 @@ def _span_at(row, idx, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compiled
-    """The ``k``-th smallest (from 0) of ``key[a:b]``, whose values lie in [low, high];
-    ``key`` is left alone (``buf``, ``ibuf`` (n,) and ``hist`` (2, buckets) scratch).
+def _bucket(x, low, scale, top):  # pragma: no cover - compiled
+    """The bucket of ``x`` >= ``low``: monotone in ``x`` (rounding is)."""
+    f = (x - low) * scale
+    return int(f) if f < top else top
+
+
+@njit(cache=True, nogil=True)
+def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - compiled
+    """The ``k``-th smallest (from 0) of the n = ``idx.size`` values ``row[idx]``, which
+    lie in [low, high]; also copies them to ``keys[:n]`` (``buf``, ``ibuf`` (n,) and
+    ``hist`` (2, buckets) scratch).
 
     The values are counted into buckets of equal width between ``low`` and ``high``
     (the bucket of a value is monotone in the value, so the k-th smallest lies in the
@@ -125,36 +133,51 @@ def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compil
     is selected among them (Hoare's selection). Returns the k-th smallest ``v``, how
     many values are below ``v`` and how many equal to it (all of them share the bucket
     of ``v`` at every step)."""
-    src = key
-    copied = False
-    n = b - a
+    n = idx.size
     below = 0
+    first = True
+    src = keys
+    in_keys = True
     while True:
         if low == high:
+            if first:
+                for t in range(n):
+                    keys[t] = row[idx[t]]
             return low, below, n
-        if n <= _SMALL:
-            break
         nb = n >> 2
         if nb > _BUCKETS:
             nb = _BUCKETS
         scale = nb / (high - low)
-        if not (0.0 < scale < np.inf):  # a spread no bucket width can hold
+        if n <= _SMALL or not (0.0 < scale < np.inf):  # few, or a spread no width holds
             break
         top = nb - 1
         for t in range(nb):
             hist[0, t] = 0
             hist[1, t] = 0
         # two counters, even and odd values: consecutive values often share a bucket
-        i = a
-        while i + 2 <= a + n:
-            f = (src[i] - low) * scale
-            g = (src[i + 1] - low) * scale
-            hist[0, int(f) if f < top else top] += 1
-            hist[1, int(g) if g < top else top] += 1
-            i += 2
-        if i < a + n:
-            f = (src[i] - low) * scale
-            hist[0, int(f) if f < top else top] += 1
+        if first:
+            i = 0
+            while i + 2 <= n:
+                x = row[idx[i]]
+                y = row[idx[i + 1]]
+                keys[i] = x
+                keys[i + 1] = y
+                hist[0, _bucket(x, low, scale, top)] += 1
+                hist[1, _bucket(y, low, scale, top)] += 1
+                i += 2
+            if i < n:
+                x = row[idx[i]]
+                keys[i] = x
+                hist[0, _bucket(x, low, scale, top)] += 1
+            first = False
+        else:
+            i = 0
+            while i + 2 <= n:
+                hist[0, _bucket(src[i], low, scale, top)] += 1
+                hist[1, _bucket(src[i + 1], low, scale, top)] += 1
+                i += 2
+            if i < n:
+                hist[0, _bucket(src[i], low, scale, top)] += 1
         c = 0
         bk = 0
         while c + hist[0, bk] + hist[1, bk] <= k:
@@ -164,21 +187,22 @@ def _kth(key, a, b, k, low, high, buf, ibuf, hist):  # pragma: no cover - compil
         below += c
         # the bucket's values to the front of ``buf`` (writes never pass reads)
         w = 0
-        for i in range(a, a + n):
+        for i in range(n):
             x = src[i]
-            f = (x - low) * scale
             buf[w] = x
-            w += (int(f) if f < top else top) == bk
+            w += _bucket(x, low, scale, top) == bk
         src = buf
-        copied = True
-        a = 0
+        in_keys = False
         if w == n:  # no value left out (cannot happen: the lowest and the highest
             break   # fall in different buckets), kept against a loop without end
         n = w
         low, high = _span(buf, 0, n)
-    if not copied:
+    if first:
+        for t in range(n):
+            keys[t] = row[idx[t]]
+    if in_keys:
         for i in range(n):
-            buf[i] = src[a + i]
+            buf[i] = keys[i]
     select(buf, ibuf, 0, n, k)
     v = buf[k]
     equal = 0
@@ -243,9 +267,7 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
                     dim = j
             half = n // 2
             row = P0[dim]
-            for t in range(n):
-                keys[t] = row[perm[s0 + t]]
-            v, below, equal = _kth(keys, 0, n, half, lo[node, dim], hi[node, dim], buf, ibuf, hist)
+            v, below, equal = _kth(row, perm[s0:s1], half, lo[node, dim], hi[node, dim], keys, buf, ibuf, hist)
             # the stable partition of the node's rows: the values equal to v that go
             # left are the first ones (in row order). Each row is written to both
             # sides, the side it does not belong to being overwritten by the next row
@@ -281,8 +303,19 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
             a = nn
             b = nn + 1
             for j in range(s):
-                lo[a, j], hi[a, j] = _span_at(P0[j], perm, s0, s0 + half)
-                lo[b, j], hi[b, j] = _span_at(P0[j], perm, s0 + half, s1)
+                if j != dim:
+                    lo[a, j], hi[a, j] = _span_at(P0[j], perm, s0, s0 + half)
+                    lo[b, j], hi[b, j] = _span_at(P0[j], perm, s0 + half, s1)
+            # on the split coordinate the left child holds the node's lowest value, the
+            # right one its highest and v (the smallest on the right); the left child's
+            # highest is v when values equal to v went left, else it is looked up
+            lo[a, dim] = lo[node, dim]
+            hi[b, dim] = hi[node, dim]
+            lo[b, dim] = v
+            if eq_left > 0:
+                hi[a, dim] = v
+            else:
+                hi[a, dim] = _span_at(row, perm, s0, s0 + half)[1]
             left[node] = a
             right[node] = b
             start[a] = s0
