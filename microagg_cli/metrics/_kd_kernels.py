@@ -24,7 +24,7 @@ import numpy as np
 from .._jit import njit
 from .._select import select
 
-__all__ = ["kd_build_columns"]
+__all__ = ["kd_build_columns", "work_sizes"]
 
 # buckets of the median's histogram (at most; a node of n points uses about n / 4)
 _BUCKETS = 256
@@ -212,8 +212,14 @@ def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - c
     return v, below, equal
 
 
+def work_sizes(m: int, s: int) -> tuple[int, int]:
+    """Sizes of the float64 and int64 scratch of :func:`kd_build_columns` for ``m``
+    points of ``s`` coordinates."""
+    return (s + 2) * m, m + 2 + 2 * _BUCKETS
+
+
 @njit(cache=True, nogil=True)
-def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right, start, end):  # pragma: no cover - compiled
+def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right, start, end, fwork, iwork):  # pragma: no cover - compiled
     """A k-d tree of the rows of ``U[:, cols]`` (``U`` (m, p), ``cols`` (s,)): median splits
     on the widest coordinate, leaves of at most ``leaf`` rows, nodes numbered breadth
     first (children after their parent, root 0).
@@ -222,6 +228,9 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
     ``perm[start[i]:end[i]]``), ``PT`` (s, m) the points in tree order as columns,
     ``mult_t`` (m,) ``mult`` in tree order, the tight boxes ``lo``/``hi`` (nodes, s) and
     the children ``left``/``right`` (-1 at a leaf). Returns the number of nodes.
+    ``fwork`` (at least :func:`work_sizes`' first, float64) and ``iwork`` (its second,
+    int64) are scratch, reused from tree to tree by the caller (fresh memory would be
+    paged in at every tree).
 
     Notes
     -----
@@ -233,11 +242,11 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
     """
     m = U.shape[0]
     s = cols.shape[0]
-    P0 = np.empty((s, m))  # the columns, rows in their own order
-    keys = np.empty(m)
-    buf = np.empty(m)
-    ibuf = np.empty(m + 2, dtype=np.int64)
-    hist = np.empty((2, _BUCKETS), dtype=np.int64)
+    P0 = fwork[:s * m].reshape((s, m))  # the columns, rows in their own order
+    keys = fwork[s * m:(s + 1) * m]
+    buf = fwork[(s + 1) * m:(s + 2) * m]
+    ibuf = iwork[:m + 2]
+    hist = iwork[m + 2:m + 2 + 2 * _BUCKETS].reshape((2, _BUCKETS))
     for i in range(m):
         perm[i] = i
         for j in range(s):

@@ -12,12 +12,13 @@ Disclosure and Data Access, North-Holland, 111-134).
 from __future__ import annotations
 
 import queue
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ...threads import in_threads
-from .._kd_kernels import kd_build_columns
+from .._kd_kernels import kd_build_columns, work_sizes
 from .._risk_kernels import dld_filter, dld_search
 from .anonymity import RowClasses
 
@@ -70,8 +71,11 @@ class BoxTree:
                      *, leaf: int = _DLD_LEAF) -> BoxTree:
         """The tree of the points ``U[:, cols]`` (``U`` (m, p) rows), columns gathered in
         the build."""
+        cols = np.asarray(cols, dtype=np.int64)
+        if cols.ndim != 1 or (cols.size and not 0 <= cols.min() <= cols.max() < U.shape[1]):
+            raise ValueError(f"columns {cols.tolist()} not all among the {U.shape[1]} of U")
         self = cls.__new__(cls)
-        self._build(np.ascontiguousarray(U, dtype=np.float64), np.asarray(cols, dtype=np.int64), mult, leaf)
+        self._build(np.ascontiguousarray(U, dtype=np.float64), cols, mult, leaf)
         return self
 
     def _build(self, U: np.ndarray, cols: np.ndarray, mult: np.ndarray, leaf: int) -> None:
@@ -84,8 +88,25 @@ class BoxTree:
         #: the rows in tree order, as columns (s, m): a leaf's points one coordinate at a time
         self.PT = np.empty((s, m))
         self.mult = np.empty(m)
+        fwork, iwork = self._scratch(*work_sizes(m, s))
         kd_build_columns(U, np.ascontiguousarray(cols), np.ascontiguousarray(mult, dtype=np.float64), int(leaf),
-                         self.perm, self.PT, self.mult, self.box[0], self.box[1], *self.tree)
+                         self.perm, self.PT, self.mult, self.box[0], self.box[1], *self.tree, fwork, iwork)
+
+    # the build's scratch, kept per thread from tree to tree (up to _SCRATCH_KEEP float64
+    # values): fresh memory would be paged in anew by every scenario's tree
+    _work = threading.local()
+    _SCRATCH_KEEP = 1 << 22
+
+    @classmethod
+    def _scratch(cls, nf: int, ni: int) -> tuple[np.ndarray, np.ndarray]:
+        if nf > cls._SCRATCH_KEEP:
+            return np.empty(nf), np.empty(ni, dtype=np.int64)
+        have = getattr(cls._work, "arrays", None)
+        if have is None or have[0].size < nf or have[1].size < ni:
+            have = (np.empty(max(nf, 0 if have is None else have[0].size)),
+                    np.empty(max(ni, 0 if have is None else have[1].size), dtype=np.int64))
+            cls._work.arrays = have
+        return have
 
 
 class DLDShared:
