@@ -1,4 +1,4 @@
-"""Compiled construction of DLD's k-d trees (:class:`~.risk.distance_linkage.BoxTree`).
+"""Compiled construction of DLD's k-d trees (the trees of ``risk.distance_linkage.BoxTree``).
 
 A k-d tree (Bentley, J. L. (1975), Multidimensional binary search trees used for
 associative searching, Communications of the ACM 18(9), 509-517) split, as Friedman,
@@ -114,21 +114,16 @@ def _span_at(row, idx, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _bucket(x, low, scale, top):  # pragma: no cover - compiled
-    """The bucket of ``x`` >= ``low``: monotone in ``x`` (rounding is)."""
-    f = (x - low) * scale
-    return int(f) if f < top else top
-
-
-@njit(cache=True, nogil=True)
 def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - compiled
     """The ``k``-th smallest (from 0) of the n = ``idx.size`` values ``row[idx]``, which
     lie in [low, high]; also copies them to ``keys[:n]`` (``buf``, ``ibuf`` (n,) and
     ``hist`` (2, buckets) scratch).
 
     The values are counted into buckets of equal width between ``low`` and ``high``
-    (the bucket of a value is monotone in the value, so the k-th smallest lies in the
-    bucket where the running count passes k); the values of that bucket are kept and
+    (the bucket of a value, ``int((x - low) * scale)`` capped at the last, is monotone in
+    the value as rounding is, so the k-th smallest lies in the bucket where the running
+    count passes k; it is written out in every loop: as a call, it was not inlined and
+    took three times as long); the values of that bucket are kept and
     the step repeated on them while they are many and not all equal, then the k-th
     is selected among them (Hoare's selection). Returns the k-th smallest ``v``, how
     many values are below ``v`` and how many equal to it (all of them share the bucket
@@ -162,22 +157,28 @@ def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - c
                 y = row[idx[i + 1]]
                 keys[i] = x
                 keys[i + 1] = y
-                hist[0, _bucket(x, low, scale, top)] += 1
-                hist[1, _bucket(y, low, scale, top)] += 1
+                f = (x - low) * scale
+                g = (y - low) * scale
+                hist[0, int(f) if f < top else top] += 1
+                hist[1, int(g) if g < top else top] += 1
                 i += 2
             if i < n:
                 x = row[idx[i]]
                 keys[i] = x
-                hist[0, _bucket(x, low, scale, top)] += 1
+                f = (x - low) * scale
+                hist[0, int(f) if f < top else top] += 1
             first = False
         else:
             i = 0
             while i + 2 <= n:
-                hist[0, _bucket(src[i], low, scale, top)] += 1
-                hist[1, _bucket(src[i + 1], low, scale, top)] += 1
+                f = (src[i] - low) * scale
+                g = (src[i + 1] - low) * scale
+                hist[0, int(f) if f < top else top] += 1
+                hist[1, int(g) if g < top else top] += 1
                 i += 2
             if i < n:
-                hist[0, _bucket(src[i], low, scale, top)] += 1
+                f = (src[i] - low) * scale
+                hist[0, int(f) if f < top else top] += 1
         c = 0
         bk = 0
         while c + hist[0, bk] + hist[1, bk] <= k:
@@ -190,7 +191,8 @@ def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - c
         for i in range(n):
             x = src[i]
             buf[w] = x
-            w += _bucket(x, low, scale, top) == bk
+            f = (x - low) * scale
+            w += (int(f) if f < top else top) == bk
         src = buf
         in_keys = False
         if w == n:  # no value left out (cannot happen: the lowest and the highest
