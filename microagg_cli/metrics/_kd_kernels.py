@@ -114,6 +114,56 @@ def _span_at(row, idx, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _child_spans(P0, perm, s0, mid, s1, skip, lo, hi, a, b):  # pragma: no cover - compiled
+    """The boxes of nodes ``a`` (rows ``perm[s0:mid]``) and ``b`` (``perm[mid:s1]``) on
+    every coordinate but ``skip``: the loops of :func:`_span_at`, written out here (one
+    call per node, not one per coordinate and child: small nodes are many)."""
+    s = P0.shape[0]
+    for j in range(s):
+        if j == skip:
+            continue
+        row = P0[j]
+        for side in range(2):
+            p = s0 if side == 0 else mid
+            q = mid if side == 0 else s1
+            l0 = row[perm[p]]
+            l1 = l0
+            l2 = l0
+            l3 = l0
+            h0 = l0
+            h1 = l0
+            h2 = l0
+            h3 = l0
+            i = p
+            while i + 4 <= q:
+                x = row[perm[i]]
+                y = row[perm[i + 1]]
+                z = row[perm[i + 2]]
+                w = row[perm[i + 3]]
+                l0 = x if x < l0 else l0
+                l1 = y if y < l1 else l1
+                l2 = z if z < l2 else l2
+                l3 = w if w < l3 else l3
+                h0 = x if x > h0 else h0
+                h1 = y if y > h1 else h1
+                h2 = z if z > h2 else h2
+                h3 = w if w > h3 else h3
+                i += 4
+            while i < q:
+                x = row[perm[i]]
+                l0 = x if x < l0 else l0
+                h0 = x if x > h0 else h0
+                i += 1
+            l0 = l1 if l1 < l0 else l0
+            l2 = l3 if l3 < l2 else l2
+            h0 = h1 if h1 > h0 else h0
+            h2 = h3 if h3 > h2 else h2
+            node = a if side == 0 else b
+            lo[node, j] = l2 if l2 < l0 else l0
+            hi[node, j] = h2 if h2 > h0 else h0
+
+
+@njit(cache=True, nogil=True)
 def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - compiled
     """The ``k``-th smallest (from 0) of the n = ``idx.size`` values ``row[idx]``, which
     lie in [low, high]; also copies them to ``keys[:n]`` (``buf``, ``ibuf`` (n,) and
@@ -280,22 +330,23 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
             row = P0[dim]
             v, below, equal = _kth(row, perm[s0:s1], half, lo[node, dim], hi[node, dim], keys, buf, ibuf, hist)
             # the stable partition of the node's rows: the values equal to v that go
-            # left are the first ones (in row order). Each row is written to both
-            # sides, the side it does not belong to being overwritten by the next row
-            # that does (or landing on a spare slot past the side)
+            # left are the first ones (in row order). The left side is written in
+            # place (never ahead of the reading), the right one aside; each row is
+            # written to both, the side it does not belong to being overwritten by the
+            # next row that does (or landing on a slot past the side's end)
             eq_left = half - below
             nl = 0
             if eq_left == 0:
                 for t in range(n):
                     r = perm[s0 + t]
-                    ibuf[nl] = r
-                    ibuf[half + 1 + t - nl] = r
+                    perm[s0 + nl] = r
+                    ibuf[t - nl] = r
                     nl += keys[t] < v
             elif eq_left == equal:
                 for t in range(n):
                     r = perm[s0 + t]
-                    ibuf[nl] = r
-                    ibuf[half + 1 + t - nl] = r
+                    perm[s0 + nl] = r
+                    ibuf[t - nl] = r
                     nl += keys[t] <= v
             else:
                 eqs = 0
@@ -303,20 +354,15 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
                     x = keys[t]
                     eq = x == v
                     r = perm[s0 + t]
-                    ibuf[nl] = r
-                    ibuf[half + 1 + t - nl] = r
+                    perm[s0 + nl] = r
+                    ibuf[t - nl] = r
                     nl += (x < v) | (eq & (eqs < eq_left))
                     eqs += eq
-            for t in range(half):
-                perm[s0 + t] = ibuf[t]
-            for t in range(half, n):
-                perm[s0 + t] = ibuf[t + 1]
+            for t in range(n - half):
+                perm[s0 + half + t] = ibuf[t]
             a = nn
             b = nn + 1
-            for j in range(s):
-                if j != dim:
-                    lo[a, j], hi[a, j] = _span_at(P0[j], perm, s0, s0 + half)
-                    lo[b, j], hi[b, j] = _span_at(P0[j], perm, s0 + half, s1)
+            _child_spans(P0, perm, s0, s0 + half, s1, dim, lo, hi, a, b)
             # on the split coordinate the left child holds the node's lowest value, the
             # right one its highest and v (the smallest on the right); the left child's
             # highest is v when values equal to v went left, else it is looked up
