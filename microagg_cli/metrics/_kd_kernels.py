@@ -26,7 +26,7 @@ from .._select import select
 
 __all__ = ["kd_build_columns", "work_sizes"]
 
-# buckets of the median's histogram (at most; a node of n points uses about n / 4)
+# buckets of the median's histogram (at most; a node of n points uses n / 2)
 _BUCKETS = 256
 # at most this many values: the median by a plain selection, without a histogram
 _SMALL = 16
@@ -189,7 +189,7 @@ def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - c
                 for t in range(n):
                     keys[t] = row[idx[t]]
             return low, below, n
-        nb = n >> 2
+        nb = n >> 1
         if nb > _BUCKETS:
             nb = _BUCKETS
         scale = nb / (high - low)
