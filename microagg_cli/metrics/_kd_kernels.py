@@ -6,15 +6,22 @@ Bentley & Finkel (1977, An algorithm for finding best matches in logarithmic exp
 time, ACM Transactions on Mathematical Software 3(3), 209-226) advise, at the median of
 the coordinate of widest spread, with the tight bounding box of every node's points.
 
-The tree is built directly in the layout the search reads: the points in tree order as
-columns ``PT`` (s, m), one coordinate per row. A node's split is found on the row of
-its widest coordinate (taken from the node's box): the median value by a histogram of
-the values between the box's corners (one pass, then a selection among the few values
-of the median's bucket), then a stable partition of the node's range, which moves
-every coordinate row and ``perm`` in one sequential pass each and takes the tight
-boxes of both children on the way. No branch depends on a comparison of values except
-in the selection among the median bucket's few values, which is what made the
-quickselect on every node's keys the cost of the build.
+The build works on columns: the s coordinates are gathered once as rows of a scratch
+(s, m) array in row order, and only the tree order ``perm`` moves. A node's split
+coordinate is the widest side of its box (already known: no scan). Its median is
+found by a histogram of the node's values between the box's corners (taken while the
+values are gathered), then again within the median's bucket while it is large, and a
+selection among the few values left (Hoare's FIND, :mod:`microagg_cli._select`). The
+node's rows are then split by a stable partition of its stretch of ``perm`` (one pass,
+no branch on the values), and the tight boxes of both children are read through
+``perm`` one coordinate at a time, four values at a time. The columns in tree order
+(``PT``, the layout the search reads) are gathered once at the end. The quickselect of
+every node's (key, row) pairs that this replaces mispredicted a branch on every other
+comparison, and its boxes were scanned row by row through the permutation.
+
+Every kernel is compiled with ``nogil=True`` (the scenarios of ``--jobs N`` build their
+trees in N threads) and nothing here allocates: the caller passes every buffer,
+scratch included.
 """
 
 from __future__ import annotations
