@@ -2,7 +2,7 @@
 
 Hoare 1961, Algorithm 65, Communications of the ACM 4(7): the cone index of the fast MDAV
 (:mod:`microagg_cli.methods._cones`) and DLD's k-d trees
-(:mod:`microagg_cli.metrics._risk_kernels`) split at medians with it. It lives below
+(:mod:`microagg_cli.metrics._kd_kernels`) select their medians with it. It lives below
 both packages so that neither imports the other.
 """
 

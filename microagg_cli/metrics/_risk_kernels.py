@@ -12,9 +12,8 @@ import math
 import numpy as np
 
 from .._jit import njit
-from .._select import select
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search", "kd_build"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search"]
 
 
 @njit(cache=True, nogil=True)
@@ -559,60 +558,3 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos,
             L[a, r] = perm[ki[r]] if r < nk else -1
         D[a] = best
     return 0
-
-
-@njit(cache=True, nogil=True)
-def kd_build(P, leaf, perm, lo, hi, left, right, start, end):  # pragma: no cover - compiled
-    """A k-d tree of the rows of ``P`` (m, s): median splits on the widest coordinate
-    (found by selection, not sorting), leaves of at most ``leaf`` rows. Fills ``perm``
-    (row order: node ``i`` holds rows ``perm[start[i]:end[i]]``), the bounding boxes
-    ``lo``/``hi`` and the children (-1 at a leaf); children come after their parent.
-    Returns the number of nodes."""
-    m, s = P.shape
-    for i in range(m):
-        perm[i] = i
-    vals = np.empty(m)
-    start[0] = 0
-    end[0] = m
-    left[0] = -1
-    right[0] = -1
-    nn = 1
-    node = 0
-    while node < nn:
-        s0 = start[node]
-        s1 = end[node]
-        for j in range(s):
-            lo[node, j] = np.inf
-            hi[node, j] = -np.inf
-        for i in range(s0, s1):
-            r = perm[i]
-            for j in range(s):
-                x = P[r, j]
-                if x < lo[node, j]:
-                    lo[node, j] = x
-                if x > hi[node, j]:
-                    hi[node, j] = x
-        if s1 - s0 > leaf:
-            dim = 0
-            wide = -1.0
-            for j in range(s):
-                if hi[node, j] - lo[node, j] > wide:
-                    wide = hi[node, j] - lo[node, j]
-                    dim = j
-            for i in range(s0, s1):
-                vals[i] = P[perm[i], dim]
-            half = (s1 - s0) // 2
-            select(vals, perm, s0, s1, s0 + half)
-            left[node] = nn
-            right[node] = nn + 1
-            start[nn] = s0
-            end[nn] = s0 + half
-            start[nn + 1] = s0 + half
-            end[nn + 1] = s1
-            left[nn] = -1
-            right[nn] = -1
-            left[nn + 1] = -1
-            right[nn + 1] = -1
-            nn += 2
-        node += 1
-    return nn
