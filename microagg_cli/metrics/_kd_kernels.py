@@ -277,6 +277,7 @@ def work_sizes(m: int, s: int) -> tuple[int, int]:
     return (s + 2) * m, m + 2 + 2 * _BUCKETS
 
 
+# numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
 def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right, start, end, fwork, iwork):  # pragma: no cover - compiled
     """A k-d tree of the rows of ``U[:, cols]`` (``U`` (m, p), ``cols`` (s,)): median splits
