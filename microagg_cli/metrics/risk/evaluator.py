@@ -124,7 +124,7 @@ class RiskEvaluator:
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
             raise InvalidParameterError("ID percents must be in (0, 100]")
         Ro, Rp, sorted_cols = ranks(X, Xp)
-        self.id_hits = id_hits(X, Xp, sorted_cols, self.id_percents)
+        self.id_hits = id_hits(X, Xp, sorted_cols, self.id_percents, ranks=Rp)
         if sdid_factor < 0:
             raise InvalidParameterError("the SDID factor must be >= 0")
         self.sdid_factor = float(sdid_factor)

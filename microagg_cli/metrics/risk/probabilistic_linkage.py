@@ -271,10 +271,14 @@ class PLDTable:
         for v in range(q):
             op = np.argsort(Rpu[:, v], kind="stable")
             sr = Rpu[op, v]
-            lo = np.searchsorted(sr, Ro32[:, v] - w, side="left").astype(np.int64)
-            hi = np.searchsorted(sr, Ro32[:, v] + w, side="right").astype(np.int64)
             # originals in rank order (neighbouring windows share cache lines)
             oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
+            # their windows, searched in that order (5 x faster than in record order)
+            ro = Ro32[oo, v]
+            lo = np.empty(n, dtype=np.int64)
+            hi = np.empty(n, dtype=np.int64)
+            lo[oo] = np.searchsorted(sr, ro - w, side="left")
+            hi[oo] = np.searchsorted(sr, ro + w, side="right")
             if keep is not None:
                 oo = oo[keep[oo]]
             # the protected rows in rank order on v, transposed: a window is read in order
