@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["LastResults", "absorb", "array_key", "exported"]
+__all__ = ["LastResults", "absorb", "array_key", "clear", "exported"]
 
 
 def array_key(A: np.ndarray) -> tuple:
@@ -90,3 +90,10 @@ def absorb(entries: Mapping[str, Sequence[tuple[Hashable, Any]]]) -> None:
         for key, value in items:
             if key not in have:
                 cache.put(key, value)
+
+
+def clear(names: Sequence[str] | None = None) -> None:
+    """Forget the results of the named caches ``names`` (default: every named cache),
+    e.g. to measure or test a computation from scratch."""
+    for name in (list(_NAMED) if names is None else names):
+        _NAMED[name].clear()

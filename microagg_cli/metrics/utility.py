@@ -508,13 +508,14 @@ def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
 # lower bound and optimality gap
 
 
-#: The last few :func:`_lb_nn_sum` results: LB_NN depends on the original only, and
-#: ``sdc compare`` asks for it once per cell (named: a grid's workers share them).
-_LB_NN_RESULTS = LastResults(16, name="lb_nn")
+#: The last few :func:`_lb_nn_sum` results (floats): LB_NN depends on the original
+#: only, and ``sdc compare`` asks for it once per cell, for each of its k values
+#: (named: a grid's workers share them).
+_LB_NN_RESULTS = LastResults(256, name="lb_nn")
 
 #: :func:`lb_nn_prepare` queries the largest k once for every k when the distances
-#: (n x largest k) take at most this many cells (128 MB); else one query per k.
-_LB_NN_SHARED_CELLS = 1 << 24
+#: (n x largest k) take at most this many cells (64 MB); else one query per k.
+_LB_NN_SHARED_CELLS = 1 << 23
 
 
 def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:

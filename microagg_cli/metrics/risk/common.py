@@ -49,7 +49,7 @@ def attribute_subset(attributes: Iterable[int] | None, p: int) -> tuple[int, ...
 #: The original's sorted columns and ranks of the last original (``sdc compare``
 #: evaluates every cell against the same original), when it has at most
 #: :data:`_KEPT_RANKS_CELLS` values (64 MB kept).
-_ORIGINAL_RANKS = LastResults(1)
+_ORIGINAL_RANKS = LastResults(1, name="risk_ranks")
 _KEPT_RANKS_CELLS = 1 << 22
 
 
