@@ -27,6 +27,8 @@ def array_key(A: np.ndarray) -> tuple:
 
 #: The named caches of this process, by name (see :func:`exported`).
 _NAMED: dict[str, "LastResults"] = {}
+#: Results absorbed for a cache whose module is not imported yet: kept when it is.
+_PENDING: dict[str, list[tuple[Hashable, Any]]] = {}
 
 
 class LastResults:
@@ -46,6 +48,8 @@ class LastResults:
             if name in _NAMED:
                 raise ValueError(f"a cache named {name!r} exists already")
             _NAMED[name] = self
+            for key, value in _PENDING.pop(name, []):
+                self.put(key, value)
 
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The result kept under ``key``, else ``compute()`` (kept)."""
@@ -77,15 +81,20 @@ class LastResults:
 
 def exported(names: Sequence[str]) -> dict[str, list[tuple[Hashable, Any]]]:
     """The results kept by the named caches ``names``: ``{name: [(key, result), ...]}``
-    (picklable, for :func:`absorb` in another process)."""
-    return {name: _NAMED[name].items() for name in names}
+    (picklable, for :func:`absorb` in another process; none for a cache whose module
+    is not imported)."""
+    return {name: _NAMED[name].items() if name in _NAMED else [] for name in names}
 
 
 def absorb(entries: Mapping[str, Sequence[tuple[Hashable, Any]]]) -> None:
     """Keep the results of :func:`exported` (from this or another process) in this
-    process's caches of the same names; a key kept already is left as it is."""
+    process's caches of the same names (in a cache not created yet: when it is); a key
+    kept already is left as it is."""
     for name, items in entries.items():
-        cache = _NAMED[name]
+        cache = _NAMED.get(name)
+        if cache is None:
+            _PENDING.setdefault(name, []).extend(items)
+            continue
         have = {key for key, _ in cache.items()}
         for key, value in items:
             if key not in have:

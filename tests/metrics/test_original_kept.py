@@ -81,3 +81,10 @@ def test_named_caches_travel_and_never_overwrite():
     for key in "cdef":
         cache.put(key, 0)
     assert [k for k, _ in cache.items()] == ["d", "e", "f"]  # the least recently used out
+
+
+def test_results_for_a_cache_not_created_yet_wait_for_it():
+    memo.absorb({"test-later": [("k", 1.5)]})
+    assert memo.exported(["test-later"]) == {"test-later": []}
+    cache = memo.LastResults(2, name="test-later")  # its module imported after the results came
+    assert cache.get("k", lambda: 0.0) == 1.5
