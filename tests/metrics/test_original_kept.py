@@ -57,7 +57,10 @@ def test_original_ranks_are_kept_read_only_and_exact():
         assert np.array_equal(cols[v], s)
         assert np.array_equal(Ro[:, v], np.searchsorted(s, X[:, v], side="left"))
         assert np.array_equal(Rp[:, v], np.searchsorted(s, Xp[:, v], side="left"))
-    assert original_ranks(X)[0] is Ro  # kept: the next protected file of X reuses it
+    kept = original_ranks(X)
+    assert kept.ranks is Ro  # kept: the next protected file of X reuses it
+    for v in range(3):  # the stable order of the values is the stable order of their ranks
+        assert np.array_equal(kept.orders[v], np.argsort(Ro[:, v], kind="stable"))
     with pytest.raises(ValueError):
         Ro[0, 0] = 1
     hits = id_hits(X, Xp, cols, [1, 5, 10])
