@@ -6,8 +6,9 @@ its share of the CPUs; rows are stored by cell index, so the result is the same
 whatever ``jobs`` is. What every cell of a plan computes from the original alone (the
 robust scatter of RMDID1, LB_NN of every k: :func:`~.cells.original_work`) is computed
 first, each item by one worker, and copied into every worker (:mod:`microagg_cli.memo`):
-at 50,000 x 10 that spares each worker 1.7 s of MCD and one LB_NN query per k. Ctrl-C stops the workers and :class:`GridInterrupted` carries
-the finished rows. :func:`resolve_jobs` turns ``--jobs`` into a worker count.
+at 50,000 x 10 that spares each worker 1.7 s of MCD and one LB_NN query per k. Ctrl-C
+stops the workers and :class:`GridInterrupted` carries the finished rows.
+:func:`resolve_jobs` turns ``--jobs`` into a worker count.
 """
 
 from __future__ import annotations
