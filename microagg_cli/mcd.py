@@ -176,7 +176,7 @@ def _starts(A: np.ndarray) -> list[np.ndarray]:
 
 #: The last few :func:`det_mcd` results: ``sdc compare`` asks for the original's
 #: estimate once per cell.
-_RESULTS = LastResults(4)
+_RESULTS = LastResults(4, name="mcd")
 
 
 def det_mcd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

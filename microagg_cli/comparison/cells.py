@@ -37,6 +37,9 @@ from ..evaluation import known_positions, measure
 from ..io import Table, numeric_matrix, write_table
 from ..methods import get_method
 from ..metrics import disclosure_risk, model_utility
+from ..metrics.rmd import original_scatter
+from ..metrics.scenarios import validate_blocks
+from ..metrics.utility import lb_nn_prepare
 from ..protection import protect_table
 from ..request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_LINKAGE_WINDOWS, COMPARE_RISK_SAMPLE,
                        DEFAULT_COMPARE_SCENARIOS, RunOptions)
@@ -57,12 +60,16 @@ __all__ = [
     "Cell",
     "EvalOptions",
     "MethodChoice",
+    "ORIGINAL_CACHES",
+    "OriginalWork",
     "PlanChoice",
     "build_cells",
     "check_cells",
     "file_plans",
+    "original_work",
     "parse_method",
     "run_cell",
+    "run_original_work",
     "saved_name",
     "single_plan",
     "strategy_plans",
@@ -303,6 +310,57 @@ def file_plans(paths: Sequence[str | Path]) -> list[PlanChoice]:
 
 
 
+# ------------------------------------------------------- what the original alone needs
+
+#: The caches (:mod:`microagg_cli.memo`) that keep what :func:`run_original_work`
+#: computes: copied from the process that computed them into every worker.
+ORIGINAL_CACHES = ("mcd", "lb_nn")
+
+
+@dataclass(frozen=True)
+class OriginalWork:
+    """A costly result that depends on a plan's original alone and that every cell of
+    the plan uses: ``"mcd"``, the robust scatter of RMDID1
+    (:func:`microagg_cli.metrics.rmd.original_scatter`, 1.7 s at 50,000 x 10), or
+    ``"lb_nn"``, LB_NN of every block for the k values ``ks`` (one k-d tree query of
+    the largest, :func:`microagg_cli.metrics.utility.lb_nn_prepare`)."""
+
+    plan: PlanChoice
+    what: str
+    ks: tuple[int, ...] = ()
+
+
+def original_work(cells: Sequence[Cell]) -> list[OriginalWork]:
+    """What the cells would each compute from their plan's original alone, done once
+    before them (:func:`run_original_work`); the dearest first."""
+    plans: dict[str, PlanChoice] = {}
+    ks: dict[str, set[int]] = {}
+    for cell in cells:
+        plans.setdefault(cell.plan.name, cell.plan)
+        # LB_NN is measured for partitions with a record k (see run_cell's measure)
+        if get_method(cell.method.name).output == "labels" and not cell.method.values_k:
+            ks.setdefault(cell.plan.name, set()).add(int(cell.k))
+    work = [OriginalWork(plan, "mcd") for plan in plans.values()]
+    work += [OriginalWork(plans[name], "lb_nn", tuple(sorted(k))) for name, k in ks.items()]
+    return work
+
+
+def run_original_work(table: Table, work: OriginalWork) -> None:
+    """Compute ``work`` in this process, where it is kept for the cells (the caches
+    :data:`ORIGINAL_CACHES`); the cells' figures are the same with or without it. A
+    failure is left to the cells, which meet it again and report it as they would."""
+    try:
+        X = numeric_matrix(table, work.plan.columns)
+        if work.what == "mcd":
+            original_scatter(X)
+        else:
+            pos = {c: j for j, c in enumerate(work.plan.columns)}
+            blocks = validate_blocks([[pos[c] for c in cols] for _n, cols in work.plan.blocks], X.shape[1])
+            lb_nn_prepare(X, work.ks, blocks)
+    except Exception:  # noqa: BLE001 - the cell that needs the result raises it in its place
+        log.debug("shared work %s of plan %r failed; left to the cells", work.what, work.plan.name)
+
+
 # ------------------------------------------------------------------------- a cell
 
 
@@ -363,7 +421,9 @@ def run_cell(
     spec = get_method(cell.method.name)
     with _captured_log(warnings):
         t0 = time.perf_counter()
-        result = protect_table(table, plan, RunOptions(seed=options.seed,
+        # bound "off": the protection's own LB_NN (and its cost estimate) is not a figure
+        # of the row; the evaluation below measures LB_NN
+        result = protect_table(table, plan, RunOptions(seed=options.seed, bound="off",
                                                        categorical=list(options.categorical) or None))
         t1 = time.perf_counter()
         X = numeric_matrix(table, names)

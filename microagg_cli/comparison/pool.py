@@ -3,8 +3,12 @@
 :func:`run_grid` runs the cells one after the other (``jobs`` = 1) or in worker
 processes (``fork`` on Linux, so workers inherit the table), each worker limited to
 its share of the CPUs; rows are stored by cell index, so the result is the same
-whatever ``jobs`` is. Ctrl-C stops the workers and :class:`GridInterrupted` carries
-the finished rows. :func:`resolve_jobs` turns ``--jobs`` into a worker count.
+whatever ``jobs`` is. What every cell of a plan computes from the original alone (the
+robust scatter of RMDID1, LB_NN of every k: :func:`~.cells.original_work`) is computed
+first, each item by one worker, and copied into every worker (:mod:`microagg_cli.memo`):
+at 50,000 x 10 that spares each worker 1.7 s of MCD and one LB_NN query per k. Ctrl-C
+stops the workers and :class:`GridInterrupted` carries the finished rows.
+:func:`resolve_jobs` turns ``--jobs`` into a worker count.
 """
 
 from __future__ import annotations
@@ -13,14 +17,14 @@ import multiprocessing
 import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import threads
+from .. import memo, threads
 from ..errors import InvalidParameterError
 from ..io import Table
-from .cells import Cell, EvalOptions, run_cell
+from .cells import ORIGINAL_CACHES, Cell, EvalOptions, OriginalWork, original_work, run_cell, run_original_work
 
 __all__ = ["GridInterrupted", "resolve_jobs", "run_grid"]
 
@@ -48,6 +52,7 @@ class _WorkerState:
     save_dir: Path | None
     force: bool
     threads: int = 0  # threads per worker (0: no limit)
+    work: list[OriginalWork] = field(default_factory=list)  # the original-only work
 
 
 _STATE: _WorkerState | None = None
@@ -63,9 +68,18 @@ def _worker_init(state: _WorkerState) -> None:
         threads.limit_native_pools(state.threads)
 
 
-def _worker_run(index: int) -> dict[str, Any]:
+def _worker_original(index: int) -> dict[str, Any]:
+    """One item of the original-only work; returns what the caches keep (small: the
+    MCD's centre and scatter, LB_NN's sums) for the other workers."""
+    assert _STATE is not None
+    run_original_work(_STATE.table, _STATE.work[index])
+    return memo.exported(ORIGINAL_CACHES)
+
+
+def _worker_run(index: int, shared: dict[str, Any]) -> dict[str, Any]:
     assert _STATE is not None
     s = _STATE
+    memo.absorb(shared)
     return run_cell(s.table, s.cells[index], s.options, save_dir=s.save_dir, force=s.force)
 
 
@@ -137,19 +151,29 @@ def run_grid(
     if progress is not None:
         progress(0, total)
     jobs = resolve_jobs(jobs, total)
+    # what every cell of a plan would compute from its original alone (the robust
+    # scatter, LB_NN of every k): computed once, first; in a pool each item by one
+    # worker, the results copied into every cell's worker
+    work = original_work(cells)
     if jobs == 1:
         try:
+            for item in work:
+                run_original_work(table, item)
             for cell in cells:
                 finished(cell.index, run_cell(table, cell, options, save_dir=save_dir, force=force))
         except KeyboardInterrupt:
             raise GridInterrupted(rows) from None
         return rows  # type: ignore[return-value]
     # size workers and method threads together: each worker gets its share of the CPUs
-    state = _WorkerState(table, cells, options, save_dir, force, max(1, threads.available_cpus() // jobs))
+    state = _WorkerState(table, cells, options, save_dir, force, max(1, threads.available_cpus() // jobs), work)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context(), initializer=_worker_init,
                                initargs=(state,))
     try:
-        pending = {pool.submit(_worker_run, c.index): c.index for c in cells}
+        shared: dict[str, list[Any]] = {name: [] for name in ORIGINAL_CACHES}
+        for fut in [pool.submit(_worker_original, i) for i in range(len(work))]:
+            for name, items in fut.result().items():
+                shared[name] += items
+        pending = {pool.submit(_worker_run, c.index, shared): c.index for c in cells}
         while pending:
             ready, _ = wait(pending, return_when=FIRST_COMPLETED)
             # several may finish together: handle them in cell order (same on_row order)

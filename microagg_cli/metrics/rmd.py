@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from .utility import standardized_columns, as_pair
 
-__all__ = ["RMD_K", "RMD_K2", "RMD_SCALE", "mcd_scatter", "rmd_risk"]
+__all__ = ["RMD_K", "RMD_K2", "RMD_SCALE", "mcd_scatter", "original_scatter", "rmd_risk"]
 
 #: Default weight of the distances in the interval half-widths (sdcMicro's ``k``).
 RMD_K = 0.01
@@ -55,6 +55,25 @@ def mcd_scatter(Z: np.ndarray) -> np.ndarray:
         a = m / n
         S = S * (a / float(gammainc(p / 2.0 + 1.0, float(gammaincinv(p / 2.0, a)))))
     return S
+
+
+def _live(X: np.ndarray) -> np.ndarray:
+    """The columns not constant in the original."""
+    return np.flatnonzero(X.max(axis=0) > X.min(axis=0))
+
+
+def original_scatter(X: np.ndarray) -> np.ndarray:
+    """The scatter :func:`rmd_risk` computes from the original ``X`` alone: the
+    :func:`mcd_scatter` of its non-constant columns (an empty matrix when there are
+    none). The MCD is kept (:func:`microagg_cli.mcd.det_mcd_kept`), so that calling this
+    first (``sdc compare``, once for every cell) spares :func:`rmd_risk` the work."""
+    X = np.asarray(X, dtype=np.float64)
+    live = _live(X)
+    if not live.size:
+        return np.zeros((0, 0))
+    # standardized exactly as robeigen standardizes (same bytes), so that inside
+    # ``sdc evaluate`` the original's MCD is computed once
+    return mcd_scatter(standardized_columns(X, live))
 
 
 def rmd_risk(
@@ -122,14 +141,12 @@ def rmd_risk(
     Zp = _standardize(Xp)
     # a column constant in the original reveals nothing: it is left out of the
     # distances and of the intervals (R's scale() would make every figure NaN)
-    live = np.flatnonzero(X.max(axis=0) > X.min(axis=0))
+    live = _live(X)
     how = "mcd" if scatter is None else "given"
     d2 = np.zeros(n)
     if live.size:
         if scatter is None:
-            # standardized exactly as robeigen standardizes (same bytes), so that
-            # inside ``sdc evaluate`` the original's MCD is computed once
-            S = mcd_scatter(standardized_columns(X, live))
+            S = original_scatter(X)
         else:
             S = np.asarray(scatter, dtype=np.float64).reshape(p, p)[np.ix_(live, live)]
         c = Z.mean(axis=0) if centre is None else np.asarray(centre, dtype=np.float64).reshape(p)

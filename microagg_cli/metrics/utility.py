@@ -32,6 +32,7 @@ __all__ = [
     "data_quality",
     "lb_nn",
     "lb_nn_blocks",
+    "lb_nn_prepare",
     "optimality_gap",
     "IL_SCORE_FORMULA",
 ]
@@ -507,9 +508,14 @@ def data_quality(X: np.ndarray, Xp: np.ndarray) -> dict[str, Any]:
 # lower bound and optimality gap
 
 
-#: The last few :func:`_lb_nn_sum` results: LB_NN depends on the original only, and
-#: ``sdc compare`` asks for it once per cell.
-_LB_NN_RESULTS = LastResults(16)
+#: The last few :func:`_lb_nn_sum` results (floats): LB_NN depends on the original
+#: only, and ``sdc compare`` asks for it once per cell, for each of its k values
+#: (named: a grid's workers share them).
+_LB_NN_RESULTS = LastResults(256, name="lb_nn")
+
+#: :func:`lb_nn_prepare` queries the largest k once for every k when the distances
+#: (n x largest k) take at most this many cells (64 MB); else one query per k.
+_LB_NN_SHARED_CELLS = 1 << 23
 
 
 def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
@@ -534,6 +540,67 @@ def _lb_nn_sum_of(Z: np.ndarray, k: int, chunk_cells: int) -> float:
         d, _ = tree.query(Z[start: start + rows], k=k, workers=threads.limit())
         total += float((d * d).sum())
     return total / (2.0 * k)
+
+
+def _lb_nn_sums_of(Z: np.ndarray, ks: Sequence[int], chunk_cells: int) -> dict[int, float]:
+    """:func:`_lb_nn_sum_of` of every k in ``ks`` from one query of the largest: the k
+    nearest distances are the first k of the K nearest (the same sorted values, each
+    computed alike, ties included), and each k's sum runs over the same chunks in the
+    same order as its own query's, so every figure is the same to the last bit."""
+    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
+    n = Z.shape[0]
+    out = {k: 0.0 for k in ks if k <= 1 or n == 0}
+    todo = sorted({k for k in ks if k not in out})
+    if not todo:
+        return out
+    K = todo[-1]
+    tree = cKDTree(Z)
+    rows_k = max(1, chunk_cells // K)
+    D = np.empty((n, K))
+    for start in range(0, n, rows_k):
+        D[start: start + rows_k], _ = tree.query(Z[start: start + rows_k], k=K, workers=threads.limit())
+    for k in todo:
+        rows = max(1, chunk_cells // k)
+        total = 0.0
+        for start in range(0, n, rows):
+            d = np.ascontiguousarray(D[start: start + rows, :k])
+            total += float((d * d).sum())
+        out[k] = total / (2.0 * k)
+    return out
+
+
+def _lb_nn_z(X: np.ndarray) -> np.ndarray:
+    """``X`` z-scored as LB_NN z-scores it (original means, population sds)."""
+    mean = X.mean(axis=0)
+    sd = X.std(axis=0)
+    return (X - mean) / np.where(sd > 0, sd, 1.0)
+
+
+def lb_nn_prepare(X: np.ndarray, ks: Sequence[int], blocks: Sequence[Sequence[int]] | None = None,
+                  *, chunk_cells: int = 1 << 20) -> None:
+    """Compute and keep (see :data:`_LB_NN_RESULTS`) LB_NN's sums of every block for every
+    k in ``ks`` at once, so that :func:`lb_nn_blocks` of ``X`` with any of them costs
+    nothing after; one k-d tree query of the largest k serves all (``sdc compare``:
+    its k values on one original). The figures are those each k would compute alone."""
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    ks = sorted({int(k) for k in ks if n >= int(k)})
+    if not ks:
+        return
+    Z = _lb_nn_z(X)
+    for cols in _blocks_or_all(blocks, p):
+        Zb = np.ascontiguousarray(Z[:, cols], dtype=np.float64)
+        key = array_key(Zb)
+        kept = {key_k[1] for key_k, _ in _LB_NN_RESULTS.items() if key_k[0] == key}
+        todo = [k for k in ks if k not in kept]
+        if not todo:
+            continue
+        if n * max(todo) <= _LB_NN_SHARED_CELLS:
+            sums = _lb_nn_sums_of(Zb, todo, chunk_cells)
+        else:
+            sums = {k: _lb_nn_sum_of(Zb, k, chunk_cells) for k in todo}
+        for k in todo:
+            _LB_NN_RESULTS.put((key, k), sums[k])
 
 
 #: What loading scipy's k-d tree (``scipy.spatial``) costs the first time in a process,
@@ -588,9 +655,7 @@ def lb_nn_blocks(
     blist = _blocks_or_all(blocks, p)
     if n < k:
         return {"overall": None, "per_block": [None] * len(blist)}
-    mean = X.mean(axis=0)
-    sd = X.std(axis=0)
-    Z = (X - mean) / np.where(sd > 0, sd, 1.0)
+    Z = _lb_nn_z(X)
     sst_col = ((Z - Z.mean(axis=0)) ** 2).sum(axis=0)
     per_block = []
     num_total = 0.0

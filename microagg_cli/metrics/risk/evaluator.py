@@ -20,7 +20,7 @@ from ...progress import phase as progress_phase
 from ...progress import set_done as progress_set
 from ...threads import one_blas_thread
 from .anonymity import RowClasses, class_summary
-from .common import attribute_subset, checked_pair, ranks
+from .common import attribute_subset, checked_pair, original_ranks, protected_ranks
 from .distance_linkage import DLD_EXACT_MAX, DLD_SAMPLE, DLDShared, dld_by_layers
 from .interval import DEFAULT_ID_PERCENTS, id_hits, id_window
 from .probabilistic_linkage import PLD_EXACT_MAX, PLD_MAX_ATTRIBUTES, PLD_SAMPLE, PLDTable, pld_window
@@ -123,8 +123,10 @@ class RiskEvaluator:
         self.id_percents = [float(q) if not float(q).is_integer() else int(q) for q in id_percents]
         if not self.id_percents or any(not (0 < q <= 100) for q in self.id_percents):
             raise InvalidParameterError("ID percents must be in (0, 100]")
-        Ro, Rp, sorted_cols = ranks(X, Xp)
-        self.id_hits = id_hits(X, Xp, sorted_cols, self.id_percents)
+        orig = original_ranks(X)  # kept for the next protected file of X
+        Ro, sorted_cols = orig.ranks, list(orig.sorted_cols)
+        Rp = protected_ranks(sorted_cols, Xp)
+        self.id_hits = id_hits(X, Xp, sorted_cols, self.id_percents, ranks=Rp)
         if sdid_factor < 0:
             raise InvalidParameterError("the SDID factor must be >= 0")
         self.sdid_factor = float(sdid_factor)
@@ -155,7 +157,7 @@ class RiskEvaluator:
             else:
                 self.pld_columns = cols
                 self.pld_table = PLDTable(Ro[:, cols], Rp[:, cols], self.pld_window, workers=self.workers,
-                                           rows=self.pld_rows)
+                                           rows=self.pld_rows, orders=[orig.orders[c] for c in cols])
         else:
             self.pld_skipped_reason = "not requested"
 

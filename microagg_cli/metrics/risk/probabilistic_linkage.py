@@ -157,11 +157,13 @@ class PLDTable:
     ``_DENSE_MAX_Q`` attributes a compiled pass replaces the tiles: identical
     protected rank rows are merged (about n/k of them), each original's window is
     scanned once per attribute, and only the originals ``rows`` (all, or a sample for
-    the estimator) are tabulated.
+    the estimator) are tabulated. ``orders``: each column's stable argsort of ``Ro``
+    when known already (:class:`.common.OriginalRanks`, kept between files).
     """
 
     def __init__(self, Ro: np.ndarray, Rp: np.ndarray, window: int, *,
-                 block_cells: int = 1 << 18, workers: int = 1, rows: np.ndarray | None = None) -> None:
+                 block_cells: int = 1 << 18, workers: int = 1, rows: np.ndarray | None = None,
+                 orders: Sequence[np.ndarray] | None = None) -> None:
         n, q = Ro.shape
         self.n = n
         self.q = q
@@ -175,7 +177,7 @@ class PLDTable:
         RpT = np.ascontiguousarray(Rp[sel].T, dtype=np.int32)
         pdt = np.int32 if q <= 30 else np.int64
         if q <= _DENSE_MAX_Q:
-            pieces_a, pieces_p, pieces_c = self._compiled_pieces(Ro, Rp, w, workers, self.rows)
+            pieces_a, pieces_p, pieces_c = self._compiled_pieces(Ro, Rp, w, workers, self.rows, orders)
         elif self.rows is None:
             pieces_a, pieces_p, pieces_c = self._numpy_pieces(Ro, Rp, RloT, RpT, w, span, pdt, block_cells)
         else:
@@ -225,8 +227,9 @@ class PLDTable:
         self._bounds = np.concatenate(([0], np.cumsum(self.entries_per_record))).astype(np.int64)
 
     @staticmethod
-    def _compiled_pieces(Ro: np.ndarray, Rp: np.ndarray, w: int, workers: int,
-                         rows: np.ndarray | None) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    def _compiled_pieces(Ro: np.ndarray, Rp: np.ndarray, w: int, workers: int, rows: np.ndarray | None,
+                         orders: Sequence[np.ndarray] | None = None,
+                         ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
         """(original, full pattern, count) entries by the compiled pass per attribute.
 
         Identical protected rank rows are merged (a microaggregated file has about n/k
@@ -271,10 +274,14 @@ class PLDTable:
         for v in range(q):
             op = np.argsort(Rpu[:, v], kind="stable")
             sr = Rpu[op, v]
-            lo = np.searchsorted(sr, Ro32[:, v] - w, side="left").astype(np.int64)
-            hi = np.searchsorted(sr, Ro32[:, v] + w, side="right").astype(np.int64)
             # originals in rank order (neighbouring windows share cache lines)
-            oo = np.argsort(Ro32[:, v], kind="stable").astype(np.int64)
+            oo = (np.argsort(Ro32[:, v], kind="stable") if orders is None else orders[v]).astype(np.int64)
+            # their windows, searched in that order (5 x faster than in record order)
+            ro = Ro32[oo, v]
+            lo = np.empty(n, dtype=np.int64)
+            hi = np.empty(n, dtype=np.int64)
+            lo[oo] = np.searchsorted(sr, ro - w, side="left")
+            hi[oo] = np.searchsorted(sr, ro + w, side="right")
             if keep is not None:
                 oo = oo[keep[oo]]
             # the protected rows in rank order on v, transposed: a window is read in order
