@@ -123,8 +123,7 @@ def _span_at(row, idx, a, b):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def _child_spans(P0, perm, s0, mid, s1, skip, lo, hi, a, b):  # pragma: no cover - compiled
     """The boxes of nodes ``a`` (rows ``perm[s0:mid]``) and ``b`` (``perm[mid:s1]``) on
-    every coordinate but ``skip``: the loops of :func:`_span_at`, written out here (one
-    call per node, not one per coordinate and child: small nodes are many)."""
+    every coordinate but ``skip`` (one call per node: small nodes are many)."""
     s = P0.shape[0]
     for j in range(s):
         if j == skip:
@@ -133,41 +132,10 @@ def _child_spans(P0, perm, s0, mid, s1, skip, lo, hi, a, b):  # pragma: no cover
         for side in range(2):
             p = s0 if side == 0 else mid
             q = mid if side == 0 else s1
-            l0 = row[perm[p]]
-            l1 = l0
-            l2 = l0
-            l3 = l0
-            h0 = l0
-            h1 = l0
-            h2 = l0
-            h3 = l0
-            i = p
-            while i + 4 <= q:
-                x = row[perm[i]]
-                y = row[perm[i + 1]]
-                z = row[perm[i + 2]]
-                w = row[perm[i + 3]]
-                l0 = x if x < l0 else l0
-                l1 = y if y < l1 else l1
-                l2 = z if z < l2 else l2
-                l3 = w if w < l3 else l3
-                h0 = x if x > h0 else h0
-                h1 = y if y > h1 else h1
-                h2 = z if z > h2 else h2
-                h3 = w if w > h3 else h3
-                i += 4
-            while i < q:
-                x = row[perm[i]]
-                l0 = x if x < l0 else l0
-                h0 = x if x > h0 else h0
-                i += 1
-            l0 = l1 if l1 < l0 else l0
-            l2 = l3 if l3 < l2 else l2
-            h0 = h1 if h1 > h0 else h0
-            h2 = h3 if h3 > h2 else h2
+            low, high = _span_at(row, perm, p, q)
             node = a if side == 0 else b
-            lo[node, j] = l2 if l2 < l0 else l0
-            hi[node, j] = h2 if h2 > h0 else h0
+            lo[node, j] = low
+            hi[node, j] = high
 
 
 @njit(cache=True, nogil=True)

@@ -182,6 +182,18 @@ def pld_credit(lev_g, e_g, e_cnt, offsets, zero_a, true_g, L0):  # pragma: no co
     return credit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_distance(Zw, U, i, b, cols):  # pragma: no cover - compiled
+    """Squared distance of original ``Zw[i]`` and distinct row ``U[b]`` over ``cols``,
+    summed left to right (the fixed order of every DLD distance)."""
+    acc = 0.0
+    for j in range(cols.size):
+        c = cols[j]
+        d = Zw[i, c] - U[b, c]
+        acc += d * d
+    return acc
+
+
 # numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
 def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo, todo, L, D):  # pragma: no cover
@@ -241,11 +253,7 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
             # the margin), then the candidates
             b = memo[i]
             if b >= 0:
-                acc2 = 0.0
-                for j in range(s):
-                    c = cols[j]
-                    d = Zw[i, c] - U[b, c]
-                    acc2 += d * d
+                acc2 = _row_distance(Zw, U, i, b, cols)
                 if acc2 < acc:
                     found = b
             if found < 0:
@@ -258,11 +266,7 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
                         b = prevL[par, i, q]
                         if b < 0:
                             break
-                        acc2 = 0.0
-                        for j in range(s):
-                            c = cols[j]
-                            d = Zw[i, c] - U[b, c]
-                            acc2 += d * d
+                        acc2 = _row_distance(Zw, U, i, b, cols)
                         if acc2 < acc:
                             found = b
                             break
@@ -279,11 +283,7 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
                     b = cand[i, t]
                     if b < 0 or b == memo[i]:
                         continue
-                    acc2 = 0.0
-                    for j in range(s):
-                        c = cols[j]
-                        d = Zw[i, c] - U[b, c]
-                        acc2 += d * d
+                    acc2 = _row_distance(Zw, U, i, b, cols)
                     if acc2 < acc:
                         found = b
                         break
