@@ -210,13 +210,13 @@ def evaluate_arrays(
     risk_options = o.risk.replace(k=k, pld_attributes=used, workers=max(int(o.risk.workers), n_jobs))
 
     def risk_setup() -> RiskEvaluator:
-        with progress_silenced():
+        with progress_silenced():  # one phase shows at a time: the utility measures'
             return RiskEvaluator(X, Xp, risk_options)
 
     # with more than one thread the risk set-up (ranks, interval hits, the PLD pair
     # table: mostly one thread of sorting) runs beside the utility measures; it is
     # the same computation either way
-    risk_ready = in_background(risk_setup, name="sdc-risk-setup") if n_jobs > 1 else risk_setup
+    risk_ready = in_background(risk_setup, name="sdc-risk-setup") if n_jobs > 1 else None
     with progress_phase("utility measures", total=steps, unit="measures"), threads_limited(n_jobs):
         scores = il_score(X, Xp)
         util: dict[str, Any] = {"il_sse": il_sse_blocks(X, Xp, blist)}
@@ -239,7 +239,11 @@ def evaluate_arrays(
         progress_set(steps)
 
     # -- risk -------------------------------------------------------------------
-    ev = risk_ready()
+    if risk_ready is None:
+        ev = RiskEvaluator(X, Xp, risk_options)
+    else:
+        with progress_phase("risk set-up (ranks, interval hits, PLD pair table)"):
+            ev = risk_ready()  # what is left of it after the utility measures
     rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
     for row, sc in zip(rows, subsets):
         row["label"] = scenario_label(sc, blist)
