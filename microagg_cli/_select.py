@@ -1,16 +1,19 @@
-"""Quickselect for the compiled kernels (Hoare's FIND).
+"""Selection for the compiled kernels: quickselect (Hoare's FIND) and the k nearest so far.
 
 Hoare 1961, Algorithm 65, Communications of the ACM 4(7): the cone index of the fast MDAV
 (:mod:`microagg_cli.methods._cones`) and DLD's k-d trees
-(:mod:`microagg_cli.metrics._kd_kernels`) select their medians with it. It lives below
-both packages so that neither imports the other.
+(:mod:`microagg_cli.metrics._kd_kernels`) select their medians with it.
+:func:`insert_nearest` keeps a sorted list of the k nearest candidates seen: the mixed
+MDAV kernels and local search (:mod:`microagg_cli.methods._mixed_kernels`) and DLD's
+search (:mod:`microagg_cli.metrics._risk_kernels`). It lives below both packages so
+that neither imports the other.
 """
 
 from __future__ import annotations
 
 from ._jit import njit
 
-__all__ = ["select"]
+__all__ = ["select", "insert_nearest"]
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
@@ -46,3 +49,21 @@ def select(key, perm, s, e, kth):
             lo = i
         else:
             return
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def insert_nearest(bd, bi, nb, cap, d, i):
+    """Keep the ``cap`` nearest so far: ``bd[:nb]`` their distances (ascending), ``bi[:nb]``
+    their records; (d, i) goes in when there is room or it is nearer than the last, after
+    any equal distance (ties: the earlier candidate first). Returns the new ``nb``."""
+    if nb < cap or d < bd[nb - 1]:
+        pos = nb if nb < cap else cap - 1
+        while pos > 0 and bd[pos - 1] > d:
+            bd[pos] = bd[pos - 1]
+            bi[pos] = bi[pos - 1]
+            pos -= 1
+        bd[pos] = d
+        bi[pos] = i
+        if nb < cap:
+            nb += 1
+    return nb

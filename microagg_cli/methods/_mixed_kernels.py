@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from .._select import insert_nearest
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
@@ -111,24 +112,6 @@ def _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med):
             if acc > half:
                 med[j] = lv
                 break
-
-
-@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
-def insert_nearest(bd, bi, nb, cap, d, i):
-    """Keep the ``cap`` nearest so far: ``bd[:nb]`` their distances (ascending), ``bi[:nb]``
-    their records; (d, i) goes in when there is room or it is nearer than the last, after
-    any equal distance (ties: the earlier candidate first). Returns the new ``nb``."""
-    if nb < cap or d < bd[nb - 1]:
-        pos = nb if nb < cap else cap - 1
-        while pos > 0 and bd[pos - 1] > d:
-            bd[pos] = bd[pos - 1]
-            bi[pos] = bi[pos - 1]
-            pos -= 1
-        bd[pos] = d
-        bi[pos] = i
-        if nb < cap:
-            nb += 1
-    return nb
 
 
 # A numba kernel: its arrays come one by one (no objects in nopython mode).

@@ -35,9 +35,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._jit import njit
+from .._select import insert_nearest
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
-from ._mixed_kernels import insert_nearest
 from .mixed import prepare
 
 __all__ = ["mixed_local_search", "NEIGHBOURS", "FULL_SCAN", "WINDOW", "MAX_PASSES", "MAX_RECORDS"]

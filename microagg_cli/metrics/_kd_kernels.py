@@ -40,49 +40,9 @@ _SMALL = 16
 
 
 @njit(cache=True, nogil=True)
-def _span(row, a, b):  # pragma: no cover - compiled
-    """Low and high of ``row[a:b]`` (b > a), four independent accumulators (the loop
-    runs several comparisons at once)."""
-    l0 = row[a]
-    l1 = l0
-    l2 = l0
-    l3 = l0
-    h0 = l0
-    h1 = l0
-    h2 = l0
-    h3 = l0
-    i = a
-    while i + 4 <= b:
-        x = row[i]
-        y = row[i + 1]
-        z = row[i + 2]
-        w = row[i + 3]
-        l0 = x if x < l0 else l0
-        l1 = y if y < l1 else l1
-        l2 = z if z < l2 else l2
-        l3 = w if w < l3 else l3
-        h0 = x if x > h0 else h0
-        h1 = y if y > h1 else h1
-        h2 = z if z > h2 else h2
-        h3 = w if w > h3 else h3
-        i += 4
-    while i < b:
-        x = row[i]
-        l0 = x if x < l0 else l0
-        h0 = x if x > h0 else h0
-        i += 1
-    l0 = l1 if l1 < l0 else l0
-    l2 = l3 if l3 < l2 else l2
-    l0 = l2 if l2 < l0 else l0
-    h0 = h1 if h1 > h0 else h0
-    h2 = h3 if h3 > h2 else h2
-    h0 = h2 if h2 > h0 else h0
-    return l0, h0
-
-
-@njit(cache=True, nogil=True)
 def _span_at(row, idx, a, b):  # pragma: no cover - compiled
-    """Low and high of ``row[idx[a:b]]`` (b > a), four accumulators as in :func:`_span`."""
+    """Low and high of ``row[idx[a:b]]`` (b > a), four independent accumulators (the
+    loop runs several comparisons at once)."""
     l0 = row[idx[a]]
     l1 = l0
     l2 = l0
@@ -223,7 +183,9 @@ def _kth(row, idx, k, low, high, keys, buf, ibuf, hist):  # pragma: no cover - c
         if w == n:  # no value left out (cannot happen: the lowest and the highest
             break   # fall in different buckets), kept against a loop without end
         n = w
-        low, high = _span(buf, 0, n)
+        for i in range(n):  # the values left, in place: read through an identity order
+            ibuf[i] = i
+        low, high = _span_at(buf, ibuf, 0, n)
     if first:
         for t in range(n):
             keys[t] = row[idx[t]]
@@ -281,7 +243,7 @@ def kd_build_columns(U, cols, mult, leaf, perm, PT, mult_t, lo, hi, left, right,
             P0[j, i] = U[i, cols[j]]
     for j in range(s):
         if m > 0:
-            lo[0, j], hi[0, j] = _span(P0[j], 0, m)
+            lo[0, j], hi[0, j] = _span_at(P0[j], perm, 0, m)  # perm: still the row order
         else:
             lo[0, j] = np.inf
             hi[0, j] = -np.inf

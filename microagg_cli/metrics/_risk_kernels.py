@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from .._select import insert_nearest
 
 __all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search"]
 
@@ -497,15 +498,7 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos,
                         ties += mult[u]
                     if u != mine and acc < best:
                         # into the list of the K nearest other rows (sorted)
-                        r = nk if nk < KL else KL - 1
-                        while r > 0 and kd[r - 1] > acc:
-                            kd[r] = kd[r - 1]
-                            ki[r] = ki[r - 1]
-                            r -= 1
-                        kd[r] = acc
-                        ki[r] = u
-                        if nk < KL:
-                            nk += 1
+                        nk = insert_nearest(kd, ki, nk, KL, acc, u)
                         if nk == KL and kd[KL - 1] < best:
                             best = kd[KL - 1]
                 continue
