@@ -39,8 +39,8 @@ _DLD_MARGIN_TOL = 1e-9
 # the nearest other protected rows a DLD search keeps per original (with a bound of
 # every other row), at most: a scenario with one attribute more computes their
 # distances and settles links a margin alone leaves open (50,000 x 10, MDAV k = 3: a
-# third fewer searches, the DLD pass 14 % faster); fewer when the scenarios of a size
-# would not fit in the memory budget below with 4
+# third fewer proof searches, a sixth fewer searches, the DLD pass 11 % faster); fewer
+# when the scenarios of a size would not fit in the memory budget below with 4
 _DLD_NEAR = 4
 # bytes of DLD margins, bounds and near rows kept per size of scenarios (two sizes are
 # held at once); scenarios beyond it keep none, and their supersets search more
@@ -161,6 +161,12 @@ class DLDShared:
         return out
 
 
+def _kept_bytes(width: int) -> int:
+    """Bytes a kept scenario holds per original: margin and bound (float32), ``width``
+    near rows (int32)."""
+    return 8 + 4 * width
+
+
 def _lower_f32(x: np.ndarray) -> np.ndarray:
     """``x`` as float32, every value rounded down (a lower bound stays one)."""
     return (x - np.abs(x) * 2.5e-7 - 1e-30).astype(np.float32)
@@ -224,10 +230,11 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
     (or its parent's, when it needed none) with a bound of every other row's
     distance: distances only grow with attributes, so the next size computes those
     rows' distances and settles by them many links the margin leaves open (and
-    finds a nearer row among them for most originals that are not linked). Within a size, scenarios run in ``jobs`` threads, runs of
-    consecutive scenarios each, one memo of beaten originals per thread; a bound
-    or a memo only decides whether a search runs, never its result, so the result
-    does not depend on ``jobs``. ``after(done)`` reports finished scenarios.
+    finds a nearer row among them for most originals that are not linked). Within a
+    size, scenarios run in ``jobs`` threads, runs of consecutive scenarios each, one
+    memo of beaten originals per thread; a bound, a list or a memo only decides
+    whether a search runs, never its result, so the result does not depend on
+    ``jobs``. ``after(done)`` reports finished scenarios.
     """
     want = set(scs)
     layers: dict[int, list[tuple[int, ...]]] = {}
@@ -241,7 +248,7 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
     nw = sh.who.size
     # near rows kept per original: as many as let the widest size keep every scenario
     widest = max((len(v) for v in layers.values()), default=1)
-    width = next((w for w in (_DLD_NEAR, 2) if (8 + 4 * w) * nw * widest <= _DLD_KEEP_BYTES), 1)
+    width = next((w for w in (_DLD_NEAR, 2) if _kept_bytes(w) * nw * widest <= _DLD_KEEP_BYTES), 1)
     prev = (np.empty((0, nw), dtype=np.float32), np.empty((0, nw, width), dtype=np.int32),
             np.empty((0, nw), dtype=np.float32))
     prev_rows: dict[tuple[int, ...], int] = {}
@@ -250,7 +257,7 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
         layer = layers[size]
         # margins kept: the scenarios of this size that a scenario of the next is built on
         keep: dict[tuple[int, ...], int] = {}
-        most = _DLD_KEEP_BYTES // ((8 + 4 * width) * max(1, nw))
+        most = _DLD_KEEP_BYTES // (_kept_bytes(width) * max(1, nw))
         for t in layers.get(size + 1, []):
             for j in range(len(t)):
                 u = t[:j] + t[j + 1:]

@@ -126,7 +126,7 @@ class RiskEvaluator:
         orig = original_ranks(X)  # kept for the next protected file of X
         Ro, sorted_cols = orig.ranks, list(orig.sorted_cols)
         Rp = protected_ranks(sorted_cols, Xp)
-        self.id_hits = id_hits(X, Xp, sorted_cols, self.id_percents, ranks=Rp)
+        self.id_hits = id_hits(X, sorted_cols, Rp, self.id_percents)
         if sdid_factor < 0:
             raise InvalidParameterError("the SDID factor must be >= 0")
         self.sdid_factor = float(sdid_factor)

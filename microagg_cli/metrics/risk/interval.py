@@ -29,20 +29,20 @@ def id_window(n: int, percent: float) -> int:
     return int(math.floor(percent * n / 200.0))
 
 
-def id_hits(X: np.ndarray, Xp: np.ndarray, sorted_cols: list[np.ndarray],
-            percents: Sequence[float], *, ranks: np.ndarray | None = None) -> np.ndarray:
+def id_hits(X: np.ndarray, sorted_cols: list[np.ndarray], Rp: np.ndarray,
+            percents: Sequence[float]) -> np.ndarray:
     """(p, len(percents)) number of records whose original lies in the interval.
 
-    Per attribute v and percent q: the protected value's rank rho in the sorted original
-    column ``sorted_cols[v]``, the interval of original values with ranks in
-    [rho - w, rho + w] (clipped), w = :func:`id_window`; counted by value. ``ranks``:
-    the (n, p) ranks rho when known already (:func:`.common.ranks`' ``Rp``).
+    Per attribute v and percent q: the protected value's rank rho = ``Rp[:, v]`` in the
+    sorted original column ``sorted_cols[v]`` (:func:`.common.ranks`' ``Rp``), the
+    interval of original values with ranks in [rho - w, rho + w] (clipped),
+    w = :func:`id_window`; counted by value.
     """
     n, p = X.shape
     hits = np.zeros((p, len(percents)), dtype=np.int64)
     for v in range(p):
         s = sorted_cols[v]
-        rho = np.searchsorted(s, Xp[:, v], side="left") if ranks is None else ranks[:, v]
+        rho = Rp[:, v]
         for qi, q in enumerate(percents):
             w = id_window(n, q)
             lo = np.clip(rho - w, 0, n - 1)
