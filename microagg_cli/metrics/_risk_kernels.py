@@ -195,6 +195,22 @@ def _row_distance(Zw, U, i, b, cols):  # pragma: no cover - compiled
     return acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _mru_push(memo, i, b):  # pragma: no cover - compiled
+    """Puts row ``b`` first in ``memo[i]`` (the rows that beat original ``i``, most
+    recent first): the others move one place down, the last (or ``b``'s old place)
+    is dropped."""
+    R = memo.shape[1]
+    j = R - 1
+    for r in range(R):
+        if memo[i, r] == b:
+            j = r
+            break
+    for r in range(j, 0, -1):
+        memo[i, r] = memo[i, r - 1]
+    memo[i, 0] = b
+
+
 # numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
 def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo, todo, L, D):  # pragma: no cover
@@ -217,9 +233,10 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
     is as near as its own, its credit is 1 / ``own[i]`` (the multiplicity of its own
     row), and it inherits the list and bound of the parent that gave the bound
     (still true here: distances only grow with attributes). Otherwise one strictly
-    nearer row settles "no credit": ``memo[i]`` (the last row that beat it in this
-    thread), the parents' list rows (a beaten parent's list holds its beater) and
-    its candidates ``cand[i]`` are tried; the row found goes to ``memo[i]`` and as
+    nearer row settles "no credit": ``memo[i]`` (the last rows that beat it in this
+    thread, most recent first), the parents' list rows (a beaten parent's list holds
+    its beater) and its candidates ``cand[i]`` are tried; the row found goes first
+    into ``memo[i]`` and as
     the only row of the original's list ``L[i]`` (bound ``D[i]`` = 0). Returns the
     number of originals left, in ``todo`` (their ``L``/``D`` are the search's).
     """
@@ -252,11 +269,14 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
         if bound <= tol[i]:
             # the memo, then the parents' lists (their rows' distances also bound
             # the margin), then the candidates
-            b = memo[i]
-            if b >= 0:
+            for r in range(memo.shape[1]):
+                b = memo[i, r]
+                if b < 0:
+                    break
                 acc2 = _row_distance(Zw, U, i, b, cols)
                 if acc2 < acc:
                     found = b
+                    break
             if found < 0:
                 for jp in range(s):
                     par = parents[jp]
@@ -282,7 +302,7 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
             if found < 0 and bound <= tol[i]:
                 for t in range(K):
                     b = cand[i, t]
-                    if b < 0 or b == memo[i]:
+                    if b < 0 or b == memo[i, 0]:
                         continue
                     acc2 = _row_distance(Zw, U, i, b, cols)
                     if acc2 < acc:
@@ -290,7 +310,7 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
                         break
         lb[i] = bound
         if found >= 0:
-            memo[i] = found
+            _mru_push(memo, i, found)
             L[i, 0] = found
             for q in range(1, KL):
                 L[i, q] = -1
@@ -412,8 +432,9 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos,
     and the first and end row of each node), ``mult`` their multiplicities. For
     original ``todo[t]``, a depth-first search, nearer box first, over the boxes
     within radius r = d2 + cap, shrunk to the K-th nearest other row found (K the
-    width of ``L``): a row strictly nearer than d2 ends it (no credit; it goes to
-    ``memo`` and as the only row of the list, bound 0); rows exactly as near (same
+    width of ``L``): a row strictly nearer than d2 ends it with its leaf (no credit;
+    the leaf's nearest such row goes first into ``memo`` and as the only row of the
+    list, bound 0); rows exactly as near (same
     fixed-order formula) are ties, and the credit is 1 / their total multiplicity.
     The K nearest other rows found go to ``L[a]`` (nearest first, -1 after the last)
     and the final radius to ``D[a]``: every other row not in the list is at least
@@ -488,12 +509,15 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos,
                     for u in range(nu):
                         d = z - row[u0 + u]
                         accs[u] += d * d
+                bmin = ref
                 for uu in range(nu):
                     u = u0 + uu
                     acc = accs[uu]
-                    if acc < ref:
+                    if acc < bmin:
                         beaten = u
-                        break
+                        bmin = acc
+                    if beaten >= 0:
+                        continue
                     if acc == ref:
                         ties += mult[u]
                     if u != mine and acc < best:
@@ -537,7 +561,7 @@ def dld_search(Zw, cols, ec, extra, todo, per, tree, P, mult, box, perm, ownpos,
                 sp += 1
         if beaten >= 0:
             b = perm[beaten]
-            memo[a] = b
+            _mru_push(memo, a, b)
             L[a, 0] = b
             for r in range(1, KL):
                 L[a, r] = -1
