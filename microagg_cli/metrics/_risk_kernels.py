@@ -213,7 +213,7 @@ def _mru_push(memo, i, b):  # pragma: no cover - compiled
 
 # numba kernel: arrays passed one by one (no structs of arrays in nopython mode)
 @njit(cache=True, nogil=True)
-def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo, todo, L, D):  # pragma: no cover
+def dld_filter(W, U, cols, ec, ecT, prev, prevL, prevD, parents, per, cand, out, memo, todo, L, D):  # pragma: no cover
     """One scenario's DLD for the originals settled without a search; the rest in ``todo``.
 
     Per searched original ``i`` (``W[0, i]`` its z-scores, ``W[1, i]`` those of its
@@ -239,6 +239,8 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
     into ``memo[i]`` and as
     the only row of the original's list ``L[i]`` (bound ``D[i]`` = 0). Returns the
     number of originals left, in ``todo`` (their ``L``/``D`` are the search's).
+    ``ecT`` is ``ec`` transposed (p, n): d2 and the parents' margins are taken a column
+    at a time.
     """
     Zw = W[0]
     tol = per[0]
@@ -250,20 +252,40 @@ def dld_filter(W, U, cols, ec, prev, prevL, prevD, parents, per, cand, out, memo
     KL = L.shape[1]
     s = cols.size
     nt = 0
-    for i in range(Zw.shape[0]):
-        acc = 0.0
-        for j in range(s):  # ec[i, c] is (W[0, i, c] - W[1, i, c])^2, the same double
-            acc += ec[i, cols[j]]
-        d2[i] = acc
-        bound = -acc
-        bp = -1
-        for j in range(s):
-            par = parents[j]
-            if par >= 0:
-                x = prev[par, i] - ec[i, cols[j]]
-                if x > bound:
-                    bound = x
-                    bp = par
+    nw = Zw.shape[0]
+    # the own distances and the parents' margin bounds, a column at a time (slices:
+    # the loops vectorise); the same sums in the same order as per original
+    for i in range(nw):
+        d2[i] = 0.0
+    for j in range(s):
+        e = ecT[cols[j], :nw]
+        for i in range(nw):
+            d2[i] += e[i]
+    bps = np.empty(nw, dtype=np.int64)
+    for i in range(nw):
+        lb[i] = -d2[i]
+        bps[i] = -1
+    for j in range(s):
+        par = parents[j]
+        if par < 0:
+            continue
+        e = ecT[cols[j], :nw]
+        pr = prev[par, :nw]
+        for i in range(nw):
+            x = pr[i] - e[i]
+            if x > lb[i]:
+                lb[i] = x
+                bps[i] = par
+    for i in range(nw):
+        acc = d2[i]
+        bound = lb[i]
+        bp = bps[i]
+        if bound > tol[i]:  # settled by a parent's margin: the common case
+            credit[i] = 1.0 / own[i]
+            for q in range(KL):
+                L[i, q] = prevL[bp, i, q]
+            D[i] = prevD[bp, i]
+            continue
         credit[i] = 0.0
         found = -1
         if bound <= tol[i]:

@@ -131,8 +131,9 @@ class DLDShared:
     the rows that beat it and its candidates lie near those of its neighbours (at
     200,000 records the rows no longer fit a cache). Per position j: ``W`` (2, j, p)
     the original and protected z-scores, ``ec`` (j, v) the squared distance to its own
-    protected row on attribute v, ``per`` = (margin tolerance, multiplicity of its
-    own row), ``row_of`` its own distinct row, ``cand`` its candidate distinct rows.
+    protected row on attribute v (``ecT`` its transpose), ``per`` = (margin tolerance,
+    multiplicity of its own row), ``row_of`` its own distinct row, ``cand`` its
+    candidate distinct rows.
     """
 
     def __init__(self, Z: np.ndarray, Zp: np.ndarray, distinct: tuple[np.ndarray, np.ndarray, int],
@@ -153,6 +154,7 @@ class DLDShared:
         self.W = np.stack((Z[rec], Zp[rec]))
         self.Zw = self.W[0]
         self.ec = (self.W[0] - self.W[1]) ** 2
+        self.ecT = np.ascontiguousarray(self.ec.T)
         self.row_of = np.ascontiguousarray(own[self.order])
         self.per = np.vstack((_DLD_MARGIN_TOL * (1.0 + self.ec.sum(axis=1)), self.mult[self.row_of]))
         cand = candidates
@@ -196,8 +198,8 @@ def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np
     todo = np.empty(nw, dtype=np.int64)
     near = np.empty((nw, prev[1].shape[2]), dtype=np.int32)
     bound = np.empty(nw)
-    nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, prev[0], prev[1], prev[2], parents, sh.per, sh.cand, out, memo,
-                        todo, near, bound))
+    nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, sh.ecT, prev[0], prev[1], prev[2], parents, sh.per, sh.cand, out,
+                        memo, todo, near, bound))
     if nt:
         todo = todo[:nt]
         # a k-d tree of the distinct protected rows on the scenario's attributes (its
@@ -254,22 +256,31 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
     # near rows kept per original: as many as let the widest size keep every scenario
     widest = max((len(v) for v in layers.values()), default=1)
     width = next((w for w in (_DLD_NEAR, 2) if _kept_bytes(w) * nw * widest <= _DLD_KEEP_BYTES), 1)
-    prev = (np.empty((0, nw), dtype=np.float32), np.empty((0, nw, width), dtype=np.int32),
-            np.empty((0, nw), dtype=np.float32))
-    prev_rows: dict[tuple[int, ...], int] = {}
-    finished = 0
-    for size in sorted(layers):
-        layer = layers[size]
-        # margins kept: the scenarios of this size that a scenario of the next is built on
+    # margins kept per size: the scenarios that a scenario of the next size is built on
+    most = _DLD_KEEP_BYTES // (_kept_bytes(width) * max(1, nw))
+    keeps: dict[int, dict[tuple[int, ...], int]] = {}
+    for size in layers:
         keep: dict[tuple[int, ...], int] = {}
-        most = _DLD_KEEP_BYTES // (_kept_bytes(width) * max(1, nw))
         for t in layers.get(size + 1, []):
             for j in range(len(t)):
                 u = t[:j] + t[j + 1:]
                 if u in want and u not in keep and len(keep) < most:
                     keep[u] = len(keep)
-        store = (np.empty((len(keep), nw), dtype=np.float32), np.empty((len(keep), nw, width), dtype=np.int32),
-                 np.empty((len(keep), nw), dtype=np.float32))
+        keeps[size] = keep
+    # two stores, allocated once and used in turn (one size writes while the next
+    # reads): memory touched for the first time costs far more than a copy (3 ms a
+    # megabyte on a virtual machine whose host backs it lazily), a store per size
+    # touched twice as much
+    rows_kept = max((len(k) for k in keeps.values()), default=0)
+    stores = [(np.empty((rows_kept, nw), dtype=np.float32), np.empty((rows_kept, nw, width), dtype=np.int32),
+               np.empty((rows_kept, nw), dtype=np.float32)) for _ in range(2 if rows_kept else 1)]
+    prev = tuple(a[:0] for a in stores[0])
+    prev_rows: dict[tuple[int, ...], int] = {}
+    finished = 0
+    for turn, size in enumerate(sorted(layers)):
+        layer = layers[size]
+        keep = keeps[size]
+        store = tuple(a[:len(keep)] for a in stores[turn % len(stores)])
         chunk = 1 if jobs == 1 else max(1, min(32, len(layer) // (8 * jobs)))
         runs = [layer[j:j + chunk] for j in range(0, len(layer), chunk)]
         ends = np.cumsum([len(r) for r in runs])
