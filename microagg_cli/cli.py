@@ -128,6 +128,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def main() -> None:
     """Console-script entry point (``sdc``)."""
+    # numpy advises the kernel to back large arrays with huge pages; where the kernel
+    # then compacts memory at the first touch (transparent huge pages with defrag
+    # "madvise", a common default), that costs more than the pages save: sdc evaluate
+    # at 50,000 x 10 spent 2.3 s of system time, 0.8 s without (user time the same).
+    # Set before numpy is imported (it reads it once); an explicit setting wins.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     streams.guard()
     logging.captureWarnings(True)
     interrupts.install()
