@@ -14,7 +14,8 @@ import numpy as np
 from .._jit import njit
 from .._select import insert_nearest
 
-__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search"]
+__all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search",
+           "round_down_f32"]
 
 
 @njit(cache=True, nogil=True)
@@ -193,6 +194,17 @@ def _row_distance(Zw, U, i, b, cols):  # pragma: no cover - compiled
         d = Zw[i, c] - U[b, c]
         acc += d * d
     return acc
+
+
+@njit(cache=True, nogil=True)
+def round_down_f32(x, out):  # pragma: no cover - compiled
+    """``out[i]`` = ``x[i]`` as float32, rounded down: x - |x| 2.5e-7 - 1e-30 rounded to
+    the nearest float32 (a relative step of at most 6e-8 below x: a lower bound stays
+    one). One pass, no temporaries."""
+    for i in range(x.size):
+        v = x[i]
+        out[i] = np.float32(v - abs(v) * 2.5e-7 - 1e-30)
+    return 0
 
 
 @njit(cache=True, nogil=True, inline="always")

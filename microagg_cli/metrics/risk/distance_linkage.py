@@ -19,7 +19,7 @@ import numpy as np
 
 from ...threads import in_threads
 from .._kd_kernels import kd_build_columns, work_sizes
-from .._risk_kernels import dld_filter, dld_search
+from .._risk_kernels import dld_filter, dld_search, round_down_f32
 from .anonymity import RowClasses
 
 __all__ = ["DLD_EXACT_MAX", "DLD_SAMPLE", "BoxTree", "DLDShared", "dld_by_layers"]
@@ -174,13 +174,9 @@ def _kept_bytes(width: int) -> int:
     return 8 + 4 * width
 
 
-def _lower_f32(x: np.ndarray) -> np.ndarray:
-    """``x`` as float32, every value rounded down (a lower bound stays one)."""
-    return (x - np.abs(x) * 2.5e-7 - 1e-30).astype(np.float32)
-
-
 def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  parents: np.ndarray, extra: Sequence[int], memo: np.ndarray
+                  parents: np.ndarray, extra: Sequence[int], memo: np.ndarray,
+                  dest: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One scenario's DLD credits, margin lower bounds and near lists of the originals ``sh.who``.
 
@@ -190,13 +186,16 @@ def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np
     j-th attribute (-1: not kept); ``extra`` the attributes whose addition to ``sc`` is
     a scenario still to come (the search looks that much further, to give it a
     margin); ``memo`` (n, R) the last rows that beat each original in this thread
-    (updated). Returns (credits, margins, lists, bounds) per position.
+    (updated). Returns (credits, margins, lists, bounds) per position; with ``dest``
+    (margins, lists, bounds: the scenario's rows of the kept store) the lists are
+    written there and the margins and bounds too, as float32 rounded down (a lower
+    bound stays one).
     """
     nw = sh.who.size
     cols = np.asarray(sc, dtype=np.int64)
     out = np.empty((3, nw))  # squared true distances, margins, credits
     todo = np.empty(nw, dtype=np.int64)
-    near = np.empty((nw, prev[1].shape[2]), dtype=np.int32)
+    near = np.empty((nw, prev[1].shape[2]), dtype=np.int32) if dest is None else dest[1]
     bound = np.empty(nw)
     nt = int(dld_filter(sh.W, sh.U, cols, sh.ec, sh.ecT, prev[0], prev[1], prev[2], parents, sh.per, sh.cand, out,
                         memo, todo, near, bound))
@@ -214,6 +213,9 @@ def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np
         order = np.argsort(ownpos, kind="stable")
         dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo[order], sh.per, tree.tree, tree.PT,
                    tree.mult, tree.box, tree.perm, ownpos[order], out, memo, near, bound)
+    if dest is not None:
+        round_down_f32(out[1], dest[0])
+        round_down_f32(bound, dest[2])
     return out[2], out[1], near, bound
 
 
@@ -295,11 +297,8 @@ def dld_by_layers(sh: DLDShared, rows: RowClasses, p: int, scs: Sequence[tuple[i
                                        dtype=np.int64)
                     extra = ([v for v in range(p) if v not in sc and tuple(sorted(sc + (v,))) in want]
                              if sc in keep else [])
-                    credit, margin, near, bound = _dld_scenario(sh, sc, prev, parents, extra, memo)
-                    if sc in keep:
-                        store[0][keep[sc]] = _lower_f32(margin)
-                        store[1][keep[sc]] = near
-                        store[2][keep[sc]] = _lower_f32(bound)
+                    dest = tuple(a[keep[sc]] for a in store) if sc in keep else None
+                    credit = _dld_scenario(sh, sc, prev, parents, extra, memo, dest)[0]
                     results[sc] = finish(sc, value(sh.in_record_order(credit)), own)
             finally:
                 memos.put(memo)
