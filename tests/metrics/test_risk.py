@@ -16,6 +16,7 @@ from microagg_cli.methods.fixed_size import mdav
 from microagg_cli.metrics import METRICS, SCHEMA, evaluate_arrays, model_utility
 from microagg_cli.metrics.risk import (
     RiskEvaluator,
+    RiskOptions,
     disclosure_risk,
     dld,
     fellegi_sunter_em,
@@ -272,6 +273,22 @@ def test_id_mean_over_attributes_and_identity(rng):
     # attribute 0 (unchanged) is disclosed for all 100 records
     assert r["by_percent"] == [pytest.approx(100 * (100 + 1) / 200)]
     assert interval_disclosure(X, X)["value"] == 100.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), p=st.integers(1, 6), outside=st.integers(0, 2))
+def test_sdid_by_bits_counts_as_by_columns(seed, p, outside):
+    # the per-record bits of the attributes outside their interval give the share of
+    # records counted column by column, for every scenario
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(40, p)).astype(float)
+    Xp = X + rng.choice([0.0, 0.01, 1.0], size=X.shape)
+    ev = RiskEvaluator(X, Xp, RiskOptions(pld=False, sdid_max_outside=outside))
+    scs = [tuple(v for v in range(p) if m >> v & 1) for m in range(1, 1 << p)]
+    got = [ev.sdid(sc) for sc in scs]
+    by_columns = [float(((~ev.sdid_within[:, list(sc)]).sum(axis=1) <= outside).mean()) for sc in scs]
+    assert got == by_columns
+    assert got == [sdid(X, Xp, sc, max_outside=outside) for sc in scs]
 
 
 def test_sdid_hand_worked():

@@ -135,6 +135,10 @@ class RiskEvaluator:
         self.sdid_max_outside = int(sdid_max_outside)
         sdp = Xp.std(axis=0, ddof=1) if n > 1 else np.zeros(p)
         self.sdid_within = np.abs(X - Xp) <= self.sdid_factor * sdp
+        # per record, a bit per attribute outside its interval: a scenario with no
+        # attribute allowed outside (the default) is then one AND per record
+        self._sdid_bits = (None if p > 63 else
+                           ((~self.sdid_within).astype(np.int64) << np.arange(p, dtype=np.int64)).sum(axis=1))
         if not 0 < pld_window_share <= 1:
             raise InvalidParameterError("the PLD window share must be in (0, 1]")
         self.pld_window_share = float(pld_window_share)
@@ -249,6 +253,9 @@ class RiskEvaluator:
         }
 
     def sdid(self, sc: Sequence[int]) -> float:
+        if self.sdid_max_outside == 0 and self._sdid_bits is not None:
+            mask = np.int64(sum(1 << int(v) for v in set(sc)))
+            return float(np.count_nonzero((self._sdid_bits & mask) == 0)) / self._sdid_bits.size
         outside = (~self.sdid_within[:, list(sc)]).sum(axis=1)
         return float((outside <= self.sdid_max_outside).mean())
 
