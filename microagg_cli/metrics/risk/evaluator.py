@@ -376,7 +376,7 @@ def dld(
     lowers the margin by at most the original's squared distance to its own row on v,
     so an original whose bound stays clearly positive (far above rounding) in the next
     scenario is credited without a search. The rest first try a few protected rows
-    (the row that beat them last and the rows that beat them in the scenarios with one
+    (the last 4 rows that beat them and the rows kept by the scenarios with one
     attribute less; with ``dld_candidates`` K of :class:`RiskEvaluator`, also their K
     approximate nearest rows on every attribute and the K rows nearest to their true
     row): one strictly nearer settles "no credit". The others are
@@ -386,7 +386,7 @@ def dld(
     exactly as near are counted as ties, and the nearest other row gives the margin.
     Bounds and tried rows only decide whether a search runs, never its result: exact.
     O(n log n) per scenario for a fixed number of attributes in practice, memory O(n)
-    plus the margins kept for the next size of scenarios (at most 2 x 384 MB).
+    plus the margins and near rows kept for the next size of scenarios (at most 2 x 576 MB).
 
     References
     ----------
