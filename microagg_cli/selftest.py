@@ -39,7 +39,7 @@ COMPILED_METHODS = ("mdav", "ils", "mdav-ls", "kward", "kward-1d", "optimal-1d",
 
 #: Every check ``--all`` runs: the methods, ``mixed`` (the kernels of the grouping with
 #: categorical keys, ``--categorical``), then ``risk``, the kernels of the risk measures
-#: (``sdc evaluate`` and every report's risk section: DLD, PLD, k').
+#: (``sdc evaluate`` and every report's risk section: DLD, PLD, k'; the MCD of robeigen).
 ALL_CHECKS = COMPILED_METHODS + ("mixed", "risk")
 
 #: What ``sdc self-test`` checks without arguments: the kernels of ``sdc protect``'s
@@ -142,7 +142,9 @@ def _brute_dld(Z: np.ndarray, Zp: np.ndarray, cols: tuple[int, ...]) -> float:
 def _check_risk() -> tuple[str, str]:
     """The risk measures' kernels on every scenario of a small MDAV-protected file: the
     layered DLD pass (margins, beaters, k-d trees) gives each scenario's DLD exactly as
-    brute force does, and PLD has a value everywhere."""
+    brute force does, and PLD has a value everywhere; the MCD's compiled Mahalanobis
+    distances (robeigen, RMD, the robust methods) equal numpy's formula."""
+    from .mcd import _eig, _mahal2, det_mcd
     from .methods.fixed_size import mdav_reference
     from .metrics.risk import RiskEvaluator
     from .metrics.scenarios import all_subsets
@@ -152,7 +154,14 @@ def _check_risk() -> tuple[str, str]:
     X = _data(n, p)
     Xp = aggregate(X, mdav_reference(X, _K))
     scs = all_subsets(p)
-    what = f"risk measures of all {len(scs)} scenarios ({n} x {p}): DLD by layers = brute force"
+    what = (f"risk measures of all {len(scs)} scenarios ({n} x {p}): DLD by layers = brute force; "
+            "MCD distances = numpy's")
+    centre, S = det_mcd(X)
+    w, V = _eig(S)
+    want_d2 = ((((X - centre) @ V) ** 2) / w).sum(axis=1)
+    got_d2 = _mahal2(X, centre, S)
+    if not np.allclose(got_d2, want_d2, rtol=1e-9, atol=0.0):
+        return what, f"MCD distances differ from numpy's by up to {np.max(np.abs(got_d2 - want_d2)):.3g}"
     ev = RiskEvaluator(X, Xp, k=_K)
     for sc, row in zip(scs, ev.evaluate(scs)):
         want = _brute_dld(ev.Z, ev.Zp, tuple(sc))
