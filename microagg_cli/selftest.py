@@ -144,7 +144,7 @@ def _check_risk() -> tuple[str, str]:
     layered DLD pass (margins, beaters, k-d trees) gives each scenario's DLD exactly as
     brute force does, and PLD has a value everywhere; the MCD's compiled Mahalanobis
     distances (robeigen, RMD, the robust methods) equal numpy's formula."""
-    from .mcd import _eig, _mahal2, det_mcd
+    from .mcd import det_mcd, robust_mahalanobis, robust_scale
     from .methods.fixed_size import mdav_reference
     from .metrics.risk import RiskEvaluator
     from .metrics.scenarios import all_subsets
@@ -156,10 +156,14 @@ def _check_risk() -> tuple[str, str]:
     scs = all_subsets(p)
     what = (f"risk measures of all {len(scs)} scenarios ({n} x {p}): DLD by layers = brute force; "
             "MCD distances = numpy's")
+    # robust_mahalanobis works in the median/MAD-standardized space; numpy's formula there
     centre, S = det_mcd(X)
-    w, V = _eig(S)
-    want_d2 = ((((X - centre) @ V) ** 2) / w).sum(axis=1)
-    got_d2 = _mahal2(X, centre, S)
+    med = np.median(X, axis=0)
+    sc = np.array([robust_scale(X[:, j]) for j in range(p)])
+    Ss = S / sc[:, None] / sc[None, :]
+    w, V = np.linalg.eigh((Ss + Ss.T) / 2.0)
+    want_d2 = (((((X - med) / sc - (centre - med) / sc) @ V) ** 2) / w).sum(axis=1)
+    got_d2 = robust_mahalanobis(X)
     if not np.allclose(got_d2, want_d2, rtol=1e-9, atol=0.0):
         return what, f"MCD distances differ from numpy's by up to {np.max(np.abs(got_d2 - want_d2)):.3g}"
     ev = RiskEvaluator(X, Xp, k=_K)
