@@ -159,10 +159,10 @@ def _check_risk() -> tuple[str, str]:
     # robust_mahalanobis works in the median/MAD-standardized space; numpy's formula there
     centre, S = det_mcd(X)
     med = np.median(X, axis=0)
-    sc = np.array([robust_scale(X[:, j]) for j in range(p)])
-    Ss = S / sc[:, None] / sc[None, :]
+    scale = np.array([robust_scale(X[:, j]) for j in range(p)])
+    Ss = S / scale[:, None] / scale[None, :]
     w, V = np.linalg.eigh((Ss + Ss.T) / 2.0)
-    want_d2 = (((((X - med) / sc - (centre - med) / sc) @ V) ** 2) / w).sum(axis=1)
+    want_d2 = (((((X - med) / scale - (centre - med) / scale) @ V) ** 2) / w).sum(axis=1)
     got_d2 = robust_mahalanobis(X)
     if not np.allclose(got_d2, want_d2, rtol=1e-9, atol=0.0):
         return what, f"MCD distances differ from numpy's by up to {np.max(np.abs(got_d2 - want_d2)):.3g}"

@@ -300,48 +300,54 @@ def dld_filter(W, U, cols, ec, ecT, prev, prevL, prevD, parents, per, cand, out,
             continue
         credit[i] = 0.0
         found = -1
-        if bound <= tol[i]:
-            # the memo, then the parents' lists (their rows' distances also bound
-            # the margin), then the candidates
-            for r in range(memo.shape[1]):
-                b = memo[i, r]
-                if b < 0:
-                    break
-                acc2 = _row_distance(Zw, U, i, b, cols)
-                if acc2 < acc:
-                    found = b
-                    break
-            if found < 0:
-                for jp in range(s):
-                    par = parents[jp]
-                    if par < 0:
-                        continue
-                    lmin = prevD[par, i]
-                    for q in range(KL):
-                        b = prevL[par, i, q]
-                        if b < 0:
-                            break
-                        acc2 = _row_distance(Zw, U, i, b, cols)
-                        if acc2 < acc:
-                            found = b
-                            break
-                        if acc2 < lmin:
-                            lmin = acc2
-                    if found >= 0:
+        # here bound <= tol[i]: the memo, then the parents' lists (their rows' distances
+        # also bound the margin), then the candidates
+        for r in range(memo.shape[1]):
+            b = memo[i, r]
+            if b < 0:
+                break
+            acc2 = _row_distance(Zw, U, i, b, cols)
+            if acc2 < acc:
+                found = b
+                break
+        if found < 0:
+            for jp in range(s):
+                par = parents[jp]
+                if par < 0:
+                    continue
+                lmin = prevD[par, i]
+                for q in range(KL):
+                    b = prevL[par, i, q]
+                    if b < 0:
                         break
-                    x = lmin - acc
-                    if x > bound:
-                        bound = x
-                        bp = par
-            if found < 0 and bound <= tol[i]:
-                for t in range(K):
-                    b = cand[i, t]
-                    if b < 0 or b == memo[i, 0]:
-                        continue
                     acc2 = _row_distance(Zw, U, i, b, cols)
                     if acc2 < acc:
                         found = b
                         break
+                    if acc2 < lmin:
+                        lmin = acc2
+                if found >= 0:
+                    break
+                x = lmin - acc
+                if x > bound:
+                    bound = x
+                    bp = par
+        if found < 0 and bound <= tol[i]:
+            for t in range(K):
+                b = cand[i, t]
+                if b < 0:
+                    continue
+                tried = False  # among the last beaters, tried first
+                for r in range(memo.shape[1]):
+                    if memo[i, r] == b:
+                        tried = True
+                        break
+                if tried:
+                    continue
+                acc2 = _row_distance(Zw, U, i, b, cols)
+                if acc2 < acc:
+                    found = b
+                    break
         lb[i] = bound
         if found >= 0:
             _mru_push(memo, i, found)
