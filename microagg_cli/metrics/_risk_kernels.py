@@ -38,6 +38,19 @@ def em_fit(G, c, theta, max_iter, tol, eps):  # pragma: no cover - compiled
     ag0 = np.empty(q)
     ag1 = np.empty(q)
     new = np.empty(theta.size)
+    # the patterns as columns (one attribute's bits contiguous) and per-pattern sums:
+    # every loop over patterns runs without branches, so it vectorises. A sum skips
+    # nothing it used to add: a term left out is added as +0.0, which leaves a sum
+    # unchanged (the terms are logs of probabilities below 1, or weights >= 0), so
+    # each sum is the one of the loop over the set bits, bit for bit
+    GT = np.empty((q, P), dtype=np.bool_)
+    for i in range(P):
+        for v in range(q):
+            GT[v, i] = G[i, v] != 0
+    A = np.empty(P)
+    Bs = np.empty(P)
+    CG = np.empty(P)
+    CN = np.empty(P)
     it = 0
     converged = False
     for it in range(1, max_iter + 1):
@@ -51,32 +64,46 @@ def em_fit(G, c, theta, max_iter, tol, eps):  # pragma: no cover - compiled
             l1u[v] = math.log1p(-theta[1 + q + v])
             ag0[v] = 0.0
             ag1[v] = 0.0
+        for i in range(P):
+            A[i] = 0.0
+            Bs[i] = 0.0
+        for v in range(q):  # the agreeing attributes, in order
+            g_v = GT[v]
+            x = lm[v]
+            y = lu[v]
+            for i in range(P):
+                A[i] += x if g_v[i] else 0.0
+                Bs[i] += y if g_v[i] else 0.0
+        for v in range(q):  # then the disagreeing ones
+            g_v = GT[v]
+            x = l1m[v]
+            y = l1u[v]
+            for i in range(P):
+                A[i] += 0.0 if g_v[i] else x
+                Bs[i] += 0.0 if g_v[i] else y
         tot0 = 0.0
         tot1 = 0.0
         for i in range(P):
-            a = 0.0
-            b = 0.0
-            for v in range(q):
-                if G[i, v]:
-                    a += lm[v]
-                    b += lu[v]
-            for v in range(q):
-                if not G[i, v]:
-                    a += l1m[v]
-                    b += l1u[v]
-            a += lpi
-            b += l1pi
+            a = A[i] + lpi
+            b = Bs[i] + l1pi
             hi = a if a > b else b
             lse = hi + math.log1p(math.exp(-abs(a - b)))
             g = math.exp(a - lse)
             cg = c[i] * g
             cn = c[i] - cg
+            CG[i] = cg
+            CN[i] = cn
             tot0 += cg
             tot1 += cn
-            for v in range(q):
-                if G[i, v]:
-                    ag0[v] += cg
-                    ag1[v] += cn
+        for v in range(q):
+            g_v = GT[v]
+            s0 = 0.0
+            s1 = 0.0
+            for i in range(P):
+                s0 += CG[i] if g_v[i] else 0.0
+                s1 += CN[i] if g_v[i] else 0.0
+            ag0[v] = s0
+            ag1[v] = s1
         new[0] = tot0 / N
         for v in range(q):
             new[1 + v] = ag0[v] / tot0 if tot0 > 0 else theta[1 + v]
@@ -376,10 +403,13 @@ def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, tru
     (mask ``masks[s]``); ``fast[s]``: the all-agree pattern of the scenario is alone on
     the top level. Then an original whose true record agrees on every attribute of
     the scenario ties exactly with the protected records agreeing on all of them: the
-    superset sum ``F[mask]`` of its pattern counts (zeta transform, O(q 2^q) per
-    original). Otherwise its entries are scanned (richest patterns first, so a better
-    pattern ends the scan early). Adds to ``credits[s]`` (and the squared credits to
-    ``squares[s]``, for the sampled estimator's variance); ``F`` is a 2^q scratch.
+    sum of the counts of its patterns that contain the mask. An original whose true
+    pattern has few bits needs that sum for few masks, taken over its entries; one
+    with many, for many, read from all 2^q superset sums in ``F`` (a zeta transform,
+    O(q 2^q)), whichever costs less. Otherwise its entries are scanned (richest
+    patterns first, so a better pattern ends the scan early). Adds to ``credits[s]``
+    (and the squared credits to ``squares[s]``, for the sampled estimator's
+    variance); ``F`` is a 2^q scratch.
     """
     S = masks.size
     Fn = F.size
@@ -389,21 +419,34 @@ def pld_credit_batch(lev, masks, fast, L0, gpat, e_g, e_cnt, bounds, zero_a, tru
     for a in range(a0, a1):
         s0 = bounds[a]
         s1 = bounds[a + 1]
-        for i in range(Fn):
-            F[i] = 0
-        for e in range(s0, s1):
-            F[gpat[e_g[e]]] += e_cnt[e]
-        for bit in range(q):
-            step = 1 << bit
-            for T in range(Fn):
-                if not (T & step):
-                    F[T] += F[T | step]
         tg = true_g[a]
         tpat = gpat[tg]
+        # masks inside the true pattern: at most 2^bits of them, each summed over the
+        # entries, against one transform (a microaggregated file: few bits, few sums)
+        bits = 0
+        for v in range(q):
+            bits += (tpat >> v) & 1
+        zeta = (np.int64(1) << bits) * (s1 - s0) > q * Fn
+        if zeta:
+            for i in range(Fn):
+                F[i] = 0
+            for e in range(s0, s1):
+                F[gpat[e_g[e]]] += e_cnt[e]
+            for bit in range(q):
+                step = 1 << bit
+                for T in range(Fn):
+                    if not (T & step):
+                        F[T] += F[T | step]
         for s in range(S):
             M = masks[s]
             if fast[s] and (tpat & M) == M:
-                eq = F[M]
+                if zeta:
+                    eq = F[M]
+                else:
+                    eq = 0
+                    for e in range(s0, s1):
+                        if (gpat[e_g[e]] & M) == M:
+                            eq += e_cnt[e]
                 if eq > 0:
                     credits[s] += 1.0 / eq
                     squares[s] += 1.0 / (eq * eq)

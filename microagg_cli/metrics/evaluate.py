@@ -244,12 +244,32 @@ def evaluate_arrays(
     else:
         with progress_phase("risk set-up (ranks, interval hits, PLD pair table)"):
             ev = risk_ready()  # what is left of it after the utility measures
+    def side_measures() -> tuple[dict[str, Any], dict[str, Any] | None]:
+        link = _linkage_of(X, Xp, subsets, o)
+        rmd = (rmd_risk(X, Xp, k=o.rmd_k, k2=o.rmd_k2, workers=max(int(o.risk.workers), n_jobs))
+               if o.rmd else None)
+        return link, rmd
+
+    # with more than one thread the one-to-one linkage and RMD (one thread each) run
+    # beside the scenarios, whose threads they share: the same computations either way
+    side_ready = None
+    if n_jobs > 1:
+        def side_silenced() -> tuple[dict[str, Any], dict[str, Any] | None]:
+            with progress_silenced():
+                return side_measures()
+
+        side_ready = in_background(side_silenced, name="sdc-linkage")
     rows = ev.evaluate(subsets, jobs=n_jobs, progress=progress)
     for row, sc in zip(rows, subsets):
         row["label"] = scenario_label(sc, blist)
         row["size"] = len(sc)
     per = [r for r in rows if r is not None]
-    link_out = _linkage_rows(X, Xp, subsets, per, o)
+    if side_ready is None:
+        link, rmd_out = side_measures()
+    else:
+        with progress_phase("one-to-one linkage and RMD"):
+            link, rmd_out = side_ready()
+    link_out = _linkage_rows(per, link)
     labels = [r["label"] for r in per]
     measures = {
         name: [r[name] for r in per]
@@ -313,8 +333,7 @@ def evaluate_arrays(
         },
         "dr": dr,
         "linkage": link_out,
-        "rmd": (rmd_risk(X, Xp, k=o.rmd_k, k2=o.rmd_k2, workers=max(int(o.risk.workers), n_jobs))
-                if o.rmd else None),
+        "rmd": rmd_out,
     }
     return {
         "schema": SCHEMA,
@@ -328,25 +347,33 @@ def evaluate_arrays(
     }
 
 
-def _linkage_rows(X: np.ndarray, Xp: np.ndarray, subsets: Sequence[Sequence[int]],
-                  rows: list[dict[str, Any]], o: MeasureOptions) -> dict[str, Any]:
-    """One-to-one linkage of the chosen scenarios into their ``rows`` (``"linkage"``,
-    None for the others) and the report's description of it."""
+def _linkage_of(X: np.ndarray, Xp: np.ndarray, subsets: Sequence[Sequence[int]],
+                o: MeasureOptions) -> dict[str, Any]:
+    """One-to-one linkage of the chosen scenarios: ``{"values": {position: value},
+    "report": the report's description of it}``."""
     ev = LinkageEvaluator(X, Xp, distance=o.linkage_distance, exact_max=o.linkage_exact_max,
                           window=o.linkage_window, windows=o.linkage_windows, seed=o.linkage_seed)
     chosen = linkage_scenarios(subsets, int(o.linkage_scenarios))
-    for r in rows:
-        r["linkage"] = None
     done: dict[tuple[int, ...], dict[str, Any]] = {}
+    values: dict[int, float] = {}
     with progress_phase("one-to-one linkage", total=len(chosen), unit="scenarios"):
         for count, i in enumerate(chosen, 1):
             sc = tuple(sorted(int(v) for v in subsets[i]))
             if sc not in done:
                 done[sc] = ev.scenario(sc)
-            rows[i]["linkage"] = done[sc]["value"]
+            values[i] = done[sc]["value"]
             progress_set(count)
-    return {**ev.parameters(), "scenarios": len(done), "max_scenarios": int(o.linkage_scenarios),
-            "records": next(iter(done.values()))["records"] if done else None}
+    report = {**ev.parameters(), "scenarios": len(done), "max_scenarios": int(o.linkage_scenarios),
+              "records": next(iter(done.values()))["records"] if done else None}
+    return {"values": values, "report": report}
+
+
+def _linkage_rows(rows: list[dict[str, Any]], link: dict[str, Any]) -> dict[str, Any]:
+    """The linkage values of :func:`_linkage_of` into their scenarios' ``rows``
+    (``"linkage"``, None for the others); returns the report's description."""
+    for i, r in enumerate(rows):
+        r["linkage"] = link["values"].get(i)
+    return link["report"]
 
 
 # ---------------------------------------------------------------------------------
