@@ -244,6 +244,7 @@ def evaluate_arrays(
     else:
         with progress_phase("risk set-up (ranks, interval hits, PLD pair table)"):
             ev = risk_ready()  # what is left of it after the utility measures
+
     def side_measures() -> tuple[dict[str, Any], dict[str, Any] | None]:
         link = _linkage_of(X, Xp, subsets, o)
         rmd = (rmd_risk(X, Xp, k=o.rmd_k, k2=o.rmd_k2, workers=max(int(o.risk.workers), n_jobs))
