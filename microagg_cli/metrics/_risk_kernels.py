@@ -15,7 +15,7 @@ from .._jit import njit
 from .._select import insert_nearest
 
 __all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search",
-           "round_down_f32"]
+           "round_down_f32", "stable_order_by"]
 
 
 @njit(cache=True, nogil=True)
@@ -181,6 +181,39 @@ def pld_pass(Ro, RsT, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratc
             pos += 1
         t += 1
     return t, pos
+
+
+@njit(cache=True, nogil=True)
+def stable_order_by(major, minor, n_major, n_minor):  # pragma: no cover - compiled
+    """The order of a stable sort of the entries by (``major``, ``minor``): two stable
+    counting passes (``minor`` first, then ``major``; values in [0, ``n_major``) and
+    [0, ``n_minor``)), O(entries + n_major + n_minor). The same permutation as
+    ``np.argsort(major * n_minor + minor, kind="stable")`` (equal keys keep their
+    order), without its O(N log N) comparisons (4.8 M PLD entries at 50,000 x 10:
+    0.3 s of one thread)."""
+    N = major.size
+    cnt = np.zeros(n_minor + 1, dtype=np.int64)
+    for i in range(N):
+        cnt[minor[i] + 1] += 1
+    for v in range(n_minor):
+        cnt[v + 1] += cnt[v]
+    tmp = np.empty(N, dtype=np.int64)
+    for i in range(N):
+        v = minor[i]
+        tmp[cnt[v]] = i
+        cnt[v] += 1
+    cnt2 = np.zeros(n_major + 1, dtype=np.int64)
+    for i in range(N):
+        cnt2[major[i] + 1] += 1
+    for v in range(n_major):
+        cnt2[v + 1] += cnt2[v]
+    out = np.empty(N, dtype=np.int64)
+    for j in range(N):
+        i = tmp[j]
+        v = major[i]
+        out[cnt2[v]] = i
+        cnt2[v] += 1
+    return out
 
 
 @njit(cache=True, nogil=True)

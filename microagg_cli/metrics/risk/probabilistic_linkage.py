@@ -22,7 +22,7 @@ from ...errors import InvalidParameterError
 from ...progress import phase as progress_phase
 from ...progress import set_done as progress_set
 from ...threads import in_threads
-from .._risk_kernels import em_fit, pld_credit, pld_credit_batch, pld_pass
+from .._risk_kernels import em_fit, pld_credit, pld_credit_batch, pld_pass, stable_order_by
 from .sampling import sample_bound
 
 __all__ = ["PLD_MAX_ATTRIBUTES", "PLD_EXACT_MAX", "PLD_SAMPLE", "pld_window", "fellegi_sunter_em", "PLDTable"]
@@ -206,10 +206,9 @@ class PLDTable:
         del pieces_a
         if self.rows is not None:
             ea = np.searchsorted(self.rows, ea).astype(np.int32)
-        # per original, richest patterns first (an early better pattern ends a scan)
-        # (one stable sort of the key record * (q + 1) + q - bits: np.lexsort's order, faster)
-        srt = np.argsort(ea.astype(np.int64) * (q + 1) + (q - np.bitwise_count(self.gpat)[e_g].astype(np.int64)),
-                         kind="stable")
+        # per original, richest patterns first (an early better pattern ends a scan):
+        # a stable sort by (record, q - bits), by two counting passes
+        srt = stable_order_by(ea, (q - np.bitwise_count(self.gpat)[e_g]).astype(np.int64), nr, q + 1)
         self.e_g = e_g[srt]
         del e_g
         self.e_cnt = (np.concatenate(pieces_c) if pieces_c else np.empty(0, np.int32))[srt]
