@@ -576,3 +576,27 @@ def test_stable_order_by_is_a_stable_argsort_of_the_pair(n_major, n_minor, size,
     minor = rng.integers(0, n_minor, size).astype(np.int64)
     want = np.argsort(major.astype(np.int64) * n_minor + minor, kind="stable")
     assert np.array_equal(stable_order_by(major, minor, n_major, n_minor), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**32 - 1))
+def test_row_classes_are_the_distinct_rows_of_each_subset(n, p, levels, seed):
+    """RowClasses (built over the file's distinct rows) against np.unique on every
+    subset: the same classes, numbered by first appearance over the records, whatever
+    order the subsets come in (prefix stack)."""
+    from itertools import combinations
+
+    from microagg_cli.metrics.risk.anonymity import RowClasses
+
+    rng = np.random.default_rng(seed)
+    Xp = rng.integers(0, levels, size=(n, p)).astype(np.float64)
+    Xp = np.vstack([Xp, Xp[rng.integers(0, n, size=n // 2)]])  # duplicate rows
+    rc = RowClasses(Xp)
+    subsets = [sc for s in range(1, p + 1) for sc in combinations(range(p), s)]
+    for sc in [subsets[i] for i in rng.permutation(len(subsets))]:
+        _, first, inv = np.unique(Xp[:, list(sc)], axis=0, return_index=True, return_inverse=True)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        codes, m = rc.classes(sc)
+        assert m == first.size
+        assert np.array_equal(codes, rank[inv.ravel()])

@@ -23,27 +23,47 @@ __all__ = ["RowClasses", "class_summary", "real_anonymity"]
 class RowClasses:
     """Classes of protected rows that are exactly equal on an attribute subset.
 
-    Each column is factorised once; the classes of a subset are built column by column
-    (key = previous class * cardinality + column code, refactorised) and the classes of
-    every prefix are kept on a stack, so scenarios visited in lexicographic order cost
-    about one factorisation each.
+    Each column is factorised once, and so are the distinct rows of the file (equal on
+    every column; a microaggregated file has about n / k of them). The classes of a
+    subset are built over the distinct rows, column by column (key = previous class *
+    cardinality + column code, refactorised), then read per record through its
+    distinct row; the classes of every prefix are kept on a stack, so scenarios
+    visited in lexicographic order cost about one factorisation of the distinct rows
+    each. Classes are numbered by first appearance over the records: the distinct
+    rows are in the order of their first records, so numbering them by first
+    appearance gives the same numbers.
     """
 
     def __init__(self, Xp: np.ndarray) -> None:
         self.n = Xp.shape[0]
-        self.codes: list[np.ndarray] = []
+        codes: list[np.ndarray] = []
         self.card: list[int] = []
-        size = 1 << max(4, int(2 * self.n - 1).bit_length())
         zero = np.zeros(self.n, dtype=np.int64)
+        table = np.empty(self._table_size(self.n), dtype=np.int64)
         for v in range(Xp.shape[1]):
             uniq, inv = np.unique(Xp[:, v], return_inverse=True)
             # renumbered by first appearance, as every refinement is (see first_rows)
-            codes = np.empty(self.n, dtype=np.int64)
-            refine_classes(zero, inv.astype(np.int64).ravel(), np.int64(uniq.size),
-                           np.empty(size, dtype=np.int64), codes)
-            self.codes.append(codes)
+            c = np.empty(self.n, dtype=np.int64)
+            refine_classes(zero, inv.astype(np.int64).ravel(), np.int64(uniq.size), table, c)
+            codes.append(c)
             self.card.append(int(uniq.size))
+        # the distinct rows (classes on every column), each record's distinct row
+        of_row = codes[0] if codes else zero
+        for v in range(1, len(codes)):
+            out = np.empty(self.n, dtype=np.int64)
+            refine_classes(of_row, codes[v], np.int64(self.card[v]), table, out)
+            of_row = out
+        first = self.first_rows(of_row) if codes else np.zeros(min(self.n, 1), dtype=np.int64)
+        #: per record, its distinct row; per column, the code of each distinct row
+        self.of_row = of_row
+        self.n_distinct = int(first.size)
+        self.codes = [c[first] for c in codes]
         self._stack: list[tuple[int, np.ndarray, int]] = []
+
+    @staticmethod
+    def _table_size(n: int) -> int:
+        """The hash table of :func:`.._risk_kernels.refine_classes` for ``n`` keys."""
+        return 1 << max(4, int(2 * n - 1).bit_length())
 
     def classes(self, subset: Sequence[int]) -> tuple[np.ndarray, int]:
         """(class code of each record in 0..m-1, m) for the sorted ``subset``."""
@@ -58,16 +78,15 @@ class RowClasses:
         for v in subset[common:]:
             if self._stack:
                 _, prev, _m = self._stack[-1]
-                # classes of (previous class, code): hashed once, O(n)
-                size = 1 << max(4, int(2 * self.n - 1).bit_length())
-                out = np.empty(self.n, dtype=np.int64)
+                # classes of (previous class, code) over the distinct rows: hashed once
+                out = np.empty(self.n_distinct, dtype=np.int64)
                 m = int(refine_classes(prev, self.codes[v], np.int64(self.card[v]),
-                                       np.empty(size, dtype=np.int64), out))
+                                       np.empty(self._table_size(self.n_distinct), dtype=np.int64), out))
                 self._stack.append((v, out, m))
             else:
                 self._stack.append((v, self.codes[v], self.card[v]))
         _, codes, m = self._stack[-1]
-        return codes, m
+        return codes[self.of_row], m
 
     @staticmethod
     def first_rows(codes: np.ndarray) -> np.ndarray:
@@ -78,6 +97,7 @@ class RowClasses:
         """A copy sharing the column codes, with its own (empty) prefix stack."""
         other = object.__new__(RowClasses)
         other.n, other.codes, other.card = self.n, self.codes, self.card
+        other.of_row, other.n_distinct = self.of_row, self.n_distinct
         other._stack = []
         return other
 
