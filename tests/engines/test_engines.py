@@ -324,8 +324,11 @@ def test_dask_engine_writes_the_bytes_of_the_local_engine(tmp_path, dask_cluster
     _write(df, src, files=3)
     plan = BlockPlan((Block("money", ("a", "b"), "mdav", 3, {}), Block("count", ("c",), "vmdav", 4, {})),
                      drop=("hh_id",))
-    local = protect_stream(src, tmp_path / "local", plan, ProtectRequest.build(partition_size=200, seed=5))
-    dask = protect_stream(src, tmp_path / "dask", plan, ProtectRequest.build(partition_size=200, seed=5, engine="dask", scheduler=dask_cluster))
+    # --bound on: the default policy weighs LB_NN's estimated time against the
+    # method's, so on a loaded machine one engine could skip it and the other not
+    local = protect_stream(src, tmp_path / "local", plan, ProtectRequest.build(partition_size=200, seed=5, bound="on"))
+    dask = protect_stream(src, tmp_path / "dask", plan, ProtectRequest.build(partition_size=200, seed=5, bound="on",
+                                                                              engine="dask", scheduler=dask_cluster))
     for f in range(3):
         name = f"part-{f:03d}.parquet"
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "dask" / name).read_bytes()
