@@ -15,7 +15,7 @@ from .._jit import njit
 from .._select import insert_nearest
 
 __all__ = ["em_fit", "pld_pass", "pld_credit", "dld_filter", "pld_credit_batch", "refine_classes", "dld_search",
-           "round_down_f32", "stable_order_by"]
+           "round_down_f32", "stable_order_by", "counting_order"]
 
 
 @njit(cache=True, nogil=True)
@@ -181,6 +181,25 @@ def pld_pass(Ro, RsT, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratc
             pos += 1
         t += 1
     return t, pos
+
+
+@njit(cache=True, nogil=True)
+def counting_order(keys, n_keys):  # pragma: no cover - compiled
+    """The order of a stable sort of ``keys`` (values in [0, ``n_keys``)) by one
+    counting pass, O(N + n_keys): the permutation of ``np.argsort(keys,
+    kind="stable")`` without its comparisons."""
+    N = keys.size
+    cnt = np.zeros(n_keys + 1, dtype=np.int64)
+    for i in range(N):
+        cnt[keys[i] + 1] += 1
+    for v in range(n_keys):
+        cnt[v + 1] += cnt[v]
+    out = np.empty(N, dtype=np.int64)
+    for i in range(N):
+        v = keys[i]
+        out[cnt[v]] = i
+        cnt[v] += 1
+    return out
 
 
 @njit(cache=True, nogil=True)

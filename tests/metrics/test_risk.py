@@ -566,16 +566,18 @@ def test_sampled_dld_is_the_mean_exact_credit_of_its_sample(rng):
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(1, 12), st.integers(0, 300), st.integers(0, 2**32 - 1))
-def test_stable_order_by_is_a_stable_argsort_of_the_pair(n_major, n_minor, size, seed):
+def test_counting_sorts_are_stable_argsorts(n_major, n_minor, size, seed):
     """The PLD table's counting sort: the permutation of a stable argsort of
     major * n_minor + minor, ties (equal pairs) in their input order."""
-    from microagg_cli.metrics._risk_kernels import stable_order_by
+    from microagg_cli.metrics._risk_kernels import counting_order, stable_order_by
 
     rng = np.random.default_rng(seed)
     major = rng.integers(0, n_major, size).astype(np.int32)
     minor = rng.integers(0, n_minor, size).astype(np.int64)
     want = np.argsort(major.astype(np.int64) * n_minor + minor, kind="stable")
     assert np.array_equal(stable_order_by(major, minor, n_major, n_minor), want)
+    # and by one key (DLD's searched originals in the order of their own rows)
+    assert np.array_equal(counting_order(minor, n_minor), np.argsort(minor, kind="stable"))
 
 
 @settings(max_examples=60, deadline=None)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...threads import in_threads
 from .._kd_kernels import kd_build_columns, work_sizes
-from .._risk_kernels import dld_filter, dld_search, round_down_f32
+from .._risk_kernels import counting_order, dld_filter, dld_search, round_down_f32
 from .anonymity import RowClasses
 
 __all__ = ["DLD_EXACT_MAX", "DLD_SAMPLE", "BoxTree", "DLDShared", "dld_by_layers"]
@@ -210,7 +210,7 @@ def _dld_scenario(sh: DLDShared, sc: tuple[int, ...], prev: tuple[np.ndarray, np
         place = np.empty(tree.perm.size, dtype=np.int64)
         place[tree.perm] = np.arange(tree.perm.size)
         ownpos = place[sh.row_of[todo]]
-        order = np.argsort(ownpos, kind="stable")
+        order = counting_order(ownpos, place.size)  # np.argsort(ownpos, kind="stable")
         dld_search(sh.Zw, cols, sh.ec, np.asarray(extra, dtype=np.int64), todo[order], sh.per, tree.tree, tree.PT,
                    tree.mult, tree.box, tree.perm, ownpos[order], out, memo, near, bound)
     if dest is not None:
