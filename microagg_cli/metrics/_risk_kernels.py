@@ -183,23 +183,31 @@ def pld_pass(Ro, RsT, ms, lo, hi, v, w, todo, start, out_a, out_p, out_c, scratc
     return t, pos
 
 
-@njit(cache=True, nogil=True)
-def counting_order(keys, n_keys):  # pragma: no cover - compiled
-    """The order of a stable sort of ``keys`` (values in [0, ``n_keys``)) by one
-    counting pass, O(N + n_keys): the permutation of ``np.argsort(keys,
-    kind="stable")`` without its comparisons."""
-    N = keys.size
+@njit(cache=True, nogil=True, inline="always")
+def _counting_pass(keys, n_keys, order):  # pragma: no cover - compiled
+    """The entries in ``order`` (a permutation of the indices of ``keys``, whose values
+    are in [0, ``n_keys``)) placed stably by their key: one counting pass, O(N + n_keys)."""
+    N = order.size
     cnt = np.zeros(n_keys + 1, dtype=np.int64)
     for i in range(N):
         cnt[keys[i] + 1] += 1
     for v in range(n_keys):
         cnt[v + 1] += cnt[v]
     out = np.empty(N, dtype=np.int64)
-    for i in range(N):
+    for j in range(N):
+        i = order[j]
         v = keys[i]
         out[cnt[v]] = i
         cnt[v] += 1
     return out
+
+
+@njit(cache=True, nogil=True)
+def counting_order(keys, n_keys):  # pragma: no cover - compiled
+    """The order of a stable sort of ``keys`` (values in [0, ``n_keys``)) by one
+    counting pass, O(N + n_keys): the permutation of ``np.argsort(keys,
+    kind="stable")`` without its comparisons."""
+    return _counting_pass(keys, n_keys, np.arange(keys.size))
 
 
 @njit(cache=True, nogil=True)
@@ -210,29 +218,7 @@ def stable_order_by(major, minor, n_major, n_minor):  # pragma: no cover - compi
     ``np.argsort(major * n_minor + minor, kind="stable")`` (equal keys keep their
     order), without its O(N log N) comparisons (4.8 M PLD entries at 50,000 x 10:
     0.3 s of one thread)."""
-    N = major.size
-    cnt = np.zeros(n_minor + 1, dtype=np.int64)
-    for i in range(N):
-        cnt[minor[i] + 1] += 1
-    for v in range(n_minor):
-        cnt[v + 1] += cnt[v]
-    tmp = np.empty(N, dtype=np.int64)
-    for i in range(N):
-        v = minor[i]
-        tmp[cnt[v]] = i
-        cnt[v] += 1
-    cnt2 = np.zeros(n_major + 1, dtype=np.int64)
-    for i in range(N):
-        cnt2[major[i] + 1] += 1
-    for v in range(n_major):
-        cnt2[v + 1] += cnt2[v]
-    out = np.empty(N, dtype=np.int64)
-    for j in range(N):
-        i = tmp[j]
-        v = major[i]
-        out[cnt2[v]] = i
-        cnt2[v] += 1
-    return out
+    return _counting_pass(major, n_major, counting_order(minor, n_minor))
 
 
 @njit(cache=True, nogil=True)
@@ -287,16 +273,22 @@ def round_down_f32(x, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _memo_place(memo, i, b):  # pragma: no cover - compiled
+    """The place of row ``b`` in ``memo[i]``, -1 when it is not there."""
+    for r in range(memo.shape[1]):
+        if memo[i, r] == b:
+            return r
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _mru_push(memo, i, b):  # pragma: no cover - compiled
     """Puts row ``b`` first in ``memo[i]`` (the rows that beat original ``i``, most
     recent first): the others move one place down, the last (or ``b``'s old place)
     is dropped."""
-    R = memo.shape[1]
-    j = R - 1
-    for r in range(R):
-        if memo[i, r] == b:
-            j = r
-            break
+    j = _memo_place(memo, i, b)
+    if j < 0:
+        j = memo.shape[1] - 1
     for r in range(j, 0, -1):
         memo[i, r] = memo[i, r - 1]
     memo[i, 0] = b
@@ -414,14 +406,7 @@ def dld_filter(W, U, cols, ec, ecT, prev, prevL, prevD, parents, per, cand, out,
         if found < 0 and bound <= tol[i]:
             for t in range(K):
                 b = cand[i, t]
-                if b < 0:
-                    continue
-                tried = False  # among the last beaters, tried first
-                for r in range(memo.shape[1]):
-                    if memo[i, r] == b:
-                        tried = True
-                        break
-                if tried:
+                if b < 0 or _memo_place(memo, i, b) >= 0:  # the last beaters were tried first
                     continue
                 acc2 = _row_distance(Zw, U, i, b, cols)
                 if acc2 < acc:
