@@ -44,7 +44,7 @@ from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
-from .roles import check_declared_missing, load_rda, prepare_dates, release_dates, resolve_request
+from .roles import check_declared_missing, finish_roles, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.mixed import split_plan
 from .protection.run import REPORT_SCHEMA_VERSION, protect_run
 from .protection.table import check_id_column, check_keys, single_plan
@@ -154,12 +154,14 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if read.decimal == "," and table.delimiter == ",":
         raise InvalidParameterError("with --decimal , the CSV delimiter cannot be ','; use ';'")
     # every column's role: options and plan, then the file's metadata and the .rda (refuses to guess)
-    table, req, coded = resolve_request(table, req, rda)
+    table, req, coded, roles = resolve_request(table, req, rda, req.metadata)
     run = req.run
     default_selection = plan is None and req.columns is None
     if plan is None:
         plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
                            drop=req.drop, passthrough=req.passthrough, roles=req.roles)
+    # every column held against its evidence, whatever was declared (exit code 3 before any work)
+    table, coded, coverage = finish_roles(table, req, plan, roles, coded)
     if rda is not None:
         check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_id_column(table.columns, plan, req.id_column)
@@ -169,6 +171,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     result, rep = protect_run(
         table, plan, req, output=None if out_path is None else out_path.name, started=t0,
         named=[req.id_column] if req.id_column else [], default_selection=default_selection,
+        coverage=coverage,
     )
     if req.evaluate_risk:
         from .evaluation import evaluate_protected  # the measures: loaded only when asked for

@@ -38,7 +38,7 @@ from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.run import protect_run
 from .protection.table import check_keys, single_plan
-from .roles import check_declared_missing, load_rda, resolve_request
+from .roles import check_declared_missing, finish_roles, load_rda, resolve_request
 from .methods import get_method
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 
@@ -127,7 +127,7 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     request = ProtectRequest.build(k=k, regenerate_ids=options.get("id_column") is not None, **options)
     # every column's role, as sdc protect decides it (a default run refuses to guess)
     rda = load_rda(request.metadata) if request.metadata is not None else None
-    table, request, coded = resolve_request(table, request, rda)
+    table, request, coded, roles = resolve_request(table, request, rda, request.metadata)
     plan, columns, passthrough, run = request.plan, request.columns, request.passthrough, request.run
     plan_given = plan
     if plan is not None:  # without --columns (the request says so)
@@ -136,11 +136,14 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     else:
         plan = single_plan(table, k=k, method=request.method, params=request.params, columns=columns,
                            drop=request.drop, passthrough=passthrough, roles=request.roles)
+    # every column held against its evidence, whatever was declared (before any work)
+    table, coded, coverage = finish_roles(table, request, plan, roles, coded)
     if rda is not None:
         check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_keys(table.columns, plan, run.keys, run.strata)
     # checks id_column too, and that nothing unnamed is a number in disguise
-    result, rep = protect_run(table, plan, request, started=t0, default_selection=plan_given is None and columns is None)
+    result, rep = protect_run(table, plan, request, started=t0, default_selection=plan_given is None and columns is None,
+                              coverage=coverage)
     if request.evaluate_risk:
         rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
     if coded:

@@ -400,6 +400,9 @@ class ProtectRequest(_Request):
               "are declared missing (never averaged). The file's own metadata and the options come first.")
     id_column: str | None = opt(None, "Identifier column (pass-through), for --regenerate-ids.")
     regenerate_ids: bool = opt(False, "Replace --id-column with fresh random ids (seeded permutation of 1..n).")
+    allow_unique_keys: bool = opt(
+        False, "Accept a categorical/ordinal key that is unique per record (by default refused, exit 3: such a "
+               "column is an identifier, and grouping on it releases each group's mode of ids).")
     evaluate_risk: bool = opt(
         False, "Add the full risk section of sdc evaluate to the report and summary: DLD, PLD, ID, k', DR "
                "and score over the intruder scenarios (1G, 2G... by blocks touched).")

@@ -111,6 +111,7 @@ def methods_text() -> str:
 @field_option(R, "categorical", "--categorical", metavar="COL[,COL]")
 @field_option(R, "ordinal", "--ordinal", metavar="COL[,COL]")
 @field_option(R, "metadata", "--metadata", metavar="FILE.rda")
+@field_option(R, "allow_unique_keys", "--allow-unique-keys", is_flag=True)
 @field_option(R, "mixed_weights", "--mixed-weights", metavar="ROLE=W[,ROLE=W]")
 @field_option(R, "evaluate_risk", "--evaluate", "evaluate_risk", is_flag=True)
 @field_option(R, "bound", "--bound/--no-bound", "bound", default=BOUND_FLAG[default(R, "bound")])

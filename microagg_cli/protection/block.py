@@ -184,7 +184,10 @@ def protect_array(
     achieved k' is reported instead.
 
     NaN cells are accepted only for ``mdav`` (available-case distances, see
-    :func:`microagg_cli.survey.mdav_available`); they stay missing in the output.
+    :func:`microagg_cli.survey.mdav_available`); they stay missing in the output, and
+    a cell missing in any record of a group is blanked in every record of the group
+    (``stats["missing_blanked"]`` counts them per column), so that each group releases
+    one row and k holds on the released rows, missing cells included.
     """
     spec = get_method(method)
     stat = check_stat(stat)
@@ -277,20 +280,20 @@ def protect_array(
             Xp = Xp * scale + mean
         if Xp.shape != (n, p) or not np.isfinite(Xp).all():
             raise PrivacyCheckError(f"block {name!r}: method returned invalid values")
-    # The privacy invariant, on what will be written.
+    blanked: dict[str, int] = {}
     if spec.output == "labels" and has_missing:
-        # Missing cells stay missing; every observed value of a group must be its
-        # group's single value, so records are indistinguishable on shared attributes.
-        for j in range(p):
-            col = Xp[:, j]
-            ok = ~np.isnan(col)
-            lo = np.full(int(labels.max()) + 1, np.inf)
-            hi = np.full(int(labels.max()) + 1, -np.inf)
-            np.minimum.at(lo, labels[ok], col[ok])
-            np.maximum.at(hi, labels[ok], col[ok])
-            if (lo[np.isfinite(lo)] != hi[np.isfinite(hi)]).any():
-                raise PrivacyCheckError(f"block {name!r}: group values differ in column {columns[j]!r}")
-    elif spec.output == "labels":
+        # A group releases one row: a cell missing in any of its records is blanked in all of
+        # them, so that the missing pattern does not tell the records apart (k holds on the
+        # released rows, missing cells included).
+        miss = np.isnan(X)
+        in_group = np.zeros((int(labels.max()) + 1, p), dtype=bool)
+        np.logical_or.at(in_group, labels, miss)
+        blank = in_group[labels] & ~miss
+        if blank.any():
+            Xp[blank] = np.nan
+            blanked = {columns[j]: int(blank[:, j].sum()) for j in range(p) if blank[:, j].any()}
+    # The privacy invariant, on what will be written.
+    if spec.output == "labels":
         classes = row_classes(Xp)
         sizes = classes[0]
         if sizes.min() < k:
@@ -317,6 +320,7 @@ def protect_array(
     )
     if has_missing:
         stats["missing_cells"] = int(np.isnan(X).sum())
+        stats["missing_blanked"] = blanked
     if values_k:
         stats["k_counts"] = "values"
         log.warning(

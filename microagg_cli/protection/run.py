@@ -29,7 +29,7 @@ from ..request import ProtectRequest
 from .table import ProtectResult, check_id_column, protect_table
 
 __all__ = ["REPORT_SCHEMA_VERSION", "HYGIENE_KEY", "output_hygiene", "shuffled_pairing", "method_entry",
-           "build_report", "protect_run"]
+           "build_report", "privacy_check", "protect_run"]
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
 REPORT_SCHEMA_VERSION = "1.4"
@@ -128,15 +128,35 @@ def build_report(
                     **({"categorical": list(request.run.categorical or []),
                         "ordinal": list(request.run.ordinal or [])} if mixed_keys else {})},
         "parameters": request.parameters(plan, stat=request.run.stat, **parameters),
-        "privacy_check": {
-            "passed": True,
-            "rule": "every class of identical protected rows in each block has at least k records",
-        },
+        "privacy_check": privacy_check(result),
         "blocks": blocks,
         "overall": dict(result.overall),
         "timing": {"seconds": seconds},
     }
 
+
+
+def privacy_check(result: ProtectResult) -> dict[str, Any]:
+    """The report's ``privacy_check``, computed from what is released: ``passed`` when, in
+    every block whose k counts records, the classes of identical released rows (the
+    protected values, with the strata and keys when there are any: ``k_released``) hold
+    at least k records. A run that fails it writes nothing, so a written report says
+    ``passed``; the figures behind it are in each block (``k_min``, ``k_released``)."""
+    blocks = []
+    passed = True
+    for r in result.blocks:
+        if r.stats.get("k_counts") == "values":
+            continue
+        rel = r.stats.get("k_released") or {}
+        k_min = rel.get("k_min", r.stats.get("k_min"))
+        ok = k_min is not None and k_min >= r.block.k
+        passed &= ok
+        blocks.append({"block": r.block.name, "k": r.block.k, "k_min": k_min,
+                       "columns": rel.get("columns", list(r.block.columns)), "passed": ok})
+    return {"passed": bool(passed),
+            "rule": "every class of identical released rows (protected values, strata and keys) in each block "
+                    "has at least k records",
+            "blocks": blocks}
 
 
 def protect_run(
@@ -149,6 +169,7 @@ def protect_run(
     progress: Callable[[int], None] | None = None,
     named: tuple[str, ...] | list[str] = (),
     default_selection: bool = False,
+    coverage: dict[str, Any] | None = None,
 ) -> tuple[ProtectResult, dict[str, Any]]:
     """Protect ``table`` in memory and build its report: what ``sdc protect`` does between
     reading and writing (:func:`protect_table`, output hygiene, :func:`build_report`).
@@ -185,5 +206,15 @@ def protect_run(
         rep["parameters"].update(categorical=list(run.categorical or []), ordinal=list(run.ordinal or []),
                                  mixed_weights=mixed_weights(run.mixed_weights))
     rep["output_hygiene"] = hygiene
+    if coverage is not None:  # which columns the k check covered, and which pass through unchecked
+        rep["privacy_check"]["covered"] = list(coverage["covered"])
+        rep["privacy_check"]["not_covered"] = list(coverage["not_covered"])
+    if not rep["privacy_check"]["passed"]:
+        from ..errors import PrivacyCheckError
+
+        bad = [b for b in rep["privacy_check"]["blocks"] if not b["passed"]]
+        raise PrivacyCheckError(
+            "; ".join(f"block {b['block']!r}: released classes of {b['k_min']} record(s), fewer than k={b['k']}"
+                      for b in bad) + "; nothing was written")
     result.report = rep
     return result, rep

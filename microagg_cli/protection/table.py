@@ -301,6 +301,10 @@ def protect_blocks(
             "policy": missing,
             "missing_cells": missing_cells,
             "records_not_grouped": int((~grouped).sum()),
+            # --missing available: cells blanked so that each group releases one row (per column)
+            "cells_blanked": {c: sum(r.stats.get("missing_blanked", {}).get(c, 0) for r in stratum_results)
+                              for c in block.columns
+                              if any(r.stats.get("missing_blanked", {}).get(c) for r in stratum_results)},
             "records_suppressed": int(sum(all_strata.members[all_strata.keys.index(key)].size
                                           for key in resolved.suppressed)),
         }

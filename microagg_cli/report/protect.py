@@ -49,14 +49,22 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
         if miss.get("missing_cells"):
             console.print(f"{b['name']}: {miss['missing_cells']} missing cell(s), policy {miss['policy']}; "
                           f"{miss['records_not_grouped']} record(s) not grouped", markup=False)
+            if miss.get("cells_blanked"):
+                console.print(f"{b['name']}: blanked so that each group releases one row (k on missing cells too): "
+                              + ", ".join(f"{c} {n}" for c, n in miss["cells_blanked"].items()), markup=False)
     cols = rep["columns"]
+    check = rep.get("privacy_check", {})
+    verdict = "k-check passed" if check.get("passed") else "k-check FAILED"
     console.print(f"{rep['input']['rows']} rows; protected {len(cols['protected'])}, "
-                  f"dropped {len(cols['dropped'])} column(s); k-check passed.")
+                  f"dropped {len(cols['dropped'])} column(s); {verdict}.")
+    if check.get("covered") is not None:
+        console.print(f"k checked on the released: {', '.join(check['covered']) or 'none'}", markup=False)
     keys = cols.get("categorical", []) + cols.get("ordinal", [])
     if keys:
         console.print(f"released as each group's mode / median category: {', '.join(keys)}", markup=False)
     passed = cols["passthrough"]
-    console.print(f"passed through unchanged: {', '.join(passed) if passed else 'none'}", markup=False)
+    console.print(f"passed through unchanged{' (not covered by the k check)' if passed else ''}: "
+                  f"{', '.join(passed) if passed else 'none'}", markup=False)
     hygiene = rep.get("output_hygiene") or {}
     if hygiene.get("rows_shuffled"):
         if hygiene.get("evaluate_with"):

@@ -41,6 +41,7 @@ shows), :mod:`.resolve` (the roles of a run), :mod:`.propose` (``sdc roles``),
 
 from __future__ import annotations
 
+from .check import RoleContext, check_roles, finish_roles
 from .dates import DateColumn, prepare_dates, release_dates
 from .evidence import (
     CODE_MAX_DISTINCT,
@@ -53,6 +54,8 @@ from .evidence import (
     declared_roles,
     file_declarations,
     name_hint,
+    release_suspect,
+    strong_name_hint,
 )
 from .propose import ROLES_SCHEMA_VERSION, propose_roles, roles_to_dict, roles_to_toml
 from .rda import RdaMetadata, RdaVariable, load_rda, parse_rda
@@ -90,6 +93,11 @@ __all__ = [
     "propose_roles",
     "roles_to_toml",
     "roles_to_dict",
+    "RoleContext",
+    "check_roles",
+    "finish_roles",
+    "release_suspect",
+    "strong_name_hint",
     "DateColumn",
     "prepare_dates",
     "release_dates",

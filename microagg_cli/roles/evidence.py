@@ -12,7 +12,8 @@ import numpy as np
 from .rda import RdaMetadata, match_names
 
 __all__ = ["ROLES", "MIN_VALUES", "CODE_MAX_DISTINCT", "CODE_MIN_REPEATS", "Evidence", "date_format", "name_hint",
-           "family_of", "is_temporal", "iso_dates", "file_declarations", "declared_roles", "column_evidence"]
+           "family_of", "is_temporal", "iso_dates", "file_declarations", "declared_roles", "column_evidence",
+           "strong_name_hint", "release_suspect", "NEAR_UNIQUE"]
 
 #: The roles, in the order a roles file lists them.
 ROLES = ("continuous", "categorical", "ordinal", "weight", "stratum", "identifier", "passthrough")
@@ -75,9 +76,40 @@ def _tokens_of(name: str) -> list[str]:
     return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
 
 
+#: Endings of a word that mark an identifier inside it (``PERSONID``, ``HHNR``, ``CASENUM``),
+#: and the common words that end so without being one.
+_ID_ENDINGS = ("id", "nr", "nbr", "num", "no")
+_NOT_ID_WORDS = {"paid", "valid", "invalid", "said", "void", "avoid", "rapid", "fluid", "solid", "acid", "humid",
+                 "hybrid", "grid", "liquid", "lucid", "vivid", "arid", "squid", "amid", "android", "covid",
+                 "casino", "volcano", "piano", "domino", "albino", "merino", "aluminum", "platinum", "inferno"}
+#: Words of code columns, matched inside longer words too (``OCCUCODE``, ``REGCODE``, ``ISCO08``).
+_CODE_STEMS = ("code", "isco", "nace", "region", "regio", "province", "district", "county", "municip",
+               "occup", "industr", "marital", "educ", "nationalit", "religion", "ethnic", "country")
+_CODE_PREFIXES = ("reg", "occ")
+
+
 def name_hint(name: str) -> str | None:
-    """``"weight"``, ``"identifier"`` or ``"code"`` when the column's name says so (by its
-    words: ``sampling_weight``, ``hh_id``, ``regionCode``; ``AFNLWGT`` is one word)."""
+    """``"weight"``, ``"identifier"`` or ``"code"`` when the column's name says so: by its
+    words (``sampling_weight``, ``hh_id``, ``regionCode``) and inside a word by common
+    agency spellings (``HHWGT``, ``PERSONID``, ``HHNR``, ``OCCUCODE``, ``REG``). A hint
+    found only inside a word is weak: :func:`column_evidence` needs the values to agree
+    (:func:`strong_name_hint` tells which)."""
+    strong = strong_name_hint(name)
+    if strong is not None:
+        return strong
+    toks = _tokens_of(name)
+    if any(("wgt" in t or "wght" in t or "weight" in t) for t in toks):
+        return "weight"
+    if any(t.endswith(_ID_ENDINGS) and t not in _NOT_ID_WORDS and len(t) > 3
+           and not t.endswith(("ratio", "audio", "radio", "video", "portfolio")) for t in toks):
+        return "identifier"
+    if any(any(stem in t for stem in _CODE_STEMS) or (t.startswith(_CODE_PREFIXES) and len(t) <= 6) for t in toks):
+        return "code"
+    return None
+
+
+def strong_name_hint(name: str) -> str | None:
+    """The hint of a column's whole words only (``sampling_weight``, ``hh_id``, ``sex``)."""
     toks = _tokens_of(name)
     if any(t in _WEIGHT_TOKENS or t.endswith(("weight", "weights")) for t in toks):
         return "weight"
@@ -101,6 +133,9 @@ class Evidence:
     integer: bool | None = None
     unique: bool = False
     consecutive: bool = False
+    #: integers: max - min + 1 (how many codes the range could hold)
+    span: int | None = None
+    positive: bool | None = None
     zero_share: float | None = None
     top_share: float | None = None
     value_labels: int = 0
@@ -108,6 +143,8 @@ class Evidence:
     date_unit: str | None = None
     date_format: str | None = None
     name_hint: str | None = None
+    #: the name hint is found inside a word only (``HHWGT``): the values must agree
+    weak_hint: bool = False
     declared: str | None = None
     declared_by: str | None = None
     suspect: str | None = None
@@ -268,7 +305,9 @@ def column_evidence(table: Any, name: str, declared: tuple[str, str, bool] | Non
     from ..statfiles import stat_meta
 
     n = table.n_rows
-    ev = Evidence(name, "other", _storage(table, name), n, name_hint=name_hint(name))
+    hint = name_hint(name)
+    ev = Evidence(name, "other", _storage(table, name), n, name_hint=hint,
+                  weak_hint=hint is not None and strong_name_hint(name) is None)
     if declared is not None:
         ev.declared, ev.declared_by = declared[0], declared[1]
     info: Mapping[str, Any] = {}
@@ -290,10 +329,8 @@ def column_evidence(table: Any, name: str, declared: tuple[str, str, bool] | Non
             if ev.kind == "date":
                 ev.date_unit, ev.date_format = "ISO 8601", "ISO 8601"
             ev.missing = int(np.count_nonzero(nan & ~bad))
-            if ev.kind == "text":
-                import pyarrow.compute as pc
-
-                ev.distinct = int(pc.count_distinct(table.column(name)).as_py())
+            if ev.kind in ("text", "date"):
+                _text_levels(ev, table.column(name))
         elif nan.all():
             ev.kind = "empty"
         else:
@@ -304,10 +341,78 @@ def column_evidence(table: Any, name: str, declared: tuple[str, str, bool] | Non
             ev.integer = bool(np.all(v == np.round(v)))
             ev.unique = ev.distinct == v.size and v.size > 1
             ev.consecutive = bool(ev.integer and ev.distinct > 2 and uniq[-1] - uniq[0] + 1 == uniq.size)
+            if ev.integer and abs(uniq[-1] - uniq[0]) < 2**53:
+                ev.span = int(uniq[-1] - uniq[0]) + 1
+            ev.positive = bool(uniq[0] > 0)
             ev.zero_share = float(np.count_nonzero(v == 0) / v.size)
             ev.top_share = float(counts.max() / v.size)
+    elif ev.date_unit == "type":  # an Arrow date/time: its levels, as for text
+        _text_levels(ev, table.column(name))
     _propose(ev)
     return ev
+
+
+def _text_levels(ev: Evidence, col: Any) -> None:
+    """Distinct values and uniqueness of a text (or date/time) column, dictionaries decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray) and pa.types.is_dictionary(col.type):
+        col = pa.chunked_array([c.dictionary_decode() for c in col.chunks], type=col.type.value_type)
+    ev.distinct = int(pc.count_distinct(col, mode="only_valid").as_py())
+    present = ev.rows - int(col.null_count)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        present -= int(pc.sum(pc.equal(pc.utf8_trim_whitespace(col), "")).as_py() or 0)
+        if ev.distinct and int(pc.sum(pc.equal(pc.utf8_trim_whitespace(col), "")).as_py() or 0):
+            ev.distinct -= 1  # the empty cell is missing, not a level
+    ev.unique = ev.distinct == present and present > 1
+
+
+#: Text or dates with at least this share of distinct values are (nearly) unique per record.
+NEAR_UNIQUE = 0.9
+#: Integers covering at least this share of their range are consecutive codes...
+CONSECUTIVE_SHARE = 0.9
+#: ... when they have more levels than this: ages and years of birth span at most about 120
+#: consecutive integers and are quantities; more consecutive levels, each shared by several
+#: records, are a code list (regions, municipalities, occupations).
+CODE_MANY_LEVELS = 120
+
+
+def _present(ev: Evidence) -> int:
+    return ev.rows - ev.missing
+
+
+def release_suspect(ev: Evidence) -> tuple[str, str] | None:
+    """``("identifier" | "key", why)`` when releasing the column unchanged would release an
+    identifier (unique or nearly unique per record) or a key (a few levels, each shared
+    by several records) in clear; None otherwise (a continuous attribute, a constant,
+    a handful of values: :data:`MIN_VALUES`)."""
+    present = _present(ev)
+    if ev.kind in ("empty", "other") or present < MIN_VALUES or not ev.distinct or ev.distinct < 2:
+        return None
+    if ev.kind == "numeric":
+        if ev.suspect == "identifier":
+            return "identifier", _why_numeric(ev)
+        if ev.suspect == "code":
+            return "key", _why_numeric(ev)
+        return None
+    what = "text" if ev.kind == "text" else "dates"
+    if ev.unique or ev.distinct >= NEAR_UNIQUE * present:
+        return "identifier", f"{what}, {ev.distinct} distinct values in {present} records" + (
+            " (unique per record)" if ev.unique else "")
+    if ev.kind == "text" or ev.distinct * CODE_MIN_REPEATS <= present and ev.distinct <= CODE_MAX_DISTINCT:
+        share = ev.distinct / present
+        if ev.kind == "text" and share >= 0.5:
+            return "identifier", f"text, {ev.distinct} distinct values in {present} records"
+        return "key", f"{what} with {ev.distinct} levels in {present} records"
+    return None
+
+
+def _why_numeric(ev: Evidence) -> str:
+    why = "; ".join(ev.reasons) if ev.reasons else str(ev.suspect)
+    if ev.distinct is not None and ev.suspect != "identifier" and "distinct" not in why:
+        why += f", {ev.distinct} distinct values"
+    return why
 
 
 def _propose(ev: Evidence) -> None:
@@ -320,25 +425,48 @@ def _propose(ev: Evidence) -> None:
                           "release dates of its own unit")
         return
     if ev.kind == "numeric":
-        enough = ev.rows - ev.missing >= MIN_VALUES
-        codes = enough and (ev.integer and ev.distinct is not None and 1 < ev.distinct <= CODE_MAX_DISTINCT
-                 and ev.distinct * CODE_MIN_REPEATS <= ev.rows - ev.missing)
-        if hint == "weight":
+        present = _present(ev)
+        enough = present >= MIN_VALUES
+        distinct = ev.distinct or 0
+        weak = ev.weak_hint
+        codes = enough and (ev.integer and 1 < distinct <= CODE_MAX_DISTINCT
+                            and distinct * CODE_MIN_REPEATS <= present)
+        span_share = 0.0
+        if ev.integer and ev.span:
+            span_share = distinct / ev.span
+        # many integer values covering their range, each repeated: codes numbered 1..m (regions)
+        many_codes = enough and ev.integer and distinct > CODE_MANY_LEVELS and span_share >= CONSECUTIVE_SHARE \
+            and distinct * 2 <= present
+        # a code-like name on repeated integers (OCCUCODE, COMPCODE)
+        named_codes = enough and hint == "code" and ev.integer and 1 < distinct and distinct * 2 <= present
+        # weights: repeated positive values (design weights are shared by the records of a stratum)
+        weight_values = bool(ev.positive) and distinct * 2 <= present
+        if hint == "weight" and (not weak or weight_values):
             ev.suspect = "weight"
-            ev.reasons.append("weight-like name")
+            ev.reasons.append("weight-like name" + (" and repeated positive values" if weak else ""))
         elif enough and ev.consecutive and (ev.unique or hint == "identifier"):
             ev.suspect = "identifier"
             ev.reasons.append("consecutive integers" + (", unique per record" if ev.unique else "")
                               + (", identifier-like name" if hint == "identifier" else ""))
-        elif hint == "identifier" and ev.integer and (ev.unique or (ev.distinct or 0) > CODE_MAX_DISTINCT):
+        elif hint == "identifier" and ev.integer and (ev.unique or distinct > CODE_MAX_DISTINCT) \
+                and (not weak or ev.unique or span_share >= CONSECUTIVE_SHARE):
             ev.suspect = "identifier"
             ev.reasons.append("identifier-like name, integers" + (", unique per record" if ev.unique else ""))
         elif codes:
             ev.suspect = "code"
             ev.reasons.append("integer codes" + (", code-like name" if hint == "code" else ""))
+        elif many_codes:
+            ev.suspect = "code"
+            ev.reasons.append(f"{distinct} consecutive integer values, each in {present / distinct:.1f} records "
+                              "on average" + (", code-like name" if hint == "code" else ""))
+        elif named_codes:
+            ev.suspect = "code"
+            ev.reasons.append(f"code-like name, integers repeated ({distinct} distinct values)")
     if ev.declared is not None:
         ev.proposed = ev.declared
-        agrees = {"weight": "weight", "identifier": "identifier", "code": ev.declared}.get(ev.suspect or "")
+        agrees = {"weight": "weight", "identifier": "identifier",
+                  "code": ev.declared if ev.declared in ("categorical", "ordinal", "stratum") else "categorical",
+                  }.get(ev.suspect or "")
         if agrees in (ev.declared, None):
             ev.reasons.clear()  # the values say what the declaration says
         else:
@@ -346,12 +474,16 @@ def _propose(ev: Evidence) -> None:
         return
     ev.proposed = {"weight": "weight", "identifier": "identifier", "code": "categorical"}.get(
         ev.suspect or "", "continuous" if ev.kind == "numeric" else "passthrough")
-    if ev.kind == "text" and ev.distinct is not None and 1 < ev.distinct <= CODE_MAX_DISTINCT \
-            and ev.distinct * CODE_MIN_REPEATS <= ev.rows:
+    released = release_suspect(ev) if ev.kind in ("text", "date") else None
+    if ev.kind == "text" and released is not None and released[0] == "key":
         ev.proposed = "categorical"
-        ev.reasons.append(f"text with {ev.distinct} distinct values")
+        ev.reasons.append(released[1])
+    elif ev.kind == "text" and released is not None:
+        ev.proposed = "identifier"
+        ev.reasons.append(released[1] + ": an identifier, dropped")
     elif ev.kind in ("text", "empty", "other") and not ev.reasons:
         ev.reasons.append("not numeric: released unchanged")
+
 
 def declared_roles(table: Any, rda: RdaMetadata | None) -> dict[str, tuple[str, str]]:
     """``{column: (role, by what)}`` from the file's metadata, then the ``.rda`` file."""

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, InvalidParameterError
-from .evidence import Evidence, column_evidence, declared_roles, file_declarations, is_temporal
+from .evidence import Evidence, column_evidence, declared_roles, file_declarations
+from .check import RoleContext, shown_path
 from .rda import RdaMetadata, match_names
 
 __all__ = ["explicit_roles", "resolve_default", "check_streamed_default", "apply_missing_codes",
@@ -91,32 +92,32 @@ def explicit_roles(request: Any, plan: Any = None) -> dict[str, tuple[str, str]]
 
 
 def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) -> dict[str, Any]:
-    """The roles of a default run (no ``--columns``, ``--categorical``, ``--ordinal`` or
-    plan): what the file and ``rda`` declare fills what the command line left open.
+    """The roles the file and ``rda`` declare, filling what the command line left open
+    (a run without ``--columns`` or a plan: the file then says which columns are keys
+    and which is the weight).
 
-    Returns the request fields to change (``categorical``, ``ordinal``, ``weights``;
-    empty when nothing is declared, so that an all-continuous file runs exactly as
-    before).
+    Returns the request fields to change (``categorical``, ``ordinal``, ``weights``,
+    ``passthrough``; empty when nothing is declared, so that an all-continuous file runs
+    exactly as before). What the values say is checked later, on every run, by
+    :func:`microagg_cli.roles.check.check_roles`.
 
     Raises
     ------
-    DataError : before any work (exit code 3), when a numeric column without a role
-        looks like a code, a weight, an identifier or a date; the message names each
-        such column with its evidence, and ``sdc roles``.
     InvalidParameterError : two weights declared and none chosen with ``--weights``.
     """
     explicit = explicit_roles(request)
     declared = {c: rd for c, rd in declared_roles(table, rda).items() if c not in explicit}
+    run = request.run
     changes: dict[str, Any] = {}
     cats = [c for c in table.columns if declared.get(c, ("",))[0] == "categorical"]
     ords = [c for c in table.columns if declared.get(c, ("",))[0] == "ordinal"]
     weights = [c for c in table.columns if declared.get(c, ("",))[0] == "weight"]
     if cats:
-        changes["categorical"] = cats
+        changes["categorical"] = list(run.categorical or []) + cats
     if ords:
-        changes["ordinal"] = ords
+        changes["ordinal"] = list(run.ordinal or []) + ords
     if weights:
-        if request.run.weights is None:
+        if run.weights is None:
             if len(weights) > 1:
                 raise InvalidParameterError(
                     "two weights are declared (" + ", ".join(f"{c!r} by {declared[c][1]}" for c in weights)
@@ -124,34 +125,6 @@ def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) ->
             changes["weights"] = weights[0]
         else:  # another weight was chosen: the declared one is released as it is, never averaged
             changes["passthrough"] = list(request.passthrough or []) + weights
-    exempt = set(explicit) | set(cats) | set(ords) | set(weights)
-    suspects: list[Evidence] = []
-    for c in table.columns:
-        if c in exempt:
-            continue
-        role = declared.get(c, (None,))[0]
-        if role == "continuous":
-            ev = column_evidence(table, c, (role, declared[c][1]))
-            if ev.kind == "date":
-                suspects.append(ev)
-            continue
-        if role == "identifier":
-            ev = column_evidence(table, c, (role, declared[c][1]))
-            ev.suspect = "identifier"
-            ev.reasons = [f"declared an identifier by {declared[c][1]}"]
-            suspects.append(ev)
-            continue
-        if role == "passthrough":
-            continue
-        ev = column_evidence(table, c)
-        if ev.kind == "date" and is_temporal(table, c):
-            continue  # an Arrow date/time is not a number: released unchanged, as before
-        if ev.kind == "date" and table.fmt == "csv":
-            continue  # ISO dates in text: released unchanged, as before
-        if ev.suspect is not None and ev.kind in ("numeric", "date"):
-            suspects.append(ev)
-    if suspects:
-        raise _refusal(suspects, table)
     return changes
 
 
@@ -193,10 +166,6 @@ def _why(e: Evidence) -> str:
     elif e.distinct is not None and e.suspect != "identifier":
         why += f", {e.distinct} distinct value{'s' if e.distinct != 1 else ''}"
     return why
-
-
-def shown_path(table: Any) -> str:
-    return shlex.quote(str(table.path)) if table.path is not None else "INPUT"
 
 
 def apply_missing_codes(table: Any, rda: RdaMetadata, columns: Sequence[str]) -> tuple[Any, dict[str, Any]]:
@@ -276,36 +245,42 @@ def _merge_plan_roles(request: Any, plan: Any) -> Any:
     return request.replace(**changes)
 
 
-def resolve_request(table: Any, request: Any, rda: RdaMetadata | None = None) -> tuple[Any, Any, dict[str, Any]]:
+def resolve_request(table: Any, request: Any, rda: RdaMetadata | None = None,
+                    metadata: str | None = None) -> tuple[Any, Any, dict[str, Any], RoleContext]:
     """Every column's role for ``sdc protect``, turned into the request's fields.
 
     The command line and the plan first (a column given two roles: exit code 2); then,
-    in a default run (no ``--columns``, ``--categorical``, ``--ordinal`` or plan), what
-    the file and the ``.rda`` declare, and a refusal (exit code 3) when a numeric column
-    without a role does not look continuous (:func:`resolve_default`). The ``.rda``'s
-    missing codes are made missing in every column that is grouped or used
+    in a run without ``--columns`` or a plan, what the file and the ``.rda`` declare
+    fills the roles left open (:func:`resolve_default`). The ``.rda``'s missing codes
+    are made missing in every column that is grouped or used
     (:func:`apply_missing_codes`; passed-through, dropped and key columns are released
-    as they are).
+    as they are). What the values say is checked once the plan is built
+    (:func:`microagg_cli.roles.check.check_roles`, given the returned context).
 
-    Returns ``(table, request, declared_missing)``.
+    Returns ``(table, request, declared_missing, context)``.
     """
     plan = request.plan
-    explicit_roles(request, plan)
+    named = explicit_roles(request, plan)
+    declared = declared_roles(table, rda)
     request = _merge_plan_roles(request, plan)
-    run = request.run
-    if plan is None and request.columns is None and not run.categorical and not run.ordinal:
+    if plan is None and request.columns is None:
         changes = resolve_default(table, request, rda)
         if changes:
             request = request.replace(**changes)
     counts: dict[str, Any] = {}
     if rda is not None:
+        run = request.run
         keep = set(request.passthrough or []) | set(request.drop or []) | set(run.keys or [])
         if plan is not None:
             keep |= set(plan.passthrough) | set(plan.drop)
         if request.id_column:
             keep.add(request.id_column)
+        original = table
         table, counts = apply_missing_codes(table, rda, [c for c in table.columns if c not in keep])
-    return table, request, counts
+    else:
+        original = table
+    return table, request, counts, RoleContext(named, {c: (r, by) for c, (r, by) in declared.items()},
+                                               None if metadata is None else str(metadata), original)
 
 
 def check_declared_missing(counts: Mapping[str, Any], protected: Sequence[str], missing: str, source: str) -> None:

@@ -32,6 +32,7 @@ from microagg_cli.roles import (
     parse_rda,
     propose_roles,
     resolve_default,
+    strong_name_hint,
     roles_to_toml,
 )
 
@@ -180,7 +181,11 @@ def test_metadata_file_errors_exit_3(tmp_path):
 def test_name_hints():
     assert name_hint("sampling_weight") == name_hint("household_weights") == name_hint("PWGT") == "weight"
     assert name_hint("hhWeight") == name_hint("wgt") == "weight"
-    assert name_hint("AFNLWGT") is None  # one word: census's column is an attribute here
+    # inside a word: a weak hint, which the values must support (census's AFNLWGT is unique per record)
+    assert name_hint("AFNLWGT") == "weight" and strong_name_hint("AFNLWGT") is None
+    assert name_hint("OCCUCODE") == name_hint("COMPCODE") == name_hint("REG") == "code"
+    assert name_hint("PERSONID") == name_hint("HHNR") == name_hint("CASENUM") == "identifier"
+    assert strong_name_hint("OCCUCODE") is None
     assert name_hint("ori_hid") == name_hint("person_id") == name_hint("ID") == name_hint("hhid") == "identifier"
     assert name_hint("regionCode") == name_hint("sex") == "code"
     assert name_hint("income") is name_hint("width") is name_hint("valid") is None
@@ -192,7 +197,8 @@ def test_no_false_alarm_on_continuous_files(path):
     for c in table.columns:
         ev = column_evidence(table, c)
         assert ev.suspect is None or ev.kind != "numeric", (c, ev.reasons)
-        assert ev.proposed in ("continuous", "passthrough")
+        # water's day label is text unique per record: an identifier, never released by accident
+        assert ev.proposed in ("continuous", "passthrough") or (ev.kind == "text" and ev.proposed == "identifier")
 
 
 def test_household_evidence_by_hand():
@@ -282,8 +288,15 @@ def test_default_run_refusal_in_protect_frame():
         assert f"{c} (" in msg
     for c in ("age", "income", "visits"):
         assert f"{c} (" not in msg
-    out, rep = protect_frame(df, 3, columns=["age", "income", "visits"])  # explicit: no judgement
+    with pytest.raises(DataError) as exc:  # the protected columns named; the others would go out as they are
+        protect_frame(df, 3, columns=["age", "income", "visits"])
+    msg = str(exc.value)
+    assert "would be released unchanged: person (" in msg and "--drop person" in msg
+    assert "region (" in msg and "sex (" in msg and "--categorical region,sex" in msg and "pweight (" not in msg
+    out, rep = protect_frame(df, 3, columns=["age", "income", "visits"], drop=["person"],
+                             passthrough=["region", "sex"])  # explicit: no judgement
     assert rep["blocks"][0]["columns"] == ["age", "income", "visits"]
+    assert rep["privacy_check"]["not_covered"] == ["region", "sex", "pweight"]
 
 
 def test_contradictory_roles_exit_2(tmp_path):
@@ -325,9 +338,10 @@ def test_stata_value_labels_are_categorical_and_missing_labels_are_not():
     declared = file_declarations(table)
     assert {c for c, (r, _b, _s) in declared.items() if r == "categorical"} == set(CODES)
     assert "income" not in declared  # its labels name the declared missing codes .a/.b only
-    with pytest.raises(DataError) as exc:  # no weight variable in .dta: the weights are undeclared
-        resolve_default(table, ProtectRequest.build(k=3))
-    assert "sampling_weight (" in str(exc.value) and "urbrur (" not in str(exc.value)
+    res = run_cli("protect", SAMPLE / "household.dta", "-o", "unused.csv", "-k", 3)
+    assert res.exit_code == 3  # no weight variable in .dta: the weights are undeclared
+    line = only_error_line(res)
+    assert "sampling_weight (" in line and "urbrur (" not in line
 
 
 def test_parquet_categoricals_are_keys(tmp_path):
@@ -352,6 +366,14 @@ def sav_default_run(tmp_path_factory):
     out, rep = folder / "o.sav", folder / "r.json"
     res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "complete", "-q",
                   "-r", rep)
+    # the file's metadata is evidence, not permission: a scale weight and a nominal household id are refused
+    assert res.exit_code == 3
+    line = only_error_line(res)
+    assert "household_weights (its SPSS measure level (scale) says continuous, but the values suggest weight" in line
+    assert "ori_hid (its SPSS measure level (nominal) says categorical, but the values suggest identifier" in line
+    assert "--passthrough household_weights" in line and "--drop ori_hid" in line
+    res = run_cli("protect", SAMPLE / "household.sav", "-o", out, "-k", 3, "--missing", "complete", "-q",
+                  "-r", rep, "--passthrough", "household_weights", "--drop", "ori_hid")  # the advice, followed
     assert res.exit_code == 0, res.stderr
     schemas.validate(json.loads(rep.read_text()))
     return out, rep
@@ -369,7 +391,9 @@ def test_sav_default_run_never_averages_categorical_columns(sav_default_run):
         assert m1.variable_measure[c] == "nominal"
     r = json.loads(rep.read_text())
     assert r["parameters"]["weights"] == "sampling_weight"
-    assert r["blocks"][0]["columns"] == ["age", "expend", "income", "savings", "household_weights"]
+    assert r["blocks"][0]["columns"] == ["age", "expend", "income", "savings"]
+    assert r["privacy_check"]["passed"] and "household_weights" in r["privacy_check"]["not_covered"]
+    assert "ori_hid" not in pyreadstat.read_sav(out)[0].columns
 
 
 def test_sav_default_run_is_k_anonymous_on_every_key(sav_default_run):
@@ -379,7 +403,7 @@ def test_sav_default_run_is_k_anonymous_on_every_key(sav_default_run):
     d1, _m1 = pyreadstat.read_sav(out)
     # the released keys and the protected columns without declared missing codes (a blanked
     # cell would split its group's released rows)
-    keys = CODES + ["ori_hid", "age", "household_weights"]
+    keys = CODES + ["age"]
     sizes = d1[keys].astype(str).value_counts()
     assert sizes.min() >= 3
 
@@ -560,15 +584,18 @@ def test_csv_iso_dates_pass_by_default_and_are_released_as_dates(tmp_path):
     df.loc[3, "born"] = ""
     src, out = tmp_path / "d.csv", tmp_path / "o.csv"
     df.to_csv(src, index=False)
-    assert run_cli("protect", src, "-o", out, "-k", 3, "-q").exit_code == 0
+    res = run_cli("protect", src, "-o", out, "-k", 3, "-q")  # dates unique per record: never released by accident
+    assert res.exit_code == 3 and "born (dates, 39 distinct values" in only_error_line(res)
+    assert run_cli("protect", src, "-o", out, "-k", 3, "-q", "--passthrough", "born,seen").exit_code == 0
     assert pd.read_csv(out, dtype=str, keep_default_na=False)["born"].tolist() == df["born"].tolist()
     assert run_cli("protect", src, "-o", out, "-k", 3, "-q", "-f", "-c", "born,seen,x",
                    "--missing", "available").exit_code == 0
     got = pd.read_csv(out, dtype=str, keep_default_na=False)
-    assert got["born"][3] == ""
-    assert all(len(v) == 10 and v[4] == "-" for v in got["born"].drop(index=3))  # days, not fractions
+    assert got["born"][3] == ""  # and the born of its group, blanked so that the group releases one row
+    assert (got["born"] == "").sum() >= 3
+    assert all(len(v) == 10 and v[4] == "-" for v in got["born"] if v)  # days, not fractions
     assert all(len(v) == 19 and v[10] == " " for v in got["seen"])  # whole seconds, the file's separator
-    days = pd.to_datetime(got["born"].drop(index=3))
+    days = pd.to_datetime(got["born"][got["born"] != ""])
     assert days.nunique() < n - 1 and days.min() >= pd.Timestamp("1950-01-01")
 
 
@@ -581,7 +608,8 @@ def test_parquet_timestamps_released_in_their_type(tmp_path):
                   "x": rng.normal(size=n)})
     src, out = tmp_path / "d.parquet", tmp_path / "o.parquet"
     pq.write_table(t, src)
-    assert run_cli("protect", src, "-o", out, "-k", 3, "-q").exit_code == 0  # dates are not numbers: passed
+    assert run_cli("protect", src, "-o", out, "-k", 3, "-q").exit_code == 3  # unique per record: never by accident
+    assert run_cli("protect", src, "-o", out, "-k", 3, "-q", "--passthrough", "day,d32").exit_code == 0
     assert pq.read_table(out).column("day").equals(t.column("day"))
     assert run_cli("protect", src, "-o", out, "-k", 3, "-q", "-f", "-c", "day,d32,x").exit_code == 0
     got = pq.read_table(out)
