@@ -461,10 +461,16 @@ def roles_request(input: str | Path, request: RolesRequest) -> dict[str, Any]:
     if rda is not None and rda.separator and read.delimiter is None and fmt == "csv":
         read = read.replace(delimiter=rda.separator)
     table = read_table(input, read, fmt=fmt)
+    if rda is not None:
+        from .roles.rda import check_fits
+
+        check_fits(rda, table.columns)
     evidence = propose(table, rda)
     source = table.path.name if table.path is not None else "-"
     doc = roles_to_dict(evidence, file_fingerprint(table))
-    text = roles_to_toml(evidence, source=source, k=r.k)
+    if r.metadata is not None:
+        doc["metadata"] = str(r.metadata)
+    text = roles_to_toml(evidence, source=source, k=r.k, metadata=None if r.metadata is None else str(r.metadata))
     fmt_out = r.fmt
     if out_path is not None and r.fmt is None:
         fmt_out = "json" if out_path.suffix.lower() == ".json" else "toml"

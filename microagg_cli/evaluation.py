@@ -147,6 +147,31 @@ def _columns(
     return names, [("block1", names, None)], info
 
 
+def released_codes(orig: Table, prot: Table, order: np.ndarray | None, *, exclude: Sequence[str] = ()) -> list[str]:
+    """Columns of a default evaluation that are keys, not continuous attributes: code-like in
+    the original (:func:`microagg_cli.roles.column_evidence`), changed, and released as codes
+    of the original only (a group's mode, never a mean)."""
+    from .roles import column_evidence
+
+    out = []
+    prot_numeric = set(numeric_columns(prot))
+    for name in numeric_columns(orig):
+        if name in exclude or name not in prot_numeric:
+            continue
+        if column_evidence(orig, name).suspect != "code":
+            continue
+        a, _ = column_values(orig, name)
+        b, _ = column_values(prot, name)
+        if order is not None:
+            b = b[order]
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        if same.all():
+            continue
+        if np.isin(b[~np.isnan(b)], a[~np.isnan(a)]).all():
+            out.append(name)
+    return out
+
+
 def _partition_based(Xp: np.ndarray, block_pos: list[list[int]], k: int) -> bool:
     """True when, in every block, each class of identical protected rows holds >= k (and >= 2)
     records: the protected file is a k-partition, so LB_NN bounds its IL_SSE."""
@@ -524,6 +549,12 @@ def evaluate_tables(
         raise DataError(f"evaluation needs at least 2 records and 1 column, got {n} record{'' if n == 1 else 's'} "
                         f"and {p} column{'' if p == 1 else 's'}")
     order, matching = pair_records(orig, prot, key=key, pairing_file=request.pairing_file)
+    detected_keys: list[str] = []
+    if columns is None and blocks is None and plan is None and request.categorical is None:
+        # the role evidence of sdc protect: a released code column is a key, scored as one
+        detected_keys = released_codes(orig, prot, order, exclude=key)
+        if detected_keys:
+            request = request.replace(categorical=detected_keys)
     unshared = unshared_columns(orig, prot, exclude=key)
     names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan,
                                        unshared=unshared, exclude=request.categorical or ())
@@ -571,6 +602,12 @@ def evaluate_tables(
         }
     if request.categorical:
         rep["categorical"] = _categorical(orig, prot, order, rows, request, Xp, names)
+        if detected_keys:
+            rep["categorical"]["detected"] = {
+                "columns": detected_keys,
+                "rule": "integer code columns of the original (as sdc roles judges them) whose released values "
+                        "are all codes of the original: scored as categorical keys, not as continuous "
+                        "(name the columns with --columns or --categorical to choose)"}
     rep["gates"] = _gates(rep, gates, gate_on)
     return rep
 

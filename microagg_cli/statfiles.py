@@ -417,8 +417,9 @@ def declared_missing_message(data: Any, name: str) -> str | None:
              "a Stata (.dta) or SAS transport (.xpt) output writes them back as they were, other outputs hold plain "
              "missing values")
     return (f"column {name!r} holds declared missing codes in {rows.size} row(s), the first {what} in row "
-            f"{int(rows[first]) + 1}; they are missing, not numbers: use --missing available (group on the "
-            f"observed values) or --missing complete (leave those records out); {keeps}")
+            f"{int(rows[first]) + 1}; they are missing, not numbers: use --missing complete (leave those records "
+            f"out) or, without --categorical/--ordinal keys, --missing available (group on the observed values); "
+            f"{keeps}")
 
 
 def code_written_back(code: str, out_fmt: str) -> bool:

@@ -241,15 +241,17 @@ class _PlanReader:
         for c in drop:
             if c in passthrough:
                 raise self.fail(f"column {c!r} is both in drop and in passthrough", "passthrough", value=c)
-        if continuous is not None and set(continuous) != set(owner):
-            odd = sorted(set(continuous) ^ set(owner))[0]
+        # keys named in a block are grouped with its continuous columns (mixed microaggregation)
+        grouped_keys = {c for r in ("categorical", "ordinal") for c in roles.get(r, ()) if c in owner}
+        if continuous is not None and set(continuous) != set(owner) - grouped_keys:
+            odd = sorted(set(continuous) ^ (set(owner) - grouped_keys))[0]
             raise self.fail(f"column {odd!r}: [roles] continuous must list exactly the blocks' columns",
                             "roles", "continuous")
         for role, cols in roles.items():
             for c in cols:
                 other = owner.get(c) and f"block {owner[c]!r}" or ("drop" if c in drop else
                                                                    "passthrough" if c in passthrough else None)
-                if other:
+                if other and not (c in grouped_keys and role in ("categorical", "ordinal")):
                     raise self.fail(f"column {c!r} is given two roles: {role} and {other}", "roles", role, value=c)
         if default_k is not None and not used_cli_k:
             log.warning("-k %d is not used: the plan gives every block its k", default_k)

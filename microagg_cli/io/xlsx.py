@@ -89,4 +89,4 @@ def read_xlsx(raw: bytes, name: str) -> Any:
     if not data:
         raise DataError(f"{name}: the first worksheet has a header but no data rows")
     columns = [pa.array([r[j] if j < len(r) else "" for r in data], type=pa.string()) for j in range(width)]
-    return pa.table(columns, names=[h.strip() for h in header])
+    return pa.table(columns, names=list(header))  # kept exactly, as in a CSV header

@@ -99,7 +99,20 @@ class TableSource:
         return numeric_matrix(self.table, names, allow_missing=allow_missing)
 
     def keys(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        return self.table.pandas_column(name).to_numpy(), missing_mask(self.table, name)
+        """(values, missing mask); an ordered Arrow dictionary (an ordered pandas Categorical)
+        gives each value's rank in the file's own category order, so that an ordinal key
+        keeps that order."""
+        import pyarrow as pa
+
+        table = self.table
+        if table.arrow_backed and table.fmt != "csv":
+            col = table.data.column(name)
+            if pa.types.is_dictionary(col.type) and col.type.ordered:
+                col = col.unify_dictionaries()
+                ranks = pa.chunked_array([c.indices.cast(pa.int64()) for c in col.chunks], type=pa.int64())
+                values = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=object)
+                return values, missing_mask(table, name)
+        return table.pandas_column(name).to_numpy(), missing_mask(table, name)
 
 
 @dataclass

@@ -92,7 +92,8 @@ def _print_statfile(rep: dict[str, Any], console: Any) -> None:
                  for code, c in codes.items()]
         kept = [code_written_back(str(code), out_fmt) for code in codes]
         fate = ("written back as they were" if all(kept) else
-                f"plain missing values in the {out_fmt or 'output'} output, which cannot hold them" if not any(kept)
+                (f"plain missing values in the {out_fmt} output, which cannot hold them" if out_fmt
+                 else "plain missing values in the output, which cannot hold them") if not any(kept)
                 else "written back where the output format holds them, else plain missing values")
         console.print(f"declared missing codes in {col} (read as missing, {fate}): "
                       + ", ".join(parts), markup=False, highlight=False)

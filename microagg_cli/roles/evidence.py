@@ -438,7 +438,8 @@ def _propose(ev: Evidence) -> None:
         many_codes = enough and ev.integer and distinct > CODE_MANY_LEVELS and span_share >= CONSECUTIVE_SHARE \
             and distinct * 2 <= present
         # a code-like name on repeated integers (OCCUCODE, COMPCODE)
-        named_codes = enough and hint == "code" and ev.integer and 1 < distinct and distinct * 2 <= present
+        named_codes = enough and hint == "code" and ev.integer and 1 < distinct and (
+            distinct * 2 <= present if weak else not ev.unique)
         # weights: repeated positive values (design weights are shared by the records of a stratum)
         weight_values = bool(ev.positive) and distinct * 2 <= present
         if hint == "weight" and (not weak or weight_values):

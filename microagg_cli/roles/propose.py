@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any, Mapping, Sequence
 
 from .evidence import ROLES, Evidence, column_evidence, declared_roles
@@ -35,13 +36,17 @@ def _toml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def roles_to_toml(evidence: Sequence[Evidence], *, source: str = "INPUT", k: int | None = None) -> str:
+def roles_to_toml(evidence: Sequence[Evidence], *, source: str = "INPUT", k: int | None = None,
+                  metadata: str | None = None) -> str:
     """A roles file in the plan format (``[roles]``), each column on its own line with a
     comment carrying its evidence; ``sdc protect INPUT --plan FILE -k K`` applies it as it is."""
     lines = [
         f"# sdc roles: roles proposed for {source} from its types, values and metadata.",
         "# Check every line: inference only proposes. Move a column to another role by moving its line.",
-        f"# Apply it with: sdc protect {source} --plan THIS_FILE -k K -o OUTPUT",
+        f"# Apply it with: sdc protect {source}{'' if metadata is None else ' --metadata ' + shlex.quote(metadata)}"
+        " --plan THIS_FILE -k K -o OUTPUT",
+        *([f"# Made with --metadata {metadata}: its declared missing codes apply only when it is given again."]
+          if metadata is not None else []),
         "# Roles: continuous (microaggregated), categorical / ordinal (keys grouped with them, released as",
         "# each group's mode / median), weight (one), stratum, identifier (dropped), passthrough (unchanged).",
         "version = 1",

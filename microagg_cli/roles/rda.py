@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from ..errors import DataError
 
-__all__ = ["RdaVariable", "RdaMetadata", "parse_rda", "load_rda", "match_names"]
+__all__ = ["RdaVariable", "RdaMetadata", "parse_rda", "load_rda", "match_names", "check_fits"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -103,6 +103,10 @@ def parse_rda(text: str, name: str = "<metadata>") -> RdaMetadata:
     def close() -> None:
         if current is not None:
             tags = current["tags"]
+            recodable = "<RECODABLE>" in tags or "<RECODEABLE>" in tags
+            if recodable and "<NUMERIC>" in tags and "<WEIGHT>" not in tags:
+                raise DataError(f"{name}, line {current['line']}: variable {current['name']!r} is both <RECODABLE> "
+                                "(a categorical key) and <NUMERIC> (continuous): keep the one tag of its role")
             role = None
             if "<WEIGHT>" in tags:
                 role = "weight"
@@ -194,7 +198,7 @@ def load_rda(path: str | Path) -> RdaMetadata:
     return parse_rda(text, path.name)
 
 
-def match_names(meta: RdaMetadata, columns: Sequence[str]) -> dict[str, RdaVariable]:
+def match_names(meta: RdaMetadata, columns: Sequence[str], *, warn: bool = True) -> dict[str, RdaVariable]:
     """column -> its variable: the same name, else the same name ignoring case."""
     exact = set(columns)
     lower: dict[str, list[str]] = {}
@@ -206,6 +210,18 @@ def match_names(meta: RdaMetadata, columns: Sequence[str]) -> dict[str, RdaVaria
             out[v.name] = v
         elif len(lower.get(v.name.lower(), [])) == 1:
             out[lower[v.name.lower()][0]] = v
-        else:
+        elif warn:
             log.warning("%s, line %d: variable %r is not a column of the input; ignored", meta.name, v.line, v.name)
     return out
+
+
+def check_fits(meta: RdaMetadata, columns: Sequence[str]) -> None:
+    """Refuse a metadata file that does not describe the input (exit code 3): none of its
+    variables is a column, or the input was read as one column where the ``.rda``
+    describes several (a separator that does not match the data)."""
+    found = match_names(meta, columns, warn=False)
+    if not found or (len(columns) == 1 and len(meta.variables) > 1):
+        sep = f" (its <SEPARATOR> is {meta.separator!r})" if meta.separator else ""
+        raise DataError(f"{meta.name} describes {len(meta.variables)} variable(s), {len(found)} of them columns of the "
+                        f"input, which was read as {len(columns)} column(s){sep}: the metadata does not fit this file "
+                        "(another file's .rda, or a separator that does not match the data: see --delimiter)")

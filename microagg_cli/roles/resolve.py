@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import DataError, InvalidParameterError
 from .evidence import Evidence, column_evidence, declared_roles, file_declarations
 from .check import RoleContext, shown_path
-from .rda import RdaMetadata, match_names
+from .rda import RdaMetadata, check_fits, match_names
 
 __all__ = ["explicit_roles", "resolve_default", "check_streamed_default", "apply_missing_codes",
            "resolve_request", "check_declared_missing", "shown_path"]
@@ -260,6 +260,8 @@ def resolve_request(table: Any, request: Any, rda: RdaMetadata | None = None,
     Returns ``(table, request, declared_missing, context)``.
     """
     plan = request.plan
+    if rda is not None:
+        check_fits(rda, table.columns)
     named = explicit_roles(request, plan)
     declared = declared_roles(table, rda)
     request = _merge_plan_roles(request, plan)
@@ -293,5 +295,6 @@ def check_declared_missing(counts: Mapping[str, Any], protected: Sequence[str], 
             n = sum(v["count"] for v in counts[c].values())
             codes = ", ".join(counts[c])
             raise DataError(f"column {c!r} holds missing codes declared by {source} ({codes}) in {n} row(s); "
-                            "they are missing, not numbers: use --missing available (group on the observed "
-                            "values) or --missing complete (leave those records out)")
+                            "they are missing, not numbers: use --missing complete (leave those records out) "
+                            "or, without --categorical/--ordinal keys, --missing available (group on the observed "
+                            "values)")
