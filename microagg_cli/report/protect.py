@@ -62,7 +62,7 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
     keys = cols.get("categorical", []) + cols.get("ordinal", [])
     if keys:
         console.print(f"released as each group's mode / median category: {', '.join(keys)}", markup=False)
-    passed = cols["passthrough"]
+    passed = check.get("not_covered", cols["passthrough"])
     console.print(f"passed through unchanged{' (not covered by the k check)' if passed else ''}: "
                   f"{', '.join(passed) if passed else 'none'}", markup=False)
     hygiene = rep.get("output_hygiene") or {}

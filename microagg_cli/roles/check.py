@@ -86,7 +86,7 @@ def _numeric_why(ev: Evidence) -> str:
     return why
 
 
-def findings_message(findings: list[Finding], table: Any, metadata: str | None) -> str:
+def findings_message(findings: list[Finding], table: Any, metadata: str | None, *, available: bool = False) -> str:
     """One line: the columns grouped by what would happen to them, each group with the
     option that settles it (every column of the group in one option)."""
     parts = []
@@ -100,6 +100,8 @@ def findings_message(findings: list[Finding], table: Any, metadata: str | None) 
             fix = f"--weights {option_list(names[:1])} --passthrough {option_list(names[1:])} (one sampling weight)"
         else:
             fix = f"{option} {option_list(names)} ({does})"
+        if option == "--categorical" and available:  # keys group complete records only: never a refused hint
+            fix = f"{option} {option_list(names)} with --missing complete ({does})"
         parts.append(f"{_WHAT[action]}: {cols} -> {fix}")
     meta = f" --metadata {metadata}" if metadata else ""
     return (f"{len(findings)} column(s) look like codes, identifiers, weights, keys or dates against the role they "
@@ -183,7 +185,7 @@ def check_roles(table: Any, request: Any, plan: Any, context: RoleContext) -> di
             findings.append(Finding(c, "key", str(ev.suspect), f"{declared[1]} says {declared[0]}, but the values "
                                                                f"suggest {ev.suspect}: {_numeric_why(ev)}"))
     if findings:
-        raise DataError(findings_message(findings, table, context.metadata))
+        raise DataError(findings_message(findings, table, context.metadata, available=run.missing == "available"))
     covered = averaged + keys + list(run.strata or []) + list(run.keys or [])
     not_covered = list(released) + [c for c in (run.weights, request.id_column) if c]
     return {"covered": covered, "not_covered": not_covered,
