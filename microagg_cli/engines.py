@@ -124,7 +124,7 @@ log = logging.getLogger("microagg_cli")
 
 #: Engines that run the parts of a block.
 from .request import ENGINES, ProtectRequest, ReadOptions  # noqa: E402  (defined once there)
-from .roles import check_streamed_default  # noqa: E402
+from .roles import RoleContext, check_roles, column_evidence, explicit_roles, file_declarations  # noqa: E402
 
 #: Rows per batch of the second pass (and per row group of the output).
 BATCH_ROWS = 65_536
@@ -703,16 +703,18 @@ def protect_streaming(
             columns = _default_columns(src, set(drop or []) | set(passthrough or []) | set(roles))
             if not columns:
                 raise DataError("the input has no numeric column to protect; name them with --columns")
-            if not run.categorical and not run.ordinal:  # never averages what is not continuous
-                fmt, delim, dec = ("csv", src.delimiter, src.decimal) if is_csv else ("parquet", ",", ".")
-                check_streamed_default(stand_in, columns,
-                                       lambda name: Table(src.read_column(name), fmt, src.path, delim, dec))
             default_selection = True
         protected, dropped = resolve_columns(stand_in, columns, drop, passthrough)
         plan = BlockPlan.single(protected, method=request.method, k=request.k, params=request.params or {},
                                 drop=tuple(dropped), passthrough=tuple(passthrough or ()))
     check_id_column(src.columns, plan, request.id_column)
     check_keys(src.columns, plan, run.keys, run.strata)
+    # every column held against its evidence, as in memory (one column read at a time)
+    fmt, delim, dec = ("csv", src.delimiter, src.decimal) if is_csv else ("parquet", ",", ".")
+    declared = {c: (r, by) for c, (r, by, _strong) in file_declarations(stand_in).items()}
+    check_roles(stand_in, request, plan, RoleContext(explicit_roles(request, request.plan), declared),
+                evidence_of=lambda name: column_evidence(Table(src.read_column(name), fmt, src.path, delim, dec), name,
+                                                         None))
     if not default_selection:  # nothing released in clear unless named (the default selection checked its own)
         fmt = "csv" if is_csv else "parquet"
         delim, dec = (src.delimiter, src.decimal) if is_csv else (",", ".")

@@ -28,10 +28,13 @@ Where a role comes from, most binding first:
    unless told otherwise.
 
 Inference never decides a role: :func:`propose_roles` (``sdc roles``) proposes one
-per column with its evidence, and :func:`resolve_default` makes the default run (no
-``--columns``, ``--categorical``, ``--ordinal`` or plan) refuse, before any work, when
-an undeclared numeric column looks like a code, a weight, an identifier or a date:
-such a column is never averaged silently.
+per column with its evidence, and :func:`check_roles` holds every column of every run
+against its evidence once the roles are final, whatever was declared: a column about
+to be averaged that looks like a code, a weight, an identifier or a date, a column
+about to be released unchanged that looks like an identifier or a key, and a key that
+is unique per record (or that metadata made a key against its values) are refused
+before any work, each named with the option that settles it. Only a column the user
+named for its role is exempt; file metadata is evidence, never permission.
 
 The package: :mod:`.rda` (mu-ARGUS metadata files), :mod:`.evidence` (what a column
 shows), :mod:`.resolve` (the roles of a run), :mod:`.propose` (``sdc roles``),
@@ -62,7 +65,6 @@ from .rda import RdaMetadata, RdaVariable, load_rda, parse_rda
 from .resolve import (
     apply_missing_codes,
     check_declared_missing,
-    check_streamed_default,
     explicit_roles,
     resolve_default,
     resolve_request,
@@ -87,7 +89,6 @@ __all__ = [
     "explicit_roles",
     "resolve_default",
     "resolve_request",
-    "check_streamed_default",
     "apply_missing_codes",
     "check_declared_missing",
     "propose_roles",

@@ -24,7 +24,7 @@ that disagrees with the values is named as a disagreement).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import DataError
 from ..readings import option_list
@@ -109,7 +109,8 @@ def findings_message(findings: list[Finding], table: Any, metadata: str | None, 
             f"`sdc roles {shown_path(table)}{meta} -o roles.toml`, check it and pass it with --plan")
 
 
-def check_roles(table: Any, request: Any, plan: Any, context: RoleContext) -> dict[str, Any]:
+def check_roles(table: Any, request: Any, plan: Any, context: RoleContext, *,
+                evidence_of: Callable[[str], Evidence] | None = None) -> dict[str, Any]:
     """Hold every column of ``table`` against its evidence before ``plan`` runs.
 
     Returns the coverage of the k check for the report: ``{"covered": [...],
@@ -120,6 +121,9 @@ def check_roles(table: Any, request: Any, plan: Any, context: RoleContext) -> di
     ------
     DataError : one line naming every column that would be averaged, released or keyed
         against its evidence, each with the option that settles it (exit code 3).
+
+    ``evidence_of(name)``: a column's :class:`Evidence` (default: read from ``table``; the
+    streaming path reads one column at a time).
     """
     run = request.run
     keys = list(run.categorical or []) + list(run.ordinal or [])
@@ -133,7 +137,7 @@ def check_roles(table: Any, request: Any, plan: Any, context: RoleContext) -> di
 
     def evidence(c: str) -> Evidence:
         if c not in cache:
-            cache[c] = column_evidence(table, c)
+            cache[c] = column_evidence(table, c) if evidence_of is None else evidence_of(c)
         return cache[c]
 
     present_columns = set(table.columns)

@@ -5,17 +5,16 @@ request's fields."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import DataError, InvalidParameterError
-from .evidence import Evidence, column_evidence, declared_roles, file_declarations
+from .evidence import declared_roles
 from .check import RoleContext, shown_path
 from .rda import RdaMetadata, check_fits, match_names
 
-__all__ = ["explicit_roles", "resolve_default", "check_streamed_default", "apply_missing_codes",
+__all__ = ["explicit_roles", "resolve_default", "apply_missing_codes",
            "resolve_request", "check_declared_missing", "shown_path"]
 
 
@@ -126,46 +125,6 @@ def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) ->
         else:  # another weight was chosen: the declared one is released as it is, never averaged
             changes["passthrough"] = list(request.passthrough or []) + weights
     return changes
-
-
-def _refusal(suspects: Sequence[Evidence], table: Any) -> DataError:
-    what = "; ".join(f"{e.column} ({_why(e)})" for e in suspects)
-    return DataError(
-        f"{len(suspects)} numeric column(s) look like codes, weights, identifiers or dates, not continuous "
-        f"attributes, and would be averaged: {what}. Declare their roles (--categorical, --ordinal, "
-        "--weights, --strata, --drop, --passthrough, or --columns for the ones to protect), or write a "
-        f"roles file with `sdc roles {shown_path(table)} -o roles.toml`, edit it and pass it with --plan")
-
-
-def check_streamed_default(stand_in: Any, columns: Sequence[str], column_table: Any) -> None:
-    """The default run's refusal on the streaming path, one column in memory at a time:
-    ``stand_in`` is a table with the file's schema (no rows), ``column_table(name)`` a
-    table holding that one column. A selected column declared non-continuous by the
-    file's schema (a pandas categorical) or looking like a code, a weight, an identifier
-    or a date is refused (exit code 3), as in memory."""
-    declared = file_declarations(stand_in)
-    suspects: list[Evidence] = []
-    for c in columns:
-        if c in declared and declared[c][0] != "continuous":
-            ev = Evidence(c, "numeric", "declared", 0, declared=declared[c][0], declared_by=declared[c][1])
-            ev.suspect = declared[c][0]
-            ev.reasons = [f"declared {declared[c][0]} by {declared[c][1]}"]
-            suspects.append(ev)
-            continue
-        ev = column_evidence(column_table(c), c)
-        if ev.suspect is not None:
-            suspects.append(ev)
-    if suspects:
-        raise _refusal(suspects, stand_in)
-
-
-def _why(e: Evidence) -> str:
-    why = e.reasons[0] if e.reasons else str(e.suspect)
-    if e.suspect == "date":
-        why = f"a date, {e.date_format or e.storage}"
-    elif e.distinct is not None and e.suspect != "identifier":
-        why += f", {e.distinct} distinct value{'s' if e.distinct != 1 else ''}"
-    return why
 
 
 def apply_missing_codes(table: Any, rda: RdaMetadata, columns: Sequence[str]) -> tuple[Any, dict[str, Any]]:

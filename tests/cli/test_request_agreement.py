@@ -28,11 +28,13 @@ MISSING = "/nonexistent/h39/none.toml"
 
 
 def _frame() -> pd.DataFrame:
+    # 18 records: fewer than the role check judges values from (roles.MIN_VALUES), so that the
+    # code-like w, the text g and the id pass through as before and the options are compared
     rng = np.random.default_rng(7)
-    df = pd.DataFrame(rng.normal(size=(24, 3)).round(3), columns=list("abc"))
-    df["g"] = ["u", "v"] * 12
-    df["w"] = rng.integers(1, 5, size=24).astype(float)
-    df["id"] = np.arange(1, 25)
+    df = pd.DataFrame(rng.normal(size=(18, 3)).round(3), columns=list("abc"))
+    df["g"] = ["u", "v"] * 9
+    df["w"] = rng.integers(1, 5, size=18).astype(float)
+    df["id"] = np.arange(1, 19)
     return df
 
 
@@ -64,6 +66,7 @@ PROTECT = {
     "keys": ({"keys": ["zz"]}, {"keys": ["g"]}),
     "categorical": ({"categorical": ["zz"]}, {"categorical": ["g"]}),
     "ordinal": ({"ordinal": ["zz"]}, {"ordinal": ["g"]}),
+    "allow_unique_keys": ({"allow_unique_keys": "yes"}, {"categorical": ["g"], "allow_unique_keys": True}),
     "mixed_weights": ({"categorical": ["g"], "mixed_weights": {"nope": 1}},
                       {"categorical": ["g"], "mixed_weights": {"categorical": 1.0}}),
 }
