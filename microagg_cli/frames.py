@@ -117,7 +117,7 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     >>> import pyarrow as pa
     >>> t = pa.table({"code": pa.array(["a", "b", "c", "d"]).dictionary_encode(),
     ...               "x": [1.0, 2.0, 3.0, 4.0]})
-    >>> out, rep = protect_frame(t, 2, columns=["x"])
+    >>> out, rep = protect_frame(t, 2, columns=["x"], passthrough=["code"])  # a declared key: named to pass
     >>> out.column("x").to_pylist(), out.schema.field("code").type
     ([1.5, 1.5, 3.5, 3.5], DictionaryType(dictionary<values=string, indices=int32, ordered=0>))
     """
