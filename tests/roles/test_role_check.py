@@ -352,3 +352,52 @@ def test_evaluate_scores_released_codes_as_keys(tmp_path):
     detected = r["categorical"]["detected"]["columns"]
     assert set(detected) <= set(CODES) and detected
     assert not set(detected) & set(r["columns"]["evaluated"] if "evaluated" in r["columns"] else r["columns"])
+
+
+# ----------------------------------------------------------------- any single declaration, advice followed
+
+
+ADVICE = __import__("re").compile(r"-> ((?:--[a-z-]+ [^ ]+)(?: --[a-z-]+ [^ (]+)?)( with --missing complete)?")
+
+
+def follow_advice(src: Path, out: Path, args: list[str], steps: int = 6):
+    """Run protect, and while it refuses with advice, add the advised options; the last result."""
+    args = list(args)
+    for _ in range(steps):
+        res = run_cli("protect", src, "-k", 3, "-o", out, "-q", "-f", *args)
+        if res.exit_code != 3:
+            return res, args
+        line = only_error_line(res)
+        found = ADVICE.findall(line)
+        assert found, line  # every refusal of a role names the option that settles it
+        for opts, complete in found:
+            words = opts.split()
+            for opt, value in zip(words[::2], words[1::2]):
+                if opt in args:  # an option already given: its list grows
+                    i = args.index(opt)
+                    args[i + 1] = args[i + 1] + "," + value
+                else:
+                    args += [opt, value]
+            if complete and "--missing" not in args:
+                args += ["--missing", "complete"]
+    return res, args
+
+
+@pytest.mark.parametrize("src,declaration", [
+    (HOUSEHOLD, ["--categorical", "urbrur"]),
+    (HOUSEHOLD, ["--columns", "income,expend,savings"]),
+    (HOUSEHOLD, ["--weights", "household_weights"]),
+    (HOUSEHOLD, ["--metadata", str(SAMPLE / "household.rda")]),
+    (SAMPLE / "household.sav", ["--missing", "complete"]),
+    (SAMPLE / "household.sav", ["--ordinal", "hhcivil", "--missing", "complete"]),
+], ids=["csv-categorical", "csv-columns", "csv-weights", "csv-rda", "sav-complete", "sav-ordinal"])
+def test_any_single_declaration_then_the_advice_leads_to_a_correct_release(tmp_path, src, declaration):
+    out = tmp_path / ("o.csv")
+    res, args = follow_advice(src, out, declaration)
+    assert res.exit_code == 0, (args, res.stderr)
+    got = pd.read_csv(out)
+    orig = pd.read_csv(HOUSEHOLD)
+    assert "ori_hid" not in got.columns or got["ori_hid"].equals(orig["ori_hid"]) and "ori_hid" in args
+    for c in CODES + ["sampling_weight", "household_weights"]:
+        if c in got.columns:  # a code or a weight is a code or a weight of the file, never a mean
+            assert set(got[c].dropna()) <= set(orig[c]), c
