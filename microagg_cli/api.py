@@ -47,7 +47,7 @@ from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequ
 from .roles import check_declared_missing, finish_roles, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.mixed import split_plan
 from .protection.run import REPORT_SCHEMA_VERSION, protect_run
-from .protection.table import check_id_column, check_keys, single_plan
+from .protection.table import check_id_column, check_keys, check_options, single_plan
 
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "propose_roles",
            "roles_request", "REPORT_SCHEMA_VERSION"]
@@ -160,6 +160,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
     if plan is None:
         plan = single_plan(table, k=req.k, method=req.method, params=req.params, columns=req.columns,
                            drop=req.drop, passthrough=req.passthrough, roles=req.roles)
+    check_options(table.columns, plan, run)  # a bad option is exit 2 before the roles are judged
     # every column held against its evidence, whatever was declared (exit code 3 before any work)
     table, coded, coverage = finish_roles(table, req, plan, roles, coded)
     if rda is not None:

@@ -106,7 +106,7 @@ from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
 from .protection.run import HYGIENE_KEY, build_report
-from .protection.table import check_id_column, check_keys, check_run, overall_stats
+from .protection.table import check_id_column, check_keys, check_options, check_run, overall_stats
 
 __all__ = [
     "ENGINES",
@@ -709,6 +709,7 @@ def protect_streaming(
                                 drop=tuple(dropped), passthrough=tuple(passthrough or ()))
     check_id_column(src.columns, plan, request.id_column)
     check_keys(src.columns, plan, run.keys, run.strata)
+    check_options(src.columns, plan, run)  # a bad option is exit 2 before the roles are judged
     # every column held against its evidence, as in memory (one column read at a time)
     fmt, delim, dec = ("csv", src.delimiter, src.decimal) if is_csv else ("parquet", ",", ".")
     declared = {c: (r, by) for c, (r, by, _strong) in file_declarations(stand_in).items()}

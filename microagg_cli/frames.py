@@ -37,7 +37,7 @@ from .errors import DataError, InvalidParameterError
 from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.run import protect_run
-from .protection.table import check_keys, single_plan
+from .protection.table import check_keys, check_options, single_plan
 from .roles import check_declared_missing, finish_roles, load_rda, resolve_request
 from .methods import get_method
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
@@ -136,6 +136,7 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     else:
         plan = single_plan(table, k=k, method=request.method, params=request.params, columns=columns,
                            drop=request.drop, passthrough=passthrough, roles=request.roles)
+    check_options(table.columns, plan, run)  # a bad option is a usage error before the roles are judged
     # every column held against its evidence, whatever was declared (before any work)
     table, coded, coverage = finish_roles(table, request, plan, roles, coded)
     if rda is not None:

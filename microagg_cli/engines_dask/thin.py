@@ -731,7 +731,8 @@ class ThinRun:
                           "lb_nn_skipped": (f"the Dask engine computes it for blocks of at most {THIN_LB_ROWS:,} "
                                             "records; sdc evaluate ORIGINAL PROTECTED computes it"),
                           "lb_nn_policy": {"mode": self.bound}})
-        stats["missing"] = {"policy": "error", "missing_cells": 0, "records_not_grouped": 0, "records_suppressed": 0}
+        stats["missing"] = {"policy": "error", "missing_cells": 0, "records_not_grouped": 0, "records_suppressed": 0,
+                            "cells_blanked": {}}
         return stats, (sq_err, sst)
 
     # -- output

@@ -32,7 +32,7 @@ __all__ = ["REPORT_SCHEMA_VERSION", "HYGIENE_KEY", "output_hygiene", "shuffled_p
            "build_report", "privacy_check", "protect_run"]
 
 #: Version of the ``sdc protect`` JSON report layout; bumped on any incompatible change.
-REPORT_SCHEMA_VERSION = "1.4"
+REPORT_SCHEMA_VERSION = "1.5"
 
 
 #: spawn key of the output-hygiene stream (block streams use (index,) keys < 2**20).

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import numpy as np
 
 from ..blocking import Block, BlockPlan
-from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError
+from ..errors import DataError, InfeasibleError, InvalidParameterError, PrivacyCheckError, check_k_value
 from ..readings import name_list, option_list
 from ..io import (
     Table,
@@ -54,7 +54,7 @@ from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, Prot
 
 __all__ = [
     "ProtectResult", "ColumnSource", "TableSource", "MISSING_POLICIES", "SMALL_STRATA_POLICIES",
-    "check_run", "protect_blocks", "protect_table", "il_parts", "LB_SHARE", "BOUND_MODES", "optimality",
+    "check_run", "check_options", "protect_blocks", "protect_table", "il_parts", "LB_SHARE", "BOUND_MODES", "optimality",
     "overall_stats", "block_stats", "single_plan", "check_id_column", "check_keys", "released_check",
     "merged_labels", "check_magnitude", "MAX_MAGNITUDE",
 ]
@@ -165,6 +165,16 @@ def check_run(columns: list[str], plan: BlockPlan, options: RunOptions) -> str:
     for block in plan.blocks:  # fail here, not on a worker after minutes
         resolve_params(get_method(block.method), block.params, block.columns)
     return stat
+
+
+def check_options(columns: list[str], plan: BlockPlan, options: RunOptions) -> None:
+    """Every option check of :func:`protect_blocks` that needs no data (the plan and its
+    parameters, strata, weights, keys, the mixed keys' options): run before the role
+    check, so that a bad option is a usage error (exit code 2) whatever the columns hold."""
+    for block in plan.blocks:
+        check_k_value(block.k)
+    check_run(columns, split_plan(plan, options)[0], options)
+    check_mixed_options(columns, plan, options)
 
 
 def protect_blocks(

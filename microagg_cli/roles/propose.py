@@ -12,7 +12,7 @@ from .rda import RdaMetadata
 __all__ = ["ROLES_SCHEMA_VERSION", "propose_roles", "roles_to_toml", "roles_to_dict"]
 
 #: Version of ``sdc roles --format json``.
-ROLES_SCHEMA_VERSION = "1.0"
+ROLES_SCHEMA_VERSION = "1.1"
 
 
 def propose_roles(table: Any, rda: RdaMetadata | None = None) -> list[Evidence]:

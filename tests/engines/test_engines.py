@@ -85,6 +85,8 @@ def _same_figures(a, b, timed=("seconds", "lb_nn_policy")) -> None:
 
 
 PLAN = BlockPlan.single(["a", "b", "c"], k=3, drop=("hh_id",))
+#: The text codes of _frame, released unchanged on purpose (named: the role check refuses codes in clear).
+CODE = ["--passthrough", "code"]
 
 
 # ------------------------------------------------------------------ local streaming
@@ -176,11 +178,12 @@ def test_regenerated_ids_match_in_memory(tmp_path):
     _write(df, src)
     res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(out), "-k", "3", "-c", "a,b", "-q",
                                    "--engine", "local", "--partition-size", "90", "--id-column", "hh_id",
-                                   "--regenerate-ids", "-s", "4"])
+                                   "--regenerate-ids", "-s", "4", *CODE])
     assert res.exit_code == 0, res.output
     mem = tmp_path / "mem.parquet"
     res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(mem), "-k", "3", "-c", "a,b", "-q",
-                                   "--partition-size", "90", "--id-column", "hh_id", "--regenerate-ids", "-s", "4"])
+                                   "--partition-size", "90", "--id-column", "hh_id", "--regenerate-ids", "-s", "4",
+                                   *CODE])
     assert res.exit_code == 0, res.output
     got, want = pq.read_table(out), pq.read_table(mem)
     assert got.to_pydict() == want.to_pydict()
@@ -247,14 +250,16 @@ def test_cli_streaming_refuses_what_it_cannot_stream(tmp_path):
         (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
     ]
     for extra, message in cases:
-        res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o"), "-k", "3", "-c", "a,b", *extra])
+        res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o"), "-k", "3", "-c", "a,b", "-d", "hh_id",
+                                  *CODE, *extra])
         assert res.exit_code == 2, res.output
         assert message in res.stderr and res.stderr.count("\n") == 1
-    res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.csv"), "-k", "3", "-c", "a,b"])
+    res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o.csv"), "-k", "3", "-c", "a,b", "-d", "hh_id",
+                              *CODE])
     assert res.exit_code == 2 and "a dataset directory is streamed to Parquet only" in res.stderr
     # default columns of a dataset: the numeric Parquet columns not dropped
     res = runner.invoke(cli, ["protect", str(src), "-o", str(tmp_path / "o"), "-k", "3", "-d", "hh_id", "-q",
-                              "-r", str(tmp_path / "r.json")])
+                              "-r", str(tmp_path / "r.json"), *CODE])
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "r.json").read_text())["columns"]["protected"] == ["a", "b", "c", "w"]
 
@@ -287,7 +292,7 @@ def test_protect_without_engine_dask_never_imports_dask(tmp_path):
         "from microagg_cli.cli import cli\n"
         "for extra in ([], ['--engine', 'local', '--partition-size', '50']):\n"
         "    res = CliRunner().invoke(cli, ['protect', sys.argv[1], '-o', sys.argv[2] + str(len(extra)) + '.parquet',\n"
-        "                                   '-k', '3', '-d', 'hh_id', '-q'] + extra)\n"
+        "                                   '-k', '3', '-d', 'hh_id', '--passthrough', 'code', '-q'] + extra)\n"
         "    assert res.exit_code == 0, res.output\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
     )
@@ -359,7 +364,7 @@ def test_cli_dask_scheduler_address_single_file(tmp_path, dask_cluster, monkeypa
     address = dask_cluster.scheduler.address
     assert address.startswith("tcp://127.0.0.1:")
     runner = CliRunner()
-    args = ["protect", str(src), "-k", "3", "-c", "a,b,c", "--partition-size", "150", "-q"]
+    args = ["protect", str(src), "-k", "3", "-c", "a,b,c", "--partition-size", "150", "-q", "--passthrough", "hh_id,code"]
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "l.parquet"), "--engine", "local"])
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "d.parquet"), "--engine", "dask", "--scheduler", address,
@@ -382,7 +387,8 @@ def test_cli_dask_default_local_cluster_of_processes(tmp_path):
     src = tmp_path / "ds"
     _write(df, src, files=2)
     runner = CliRunner()
-    args = ["protect", str(src), "-k", "3", "-c", "a,b", "--partition-size", "120", "-q", "-s", "3"]
+    args = ["protect", str(src), "-k", "3", "-c", "a,b", "--partition-size", "120", "-q", "-s", "3",
+            "--passthrough", "hh_id,code"]
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "local")])
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, [*args, "-o", str(tmp_path / "dask"), "--engine", "dask", "-r", str(tmp_path / "r.json")])

@@ -25,6 +25,9 @@ CODE = 9999999.0  # far from the data: averaged into a group it would show at on
 DK = 9999998.0
 N = 60
 CODE_ROWS = [3, 17, 40]
+#: The survey's id, codes and interviewer, released unchanged on purpose (named: the role check
+#: refuses to release an identifier or codes in clear by default).
+RELEASED = "id,region,sex,size,name"
 DK_ROWS = [22]
 LABELS = {"id": "Person id", "region": "Region", "sex": "Sex", "income": "Monthly income",
           "expend": "Monthly expenditure", "age": "Age", "size": "Household size", "w": "Weight",
@@ -100,7 +103,7 @@ def test_spss_round_trip_keeps_labels_codes_types_and_passthrough(tmp_path, ext)
     src, out, rep = tmp_path / f"survey.{ext}", tmp_path / f"protected.{ext}", tmp_path / "r.json"
     df = write_sav(src, compress=ext == "zsav")
     res = protect(src, "-o", out, "-k", 3, "-c", "income,expend,age", "--missing", "available",
-                  "--report", rep)
+                  "--report", rep, "--passthrough", RELEASED)
     d0, m0 = pyreadstat.read_sav(src, user_missing=True)
     d1, m1 = pyreadstat.read_sav(out, user_missing=True)
     for attr in ("column_names", "column_names_to_labels", "variable_value_labels", "missing_ranges",
@@ -115,7 +118,9 @@ def test_spss_round_trip_keeps_labels_codes_types_and_passthrough(tmp_path, ext)
     d1n, _ = pyreadstat.read_sav(out)  # user-missing as NaN
     no_code_averaged(d1n["income"].to_numpy())
     no_code_averaged(d1n["expend"].to_numpy())
-    assert d1n["income"].isna().sum() == len(CODE_ROWS) + len(DK_ROWS)
+    # missing: the codes, and the cells blanked so that each group releases one row (--missing available)
+    blanked = json.loads(rep.read_text())["blocks"][0]["missing"]["cells_blanked"]
+    assert d1n["income"].isna().sum() == len(CODE_ROWS) + len(DK_ROWS) + blanked.get("income", 0)
     # passed-through columns: the very same values
     for c in ("id", "region", "sex", "size", "w", "name"):
         pd.testing.assert_series_equal(d1[c], d0[c], check_exact=True)
@@ -138,7 +143,7 @@ def test_spss_round_trip_keeps_labels_codes_types_and_passthrough(tmp_path, ext)
 def test_spss_k_anonymous_with_complete_records(tmp_path):
     src, out = tmp_path / "s.sav", tmp_path / "p.sav"
     write_sav(src)
-    protect(src, "-o", out, "-k", 3, "-c", "income,expend", "--missing", "complete")
+    protect(src, "-o", out, "-k", 3, "-c", "income,expend", "--missing", "complete", "--passthrough", RELEASED)
     d1, _ = pyreadstat.read_sav(out)
     grouped = d1[["income", "expend"]].dropna()
     assert grouped.value_counts().min() >= 3
@@ -148,7 +153,7 @@ def test_spss_k_anonymous_with_complete_records(tmp_path):
 def test_default_missing_error_names_column_code_label_and_option(tmp_path):
     src = tmp_path / "s.sav"
     write_sav(src)
-    res = run_cli("protect", src, "-o", tmp_path / "p.sav", "-k", 3, "-c", "income,age")
+    res = run_cli("protect", src, "-o", tmp_path / "p.sav", "-k", 3, "-c", "income,age", "--passthrough", RELEASED)
     assert res.exit_code == 3
     line = res.stderr.strip()
     assert "\n" not in line and "Traceback" not in line
@@ -162,7 +167,7 @@ def test_default_selection_never_protects_a_code(tmp_path):
     src, out = tmp_path / "s.sav", tmp_path / "p.sav"
     write_sav(src)
     # size (1..7, integer codes to the default run's eye) is named: the default run refuses to guess
-    protect(src, "-o", out, "-k", 3, "--missing", "available", "-d", "id", "--passthrough", "region,sex,w,size")
+    protect(src, "-o", out, "-k", 3, "--missing", "available", "-d", "id", "--passthrough", "region,sex,w,size,name")
     d1, _ = pyreadstat.read_sav(out)
     no_code_averaged(d1["income"].to_numpy())
 
@@ -170,7 +175,8 @@ def test_default_selection_never_protects_a_code(tmp_path):
 def test_shuffled_rows_keep_their_codes(tmp_path):
     src, out = tmp_path / "s.sav", tmp_path / "p.sav"
     write_sav(src)
-    protect(src, "-o", out, "-k", 3, "-c", "income,expend", "--missing", "available", "--shuffle-rows")
+    protect(src, "-o", out, "-k", 3, "-c", "income,expend", "--missing", "available", "--shuffle-rows",
+            "--passthrough", RELEASED)
     d1, _ = pyreadstat.read_sav(out, user_missing=True)
     ids = d1["id"].to_numpy()
     assert sorted(ids[d1["income"].to_numpy() == CODE] - 1) == CODE_ROWS
@@ -194,7 +200,8 @@ def test_read_table_codes_are_null_and_counted(tmp_path):
 def test_stata_round_trip_with_pyreadstat_and_pandas(tmp_path):
     src, out, rep = tmp_path / "survey.dta", tmp_path / "protected.dta", tmp_path / "r.json"
     df = write_dta(src)
-    protect(src, "-o", out, "-k", 3, "-c", "income,age", "--missing", "available", "--report", rep)
+    protect(src, "-o", out, "-k", 3, "-c", "income,age", "--missing", "available", "--report", rep,
+            "--passthrough", RELEASED)
     d0, m0 = pyreadstat.read_dta(src, user_missing=True)
     d1, m1 = pyreadstat.read_dta(out, user_missing=True)
     for attr in ("column_names", "column_names_to_labels", "variable_value_labels", "file_label"):
@@ -211,7 +218,10 @@ def test_stata_round_trip_with_pyreadstat_and_pandas(tmp_path):
     assert labels["income"] == "Monthly income" and labels["sex"] == "Sex"
     assert {"male", "female"} <= set().union(*[set(v.values()) for v in value_labels.values()])
     miss = [i for i, v in enumerate(frame["income"]) if isinstance(v, pd.io.stata.StataMissingValue)]
-    assert miss == sorted(CODE_ROWS + DK_ROWS)
+    # the codes, and the cells blanked (plain '.') so that each group releases one row (--missing available)
+    blanked = json.loads(rep.read_text())["blocks"][0]["missing"]["cells_blanked"].get("income", 0)
+    assert set(CODE_ROWS + DK_ROWS) <= set(miss) and len(miss) == len(CODE_ROWS + DK_ROWS) + blanked
+    assert all(str(frame["income"][i]) == "." for i in set(miss) - set(CODE_ROWS + DK_ROWS))
     assert str(frame["income"][CODE_ROWS[0]]) == ".a" and str(frame["income"][DK_ROWS[0]]) == ".b"
     observed = np.array([v for v in frame["income"] if not isinstance(v, pd.io.stata.StataMissingValue)], float)
     no_code_averaged(observed)
@@ -231,7 +241,7 @@ def test_stata_byte_columns_are_reported_when_widened(tmp_path):
     df = survey()
     df["income"] = df["income"].astype(np.float32).astype(np.float64)
     pyreadstat.write_dta(df.drop(columns="name"), src)
-    protect(src, "-o", out, "-k", 3, "-c", "income", "--report", rep)
+    protect(src, "-o", out, "-k", 3, "-c", "income", "--report", rep, "--passthrough", "id,region,sex,size")
     assert json.loads(rep.read_text())["output"]["storage_changes"] == []
 
 
@@ -242,16 +252,19 @@ def test_xpt_both_ways_keeps_special_missings(tmp_path):
     src = tmp_path / "survey.dta"
     write_dta(src)
     xpt, xpt2 = tmp_path / "p.xpt", tmp_path / "p2.xpt"
-    protect(src, "-o", xpt, "-k", 3, "-c", "income,age", "--missing", "available")
+    protect(src, "-o", xpt, "-k", 3, "-c", "income,age", "--missing", "available", "--passthrough", RELEASED,
+            "--report", tmp_path / "r.json")
+    blanked = json.loads((tmp_path / "r.json").read_text())["blocks"][0]["missing"]["cells_blanked"]
     t = read_table(xpt)
     assert declared_missing_counts(t.data)["income"] == {".A": {"label": None, "count": 3},
                                                          ".B": {"label": None, "count": 1}}
     d, m = pyreadstat.read_xport(xpt)
     assert m.column_names_to_labels["income"] == "Monthly income" and m.file_label == "Test survey"
     frame = pd.read_sas(xpt, format="xport", encoding="infer")  # version 5: short names
-    assert frame["income"].isna().sum() == 4
+    assert frame["income"].isna().sum() == 4 + blanked.get("income", 0)  # codes, and cells blanked by group
     no_code_averaged(frame["income"].to_numpy())
-    protect(xpt, "-o", xpt2, "-k", 3, "-c", "income,expend", "--missing", "available")
+    protect(xpt, "-o", xpt2, "-k", 3, "-c", "income,expend", "--missing", "available",
+            "--passthrough", RELEASED + ",age")
     assert declared_missing_counts(read_table(xpt2).data)["income"][".A"]["count"] == 3
     d2, _ = pyreadstat.read_xport(xpt2)
     for c in ("id", "region", "age", "name"):
@@ -288,7 +301,7 @@ def test_sas7bdat_cannot_be_written(tmp_path):
 def test_evaluate_reads_statfiles_and_keys_on_a_labelled_id(tmp_path):
     src, out, rep = tmp_path / "s.sav", tmp_path / "p.sav", tmp_path / "e.json"
     write_sav(src)
-    protect(src, "-o", out, "-k", 3, "-c", "age,size", "--shuffle-rows")
+    protect(src, "-o", out, "-k", 3, "-c", "age,size", "--shuffle-rows", "--passthrough", "id,region,sex,name")
     res = run_cli("evaluate", src, out, "--key", "id", "-c", "age,size", "--report", rep, "--max-scenarios", 2)
     assert res.exit_code == 0, res.output
     report = json.loads(rep.read_text())
@@ -309,7 +322,8 @@ def test_input_format_option_overrides_the_extension(tmp_path):
     src = tmp_path / "survey.bin"
     write_sav(src)
     out = tmp_path / "p.bin"
-    protect(src, "--input-format", "sav", "--output-format", "dta", "-o", out, "-k", 3, "-c", "age,size")
+    protect(src, "--input-format", "sav", "--output-format", "dta", "-o", out, "-k", 3, "-c", "age,size",
+            "--passthrough", "id,region,sex,name")
     d, m = pyreadstat.read_dta(out)
     assert m.column_names_to_labels["age"] == "Age"
 
@@ -322,7 +336,7 @@ def _bad_files(tmp_path: Path) -> list[Path]:
     write_sav(sav)
     write_dta(dta)
     xpt = tmp_path / "good.xpt"
-    protect(dta, "-o", xpt, "-k", 3, "-c", "age")
+    protect(dta, "-o", xpt, "-k", 3, "-c", "age", "--passthrough", RELEASED)
     out = []
     for good in (sav, dta, xpt, DATA / "sample.sas7bdat"):
         raw = good.read_bytes()

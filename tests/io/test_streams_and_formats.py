@@ -450,7 +450,9 @@ def test_writer_error_names_the_real_output(tmp_path):
 
 def test_declared_missing_codes_to_csv_say_they_become_plain_missing(tmp_path):
     src = SAMPLE / "household.sav"
-    COLS = ("--columns", "income,expend,savings")  # the file's coded columns stay as they are
+    COLS = ("--columns", "income,expend,savings",  # the file's coded columns stay as they are
+            # the id and the codes released unchanged on purpose (named: the role check refuses them in clear)
+            "--passthrough", "ori_hid,urbrur,roof,walls,water,electcon,relat,sex,hhcivil")
     res = run_cli("protect", src, "-o", tmp_path / "h.csv", "-k", 3, "--missing", "available", *COLS)
     assert res.exit_code == 0
     lines = [ln for ln in res.stderr.splitlines() if "declared missing codes" in ln]

@@ -64,8 +64,9 @@ def test_in_memory_and_streaming_parquet_outputs_are_byte_identical(tmp_path, re
     src = _exotic(200, seed=1).to_pandas()  # with a pandas metadata entry, as most files have
     src["hh"] = np.arange(200, dtype=np.int32)
     pq.write_table(pa.Table.from_pandas(src, preserve_index=False), tmp_path / "in.parquet")
-    kw = dict(k=3, columns=["a", "b"], drop=["ls"], passthrough=[c for c in PASS if c != "ls"],
-              seed=4, id_column="hh" if regenerate else None, regenerate_ids=regenerate)
+    # hh, unique per record, is either the regenerated id or released on purpose (named)
+    kw = dict(k=3, columns=["a", "b"], drop=["ls"],
+              passthrough=[c for c in PASS if c != "ls"] + ([] if regenerate else ["hh"]), seed=4, id_column="hh" if regenerate else None, regenerate_ids=regenerate)
     api.protect(tmp_path / "in.parquet", tmp_path / "mem.parquet", **kw)
     api.protect(tmp_path / "in.parquet", tmp_path / "stream.parquet", engine="local", **kw)
     assert (tmp_path / "mem.parquet").read_bytes() == (tmp_path / "stream.parquet").read_bytes()
@@ -97,10 +98,10 @@ def _frame(n: int = 40, seed: int = 0) -> pd.DataFrame:
 
 def test_protect_frame_equals_the_file_api(tmp_path):
     df = _frame()
-    out, rep = protect_frame(df, 3, columns=["x", "y"], seed=2, strata=["g"])
+    out, rep = protect_frame(df, 3, columns=["x", "y"], seed=2, strata=["g"], passthrough=["id", "label"])
     df.to_parquet(tmp_path / "in.parquet", index=False)
     file_rep = api.protect(tmp_path / "in.parquet", tmp_path / "out.parquet", k=3, columns=["x", "y"], seed=2,
-                           strata=["g"], report=tmp_path / "r.json")
+                           strata=["g"], passthrough=["id", "label"], report=tmp_path / "r.json")
     pd.testing.assert_frame_equal(out, pd.read_parquet(tmp_path / "out.parquet"))
     assert rep["blocks"][0]["il_sse"] == file_rep["blocks"][0]["il_sse"]
     assert rep["blocks"][0]["strata"] == file_rep["blocks"][0]["strata"]
@@ -111,17 +112,18 @@ def test_protect_frame_equals_the_file_api(tmp_path):
 
 def test_protect_frame_arrow_in_arrow_out_and_default_columns():
     t = pa.Table.from_pandas(_frame(), preserve_index=False)
-    out, rep = protect_frame(t, 4, passthrough=["id", "g"])
+    out, rep = protect_frame(t, 4, passthrough=["id", "g", "label"])
     assert isinstance(out, pa.Table) and out.schema.field("id").type == pa.int64()
     assert rep["columns"]["protected"] == ["x", "y"] and rep["columns"]["passthrough"] == ["id", "g", "label"]
 
 
 def test_protect_frame_errors_are_the_cli_errors():
     df = _frame()
+    named = dict(passthrough=["id", "g", "label"])  # released on purpose: the role check passes
     with pytest.raises(InvalidParameterError, match="k must be an integer >= 2"):
-        protect_frame(df, 1, columns=["x"])
+        protect_frame(df, 1, columns=["x"], **named)
     with pytest.raises(DataError, match="no column 'zz'"):
-        protect_frame(df, 3, columns=["zz"])
+        protect_frame(df, 3, columns=["zz"], **named)
     with pytest.raises(InvalidParameterError, match="expected a pandas DataFrame or a pyarrow Table"):
         protect_frame([[1, 2]], 3)
     with pytest.raises(DataError, match="duplicate column 'x'"):
@@ -134,7 +136,7 @@ def test_protect_frame_errors_are_the_cli_errors():
 
 def test_evaluate_frame_measures_and_gates():
     df = _frame(60)
-    out, _ = protect_frame(df, 3, columns=["x", "y"])
+    out, _ = protect_frame(df, 3, columns=["x", "y"], passthrough=["id", "g", "label"])
     ev = evaluate_frame(df, out, columns=["x", "y"], k=3)
     assert ev["summary"]["k_prime"] >= 3 and 0 < ev["summary"]["il_sse"] < 100
     with pytest.raises(ThresholdExceeded) as info:
@@ -165,9 +167,9 @@ def test_package_exports_the_dataframe_api_and_result_types():
 
 
 @pytest.mark.parametrize("options", [
-    dict(columns=["x", "y"]),
+    dict(columns=["x", "y"], passthrough=["id", "g"]),
     dict(columns=["x", "y"], drop=["id"], strata=["g"], small_strata="merge"),
-    dict(columns=["x", "y"], id_column="id", regenerate_ids=True, partition_size=40),
+    dict(columns=["x", "y"], id_column="id", regenerate_ids=True, partition_size=40, passthrough=["g"]),
 ])
 def test_in_memory_and_streaming_csv_outputs_are_byte_identical(tmp_path, options):
     rng = np.random.default_rng(3)

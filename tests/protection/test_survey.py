@@ -51,7 +51,8 @@ def test_household_cli_report_shows_strata(tmp_path):
     rep = tmp_path / "r.json"
     res = run("protect", SAMPLE / "household.csv", "-o", tmp_path / "o.csv", "-k", 3,
               "--columns", "income,expend,savings", "--strata", "urbrur", "--weights", "sampling_weight",
-              "-r", rep, "-q")
+              "-r", rep, "-q",  # the id dropped, the other codes released unchanged on purpose (named)
+              "--drop", "ori_hid", "--passthrough", "roof,walls,water,electcon,relat,sex,hhcivil")
     assert res.exit_code == 0, res.output
     r = json.loads(rep.read_text())
     assert r["parameters"]["weights"] == "sampling_weight" and r["parameters"]["strata"] == ["urbrur"]
@@ -149,14 +150,26 @@ def test_missing_complete(tmp_path):
 def test_missing_available(tmp_path):
     p = tmp_path / "n.csv"
     p.write_text(NAN_CSV)
-    res = run("protect", p, "-o", tmp_path / "o.csv", "-k", 2, "--columns", "x,y", "--missing", "available", "-q")
+    rep = tmp_path / "r.json"
+    res = run("protect", p, "-o", tmp_path / "o.csv", "-k", 2, "--columns", "x,y", "--missing", "available",
+              "-r", rep, "-q")
     assert res.exit_code == 0, res.output
     out = pd.read_csv(tmp_path / "o.csv")
     src = pd.read_csv(p)
-    # missing cells stay missing, observed ones are filled
-    assert (out[["x", "y"]].isna() == src[["x", "y"]].isna()).all().all()
+    src_na, out_na = src[["x", "y"]].isna(), out[["x", "y"]].isna()
+    # missing cells stay missing
+    assert not (src_na & ~out_na).any().any()
     # row 7 has nothing to group on: it is passed through blank, everyone else grouped
     assert out.loc[7, ["x", "y"]].isna().all()
+    # a cell missing in any record of a group is blanked in the whole group: each group releases
+    # one identical row, so k holds on the released rows, missing cells included
+    grouped = out.drop(index=[7])[["x", "y"]].astype(str)
+    assert grouped.value_counts().min() >= 2
+    blanked = (out_na & ~src_na).sum()
+    assert blanked.sum() > 0  # rows 1 and 3 miss a cell their group partners observed
+    r = json.loads(rep.read_text())
+    assert r["blocks"][0]["missing"]["cells_blanked"] == {c: int(n) for c, n in blanked.items() if n}
+    assert r["privacy_check"]["passed"]
 
 
 def test_mdav_available_groups_and_equals_mdav_on_complete(rng):
@@ -216,7 +229,8 @@ def test_shuffle_rows_and_regenerate_ids(tmp_path):
     out = pd.read_csv(tmp_path / "a.csv")
     assert sorted(out.id) == list(range(1, 21))
     plain = tmp_path / "plain.csv"
-    run("protect", p, "-o", plain, "-k", 4, "--columns", "x", "-q")
+    res = run("protect", p, "-o", plain, "-k", 4, "--columns", "x", "--drop", "id", "-q")
+    assert res.exit_code == 0, res.output
     plain_x = pd.read_csv(plain).x
     assert sorted(out.x) == sorted(plain_x) and out.x.tolist() != plain_x.tolist()
 
