@@ -172,8 +172,10 @@ def check_options(columns: list[str], plan: BlockPlan, options: RunOptions) -> N
     parameters, strata, weights, keys, the mixed keys' options): run before the role
     check, so that a bad option is a usage error (exit code 2) whatever the columns hold."""
     for block in plan.blocks:
-        check_k_value(block.k)
-    check_run(columns, split_plan(plan, options)[0], options)
+        if block.k is not None:  # a block without k: the plan's own check says which
+            check_k_value(block.k)
+    plan = split_plan(plan, options)[0]
+    check_run(columns, plan, options)
     check_mixed_options(columns, plan, options)
 
 

@@ -154,6 +154,7 @@ def test_a_failing_part_fails_the_run_and_writes_nothing(tmp_path, threads_clust
     out = tmp_path / "out"
     monkeypatch.setattr(partitioned, "part_task", _failing_part)
     res = CliRunner().invoke(cli, ["protect", str(src), "-o", str(out), "-k", "3", "-c", "a,b", "-q",
+                                   "--passthrough", "hh_id,code,c,d,w",
                                    "--partition-size", "60", "--engine", "dask", "--scheduler",
                                    threads_cluster.scheduler.address])
     assert res.exit_code == 4 and "part 5 failed its k-check" in res.stderr

@@ -25,11 +25,11 @@ VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERS
 #: renamed or changed), then update this table and the CHANGELOG.
 PINNED = {
     # 1.5: privacy_check.blocks / covered / not_covered (computed from the released rows)
-    "protect": ("1.5", "8c909a0002bdfb15c26efb744fdc69daaba179e1f83eddae857233a515dbad79"),
+    "protect": ("1.5", "f023ce8109abc2f32bfef6bb6ecf3b09372ec5129356c75c04a871b52402f0aa"),
     "evaluate": ("1.3", "7e345c3efe9df65a04f53f95122301b168813d5e249aeee9dbda5a7693eaebc4"),
     "compare": ("1.3", "3667b47ce2617436796532ca54b33883bb9b31c24295b68a513ec9ddbe3d2667"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
-    "roles": ("1.1", "55f22c9c4ae31d2e927e2583bfd180c9dc6007fb0d5d3343442ca813af2b28e7"),  # 1.1: metadata
+    "roles": ("1.1", "a8e025cb057da7cff5725917c3ab50c56e5deace3d8c98009044227097a89fee"),  # 1.1: metadata
 }
 
 

@@ -439,7 +439,7 @@ def test_sdc_roles_json_and_stdout():
     res = run_cli("roles", HOUSEHOLD, "--format", "json")
     assert res.exit_code == 0
     doc = json.loads(res.stdout)
-    assert doc["schema_version"] == "1.0" and doc["input"]["name"] == "household.csv"
+    assert doc["schema_version"] == "1.1" and doc["input"]["name"] == "household.csv"
     schemas.validate(doc)  # the published schema (sdc schema roles)
     assert doc["command"] == "roles"
     assert doc["roles"]["weight"] == "sampling_weight" and doc["roles"]["categorical"] == CODES
