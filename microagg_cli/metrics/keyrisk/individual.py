@@ -103,7 +103,7 @@ def household_risk(risk: np.ndarray, household: np.ndarray) -> np.ndarray:
     _, hh = np.unique(np.asarray(household), return_inverse=True)
     hh = hh.reshape(-1)
     certain = np.bincount(hh, weights=(r >= 1.0).astype(np.float64)) > 0
-    logs = np.bincount(hh, weights=np.log1p(-np.minimum(r, 1.0 - 1e-300)))
+    logs = np.bincount(hh, weights=np.log1p(-np.where(r >= 1.0, 0.0, r)))
     hr = -np.expm1(logs)
     hr[certain] = 1.0
     return hr[hh]
