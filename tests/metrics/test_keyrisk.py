@@ -40,6 +40,35 @@ def test_frequencies_without_missing_are_class_sizes():
     assert Fk.tolist() == [2.0, 2.0, 1.0, 1.0]
 
 
+# sdcMicro's own test cases (tests/testthat/test_freqCalc.R, test_indivRisk.R): their data
+# and published expected values; -1 is R's NA
+_W = [18.0, 45.5, 39.0, 17.0, 92.0, 8.0, 123.5, 51.0]
+_A, _B = [2, 3, 2, 2, 3, 3, 1, 2], [3, 3, 3, 3, 3, 3, 4, 3]
+
+
+@pytest.mark.parametrize("codes,fk,Fk", [
+    (np.array([_A, _B, [1, 3, 1, 2, 1, 1, 1, 1]]).T, [3, 1, 3, 1, 2, 2, 1, 3],
+     [108.0, 45.5, 108.0, 17.0, 100.0, 100.0, 123.5, 108.0]),
+    (np.array([_A, _B, [1, 3, -1, 2, 1, 1, -1, 1]]).T, [3, 1, 4, 2, 2, 2, 1, 3],
+     [108.0, 45.5, 125.0, 56.0, 100.0, 100.0, 123.5, 108.0]),
+    (np.array([[2, 3, -1, 2, 3, 3, 1, 2], [3, 3, -1, 3, 3, 3, 4, 3], [-1] * 8]).T, [4, 4, 8, 4, 4, 4, 2, 4],
+     [125.0, 184.5, 394.0, 125.0, 184.5, 184.5, 162.5, 125.0]),
+])
+def test_frequencies_equal_sdcmicro_reference(codes, fk, Fk):
+    f, F = sample_frequencies(codes, _W)
+    assert f.tolist() == fk
+    assert F.tolist() == pytest.approx(Fk, rel=1e-12)
+
+
+def test_individual_risk_equals_sdcmicro_reference():
+    codes = np.array([[2, 3, 2, 2, 3, 3, 1, -1], _B, [1, 3, -1, 2, 1, 1, -1, 1]]).T
+    fk, Fk = sample_frequencies(codes, _W)
+    approx = [0.013698630, 0.085791288, 0.010554090, 0.032466112, 0.009836066, 0.009836066, 0.039316254, 0.005973716]
+    exact = [0.013552968, 0.085791288, 0.010504889, 0.032466112, 0.009756889, 0.009756889, 0.039316254, 0.005962551]
+    assert individual_risk(fk, Fk, method="approx") == pytest.approx(approx, abs=5e-10)
+    assert individual_risk(fk, Fk, method="exact") == pytest.approx(exact, abs=5e-10)
+
+
 def test_violations_counts_and_shares():
     v = violations(np.array([1, 1, 2, 3, 3, 5]), (2, 3, 5), weights=np.array([1, 2, 3, 4, 5, 6.0]))
     assert [(r["k"], r["records"], r["weighted"]) for r in v] == [(2, 2, 3.0), (3, 3, 6.0), (5, 5, 15.0)]
@@ -128,6 +157,33 @@ def test_suda2_by_hand():
     assert r["dis_score"].tolist() == pytest.approx(expect, rel=1e-12)
     assert [(p["key"], p["contribution"]) for p in r["per_key"]] == [("a", 25.0), ("b", 50.0), ("c", 75.0)]
     assert r["contribution"][1].tolist() == [0.0, 1.0, 1.0]
+
+
+def _coded(*columns):
+    return np.stack([np.unique(np.array(c), return_inverse=True)[1].reshape(-1) for c in columns], axis=1)
+
+
+def test_suda2_equals_sdcmicro_reference_examples():
+    # sdcMicro's SUDA2 examples (tests/testthat/test_suda2.R: data and expected scores)
+    r = suda2([[2, 0, 0], [1, 3, 6], [1, 0, 0]])
+    assert [p["contribution"] for p in r["per_key"]] == [50.0, 37.5, 37.5]
+    book = _coded(["20s"] * 7 + ["60s"], ["male"] * 4 + ["female"] * 3 + ["male"], ["50k+"] * 2 + ["50k-"] * 6,
+                  ["highschool"] * 4 + ["university", "highschool", "middleschool", "university"])
+    assert suda2(book)["score"][4:].tolist() == [4, 2, 6, 8]
+    guide = _coded(["U", "U", "U", "U", "R", "U", "U", "U", "U", "U"],
+                   ["F", "F", "F", "M", "F", "M", "F", "M", "F", "F"],
+                   ["Si", "Si", "Pi", "Sc", "Sc", "Sc", "Pc", "Ps", "Si", "Si"],
+                   ["E", "E", "N", "E", "U", "E", "N", "U", "N", "N"])
+    assert suda2(guide)["score"].tolist() == [0, 0, 6, 0, 12, 0, 6, 10, 0, 0]
+
+
+def test_l_diversity_equals_sdcmicro_reference():
+    # tests/testthat/test_ldiversity.R: a missing key value is a category of its own here
+    keys = _coded(["f", "f", "f", "m", "m", "f", "f"], ["", "", "", "t", "t", "n", "n"],
+                  ["o", "o", "o", "o", "o", "M", "M"])
+    keys[:3, 1] = -1
+    r = l_diversity(keys, [1, 0, 2, 1, 0, 0, 1])
+    assert r["per_record"].tolist() == [3, 3, 3, 2, 2, 2, 2]
 
 
 def test_suda2_missing_matches_nothing():
