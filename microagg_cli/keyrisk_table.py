@@ -165,7 +165,7 @@ def gate_message(gates: dict[str, Any], k: int) -> str:
         if c["passed"]:
             continue
         if c["gate"] == "max_global_risk":
-            parts.append(f"global risk {100 * c['value']:.4g} % of the records re-identified in expectation "
+            parts.append(f"global risk {100 * c['value']:.4g} % (expected re-identifications per record) "
                          f"> --max-global-risk {100 * c['limit']:.4g} %")
         else:
             parts.append(f"{c['value']} records violate {k}-anonymity > --max-violations {c['limit']}")

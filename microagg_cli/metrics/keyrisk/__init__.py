@@ -97,7 +97,7 @@ def key_risk(codes: Any, names: Sequence[str], *, k: int = 3, weights: Any = Non
             "classes": int(m), "sample_uniques": int((fk == 1).sum()),
             "fk_min": int(fk.min()) if n else None, "fk_mean": float(fk.mean()) if n else None,
             "Fk_min": float(Fk.min()) if n else None,
-            "population": float(Fk.sum() / np.maximum(fk, 1).sum() * n) if n and w is not None else None,
+            "population": float(w.sum()) if w is not None else None,
             "missing_values": int((c < 0).sum()),
             "class_sizes": {str(s): int(x) for s, x in zip(*np.unique(np.minimum(sizes, 11), return_counts=True))},
         },
