@@ -3,13 +3,13 @@
 The figures sdcMicro and mu-ARGUS print for a file with categorical key variables,
 computed from the literature's definitions:
 
-* :mod:`.frequencies` -- sample frequencies f_k (a missing key matches any category),
+- :mod:`.frequencies` -- sample frequencies f_k (a missing key matches any category),
   population estimates F_k (sums of sampling weights), k-anonymity violations;
-* :mod:`.individual` -- Benedetti-Franconi individual risk, global risk (expected
+- :mod:`.individual` -- Benedetti-Franconi individual risk, global risk (expected
   re-identifications), household risk;
-* :mod:`.diversity` -- distinct and entropy l-diversity of sensitive variables;
-* :mod:`.suda` -- SUDA2 minimal sample uniques, SUDA and DIS-SUDA scores;
-* :mod:`.combinations` -- mu-ARGUS combinations up to a size with their unsafe cells.
+- :mod:`.diversity` -- distinct and entropy l-diversity of sensitive variables;
+- :mod:`.suda` -- SUDA2 minimal sample uniques, SUDA and DIS-SUDA scores;
+- :mod:`.combinations` -- mu-ARGUS combinations up to a size with their unsafe cells.
 
 :func:`key_risk` computes all of them for one file and returns a JSON-ready dict plus
 the per-record arrays (under ``"records"``, numpy arrays, for the caller to pick from).

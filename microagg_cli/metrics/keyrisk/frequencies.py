@@ -3,9 +3,9 @@
 Keys arrive as an (n, q) integer matrix of category codes, ``-1`` for a missing value
 (:data:`MISSING`). Two grouping rules are used in this package:
 
-* **exact classes** (:func:`group_codes`): records are in one class when their codes are
+- **exact classes** (:func:`group_codes`): records are in one class when their codes are
   equal on every key, a missing value being one more category. Used by l-diversity.
-* **wildcard frequencies** (:func:`sample_frequencies`): the rule of sdcMicro's
+- **wildcard frequencies** (:func:`sample_frequencies`): the rule of sdcMicro's
   ``freqCalc`` (alpha = 1) and mu-ARGUS: a missing value stands for any category.
   Record j counts towards record i's f_k when, on every key where *both* are present,
   their categories are equal. The relation is symmetric but not transitive, so f_k is

@@ -10,9 +10,9 @@ binomial with f successes and success probability p, and the individual risk is
 
 (Benedetti & Franconi 1998; Franconi & Polettini 2004). Closed forms:
 
-* f = 1: r = p / q * log(1 / p)
-* f = 2: r = p / q - (p / q)^2 * log(1 / p)
-* f = 3: r = p / q^3 * (q (1 - 3 p) / 2 + p^2 log(1 / p))
+- f = 1: r = p / q * log(1 / p)
+- f = 2: r = p / q - (p / q)^2 * log(1 / p)
+- f = 3: r = p / q^3 * (q (1 - 3 p) / 2 + p^2 log(1 / p))
 
 ``method="approx"`` (sdcMicro's ``measure_risk`` and ``indivRisk`` default) uses the
 closed forms for f = 1, 2 and the approximation r = p / (f - q) from f = 3 on;
