@@ -694,13 +694,14 @@ def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.nd
     import pandas as pd
 
     from .metrics.categorical import categorical_measures
+    from .metrics.keyrisk import before_after
 
     cats = list(request.categorical or [])
     _check_names(cats, orig, prot, key_columns(request.key), "--categorical")
     both = [c for c in cats if c in names]
     if both:
         raise InvalidParameterError(f"--categorical: column {both[0]!r} is also an evaluated (continuous) column")
-    o_codes, r_codes = [], []
+    o_codes, r_codes, o_miss, r_miss = [], [], [], []
     for c in cats:
         a = orig.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
         b = prot.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
@@ -709,8 +710,15 @@ def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.nd
         codes = pd.factorize(np.concatenate([a[rows], b[rows]]))[0]
         o_codes.append(codes[:rows.size])
         r_codes.append(codes[rows.size:])
+        o_miss.append(a[rows] == "")
+        r_miss.append(b[rows] == "")
     k = request.k if request.k is not None else EVALUATE_K
-    return categorical_measures(cats, np.column_stack(o_codes), np.column_stack(r_codes), Xp, names, k)
+    o, r = np.column_stack(o_codes), np.column_stack(r_codes)
+    section = categorical_measures(cats, o, r, Xp, names, k)
+    # the keys' disclosure risk before and after (sdc risk's figures; a missing cell matches any category)
+    section["key_risk"] = before_after(np.where(np.column_stack(o_miss), -1, o),
+                                       np.where(np.column_stack(r_miss), -1, r), k)
+    return section
 
 
 def raise_for_gates(rep: dict[str, Any]) -> None:

@@ -231,6 +231,14 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
                       f"(one-way), {fmt(cat['max_tv_two_way'], 4)} (two-way); k_min {rk['k_min']} over all "
                       f"released keys, {rk['records_below_k']} record(s) in classes below k = {rk['k']}",
                       markup=False)
+        kr = cat.get("key_risk")
+        if kr:
+            b, a = kr["before"], kr["after"]
+            console.print(f"categorical keys' risk (sdc risk): {fmt(b['expected_reidentifications'], 2)} -> "
+                          f"{fmt(a['expected_reidentifications'], 2)} expected re-identifications "
+                          f"({b['global_risk_percent']:.3f} % -> {a['global_risk_percent']:.3f} %), "
+                          f"{b['violations']} -> {a['violations']} records violating {a['k']}-anonymity"
+                          f"{'; the release lowered the risk' if kr['risk_lowered'] else ''}", markup=False)
     if rep.get("internal"):
         console.print("[bold]internal report[/bold]: it contains original values; do not release it")
 

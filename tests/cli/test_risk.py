@@ -133,3 +133,34 @@ def test_api_risk_matches_cli(tmp_path):
     rep = sdc.risk(HOUSEHOLD, keys=["urbrur", "water", "sex", "age"], weights="sampling_weight", suda=False)
     assert rep["violations"][1]["records"] == 674
     assert rep["global"]["expected_reidentifications"] == pytest.approx(24.78, abs=0.005)
+
+
+def test_a_mixed_release_holds_k_and_lowers_the_risk(tmp_path):
+    out = tmp_path / "release.csv"
+    keys = "urbrur,water,sex"
+    assert run_cli("protect", HOUSEHOLD, "-o", out, "-k", 3, "--columns", "income,expend", "--categorical", keys,
+                   "-q").exit_code == 0
+    docs = []
+    for path in (HOUSEHOLD, out):
+        rep = tmp_path / f"{path.stem}.json"
+        assert run_cli("risk", path, "--keys", keys, "-k", 3, "--report", rep, "-q").exit_code == 0
+        docs.append(json.loads(rep.read_text()))
+    before, after = docs
+    assert next(v["records"] for v in after["violations"] if v["k"] == 3) == 0
+    assert after["global"]["expected_reidentifications"] < before["global"]["expected_reidentifications"]
+    # sdc evaluate: the same figures before vs after, and says the release lowered the risk
+    res = run_cli("evaluate", HOUSEHOLD, out, "--columns", "income,expend", "--categorical", keys,
+                  "-k", 3, "--max-scenarios", 2, "--format", "json")
+    assert res.exit_code == 0, res.output
+    kr = json.loads(res.stdout)["categorical"]["key_risk"]
+    assert kr["before"]["expected_reidentifications"] == pytest.approx(before["global"]["expected_reidentifications"])
+    assert kr["after"]["expected_reidentifications"] == pytest.approx(after["global"]["expected_reidentifications"])
+    assert kr["after"]["violations"] == 0 and kr["risk_lowered"] is True and kr["k_anonymous_after"] is True
+    assert "the release lowered the risk" in res.stderr
+    # sdc compare: the released keys' global risk and violations as columns
+    grid = tmp_path / "grid.json"
+    assert run_cli("compare", HOUSEHOLD, "--columns", "income,expend", "--categorical", keys, "-k", 3,
+                   "--max-scenarios", 2, "-o", grid, "-q").exit_code == 0
+    row = json.loads(grid.read_text())["rows"][0]
+    assert row["key_violations"] == 0
+    assert 0 < row["key_risk"] < before["global"]["percent"]
