@@ -293,3 +293,13 @@ def test_suda2_msus_are_minimal_uniques(c, data):
     scored = r["score"] > 0
     assert np.allclose(r["contribution"][scored].max(axis=1), 1.0) or not scored.any() or \
         np.all(r["contribution"][scored].max(axis=1) <= 1.0 + 1e-12)
+
+
+def test_risk_stays_exact_as_p_tends_to_one():
+    # the closed forms divide by q^3 and cancel as p -> 1; the series keeps every digit
+    for method in ("approx", "exact"):
+        r = individual_risk([1, 2, 2, 3], [1.0 + 1e-9, 2.0000001, 2.0 + 1e-12, 3.0 + 1e-10], method=method)
+        assert r[0] == pytest.approx(1.0, abs=1e-8)
+        assert r[1] == pytest.approx(0.5, abs=1e-7) and r[1] <= 0.5
+        assert r[2] == pytest.approx(0.5, abs=1e-11)
+        assert r[3] == pytest.approx(1 / 3, abs=1e-9)

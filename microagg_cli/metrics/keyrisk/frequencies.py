@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["MISSING", "as_codes", "group_codes", "subset_classes", "sample_frequencies",
+__all__ = ["MISSING", "as_codes", "group_codes", "cell_codes", "subset_classes", "sample_frequencies",
            "violations", "DEFAULT_VIOLATION_K"]
 
 #: The code of a missing key value.
@@ -49,19 +49,13 @@ def as_codes(codes: Any) -> np.ndarray:
     return a
 
 
-def group_codes(codes: np.ndarray, columns: Sequence[int] | None = None) -> tuple[np.ndarray, int]:
-    """Exact classes of the rows of ``codes`` over ``columns`` (default all), a missing
-    value being its own category: (class id per record in 0..m-1, m). Class ids follow
-    the sorted order of the combined codes (deterministic).
-
-    The columns are combined in mixed radix (code + 1 < cardinality + 1), re-numbered
-    by ``np.unique`` whenever the product would pass 2**62: O(n log n) per re-numbering.
-    """
-    c = as_codes(codes)
+def _radix(c: np.ndarray, cols: Sequence[int]) -> tuple[np.ndarray, int, bool]:
+    """The mixed-radix key of ``cols`` (code + 1, so a missing value is 0), its size and
+    whether it was re-numbered on the way (then it is dense but not a plain radix)."""
     n = c.shape[0]
-    cols = range(c.shape[1]) if columns is None else columns
     key = np.zeros(n, dtype=np.int64)
     size = 1
+    renumbered = False
     for j in cols:
         col = c[:, j] + 1
         card = int(col.max()) + 1 if n else 1
@@ -69,20 +63,53 @@ def group_codes(codes: np.ndarray, columns: Sequence[int] | None = None) -> tupl
             _, key = np.unique(key, return_inverse=True)
             key = key.reshape(-1).astype(np.int64)
             size = int(key.max()) + 1 if n else 1
+            renumbered = True
         key = key * card + col
         size *= card
+    return key, size, renumbered
+
+
+def group_codes(codes: np.ndarray, columns: Sequence[int] | None = None) -> tuple[np.ndarray, int]:
+    """Exact classes of the rows of ``codes`` over ``columns`` (default all), a missing
+    value being its own category: (class id per record in 0..m-1, m), every id used.
+    Class ids follow the sorted order of the combined codes (deterministic).
+
+    The columns are combined in mixed radix (code + 1 < cardinality + 1), re-numbered
+    by ``np.unique`` whenever the product would pass 2**62: O(n log n).
+    """
+    c = as_codes(codes)
+    n = c.shape[0]
+    cols = range(c.shape[1]) if columns is None else columns
     if n == 0:
         return np.zeros(0, dtype=np.int64), 0
+    key, _size, _ = _radix(c, cols)
+    _, inv = np.unique(key, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    return inv, int(inv.max()) + 1
+
+
+def cell_codes(codes: np.ndarray, columns: Sequence[int]) -> tuple[np.ndarray, int]:
+    """Like :func:`group_codes` but the ids may leave gaps: (cell id per record, number of
+    ids). When the cross of the columns' categories has at most max(2n, 2**20) cells the
+    mixed-radix key is the id (no sort: O(n)); otherwise the dense classes."""
+    c = as_codes(codes)
+    n = c.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    key, size, renumbered = _radix(c, columns)
+    if not renumbered and size <= max(2 * n, 1 << 20):
+        return key, int(size)
     _, inv = np.unique(key, return_inverse=True)
     inv = inv.reshape(-1).astype(np.int64)
     return inv, int(inv.max()) + 1
 
 
 def subset_classes(codes: np.ndarray, columns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Class of each record over ``columns`` and the class sizes, with records missing
-    any of those columns in no class (id -1). Used by SUDA2 and the combinations."""
+    """Cell of each record over ``columns`` and the cell sizes (cells may be empty: size
+    0), with records missing any of those columns in no cell (id -1). Used by SUDA2 and
+    the combinations."""
     c = as_codes(codes)
-    cls, m = group_codes(c, columns)
+    cls, m = cell_codes(c, columns)
     present = np.all(c[:, list(columns)] >= 0, axis=1) if len(columns) else np.ones(c.shape[0], bool)
     sizes = np.bincount(cls[present], minlength=m)
     cls = np.where(present, cls, -1)
@@ -100,10 +127,11 @@ def sample_frequencies(codes: Any, weights: Any = None) -> tuple[np.ndarray, np.
     Notes
     -----
     Records are split by their pattern of present keys. For two patterns P and Q the
-    records of Q that match a record of P are those equal on the keys present in both
-    (P & Q); the patterns Q sharing the same P & Q are counted together, so the cost is
-    O(sum over patterns P of (number of distinct P & Q) * n_P + n) sorts, one sort of
-    the file when nothing is missing.
+    records of Q that match a record of P are those equal on the keys present in both,
+    S = P & Q. Each such S is grouped once, over every record present on S; then for
+    each pattern P and each S, one count over the records of the patterns Q with
+    P & Q = S. Cost: one grouping per distinct S (one sort of the file when nothing is
+    missing) plus O(n) per pair (P, S).
 
     Examples
     --------
@@ -118,36 +146,36 @@ def sample_frequencies(codes: Any, weights: Any = None) -> tuple[np.ndarray, np.
         raise ValueError("weights must have one value per record")
     present = c >= 0
     if present.all():
-        cls, m = group_codes(c)
+        cls, m = cell_codes(c, range(q))
         cnt = np.bincount(cls, minlength=m)
         tot = np.bincount(cls, weights=w, minlength=m)
         return cnt[cls].astype(np.int64), tot[cls].astype(np.float64)
     bits = (present.astype(np.int64) << np.arange(q, dtype=np.int64)).sum(axis=1) if q else np.zeros(n, np.int64)
     patterns, pat_of = np.unique(bits, return_inverse=True)
     pat_of = pat_of.reshape(-1)
-    members = [np.flatnonzero(pat_of == i) for i in range(patterns.size)]
+    pats = patterns.tolist()
     fk = np.zeros(n, dtype=np.int64)
     Fk = np.zeros(n, dtype=np.float64)
-    for i, P in enumerate(patterns.tolist()):
-        rows_p = members[i]
-        by_common: dict[int, list[int]] = {}
-        for j, Q in enumerate(patterns.tolist()):
-            by_common.setdefault(P & Q, []).append(j)
-        for common, js in by_common.items():
-            rows_q = np.concatenate([members[j] for j in js])
-            cols = [v for v in range(q) if common >> v & 1]
-            if not cols:  # nothing in common: every record of these patterns matches
-                fk[rows_p] += rows_q.size
-                Fk[rows_p] += w[rows_q].sum()
+    for S in sorted({P & Q for P in pats for Q in pats}):
+        # every record present on S, grouped once over S
+        covers = np.array([(P & S) == S for P in pats])
+        rows = np.flatnonzero(covers[pat_of])
+        cols = [v for v in range(q) if S >> v & 1]
+        if cols:
+            cls, m = cell_codes(c[rows], cols)
+        else:
+            cls, m = np.zeros(rows.size, dtype=np.int64), 1
+        pat_rows = pat_of[rows]
+        for i, P in enumerate(pats):
+            if (P & S) != S:
                 continue
-            both = np.concatenate([rows_q, rows_p])
-            cls, m = group_codes(c[both], cols)
-            cq = cls[: rows_q.size]
-            cnt = np.bincount(cq, minlength=m)
-            tot = np.bincount(cq, weights=w[rows_q], minlength=m)
-            cp = cls[rows_q.size:]
-            fk[rows_p] += cnt[cp]
-            Fk[rows_p] += tot[cp]
+            partners = np.array([(P & Q) == S for Q in pats])
+            take = partners[pat_rows]
+            cnt = np.bincount(cls[take], minlength=m)
+            tot = np.bincount(cls[take], weights=w[rows[take]], minlength=m)
+            mine = pat_rows == i
+            fk[rows[mine]] += cnt[cls[mine]]
+            Fk[rows[mine]] += tot[cls[mine]]
     return fk, Fk
 
 

@@ -20,6 +20,9 @@ closed forms for f = 1, 2 and the approximation r = p / (f - q) from f = 3 on;
 (:func:`~microagg_cli.metrics._keyrisk_kernels.negbin_exact_risk`). Both give 1 / f
 when F_hat = f (p = 1: the file is the population, or every weight of the class is 1);
 F_hat < f (weights below 1) is read as p = 1. Without weights every risk is 1 / f_k.
+For p >= 1/2 the closed forms lose every digit as p -> 1 (they divide by q^3); there
+the same values come from the integral's series, so the risk stays in [0, 1 / f] (where
+sdcMicro's closed forms can print, for F_hat = 2.0000001 and f = 2, 0.479 for 0.5).
 
 The global risk is the expected number of re-identifications ER = sum_i r_i, also as a
 share ER / n (sdcMicro ``global_risk``, ``global_risk_ER``, ``global_risk_pct``). The
@@ -67,22 +70,26 @@ def individual_risk(fk: Any, Fk: Any = None, *, method: str = "approx") -> np.nd
     lg = np.log(1.0 / pp)
     out = np.empty(pp.shape[0])
     one, two, three, more = ff == 1, ff == 2, ff == 3, ff > 3
-    out[one] = pp[one] / q[one] * lg[one]
-    out[two] = pp[two] / q[two] - (pp[two] / q[two]) ** 2 * lg[two]
-    if method == "approx":
-        big = three | more
-        out[big] = pp[big] / (ff[big] - q[big])
-    else:
-        p3, q3 = pp[three], q[three]
-        out[three] = p3 / q3 ** 3 * (q3 * (1.0 - 3.0 * p3) / 2.0 + p3 ** 2 * lg[three])
-        if more.any():
-            # one evaluation per distinct (f, p): a class shares its f and p
-            fp = np.stack([ff[more].astype(np.float64), pp[more]], axis=1)
-            uniq, inv = np.unique(fp, axis=0, return_inverse=True)
-            vals = np.empty(uniq.shape[0])
-            negbin_exact_risk(np.ascontiguousarray(uniq[:, 0]).astype(np.int64),
-                              np.ascontiguousarray(uniq[:, 1]), vals)
-            out[more] = vals[inv.reshape(-1)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[one] = pp[one] / q[one] * lg[one]
+        out[two] = pp[two] / q[two] - (pp[two] / q[two]) ** 2 * lg[two]
+        if method == "approx":
+            big = three | more
+            out[big] = pp[big] / (ff[big] - q[big])
+            series = (one | two) & (pp >= 0.5)
+        else:
+            p3, q3 = pp[three], q[three]
+            out[three] = p3 / q3 ** 3 * (q3 * (1.0 - 3.0 * p3) / 2.0 + p3 ** 2 * lg[three])
+            series = more | ((one | two | three) & (pp >= 0.5))
+    if series.any():
+        # the closed forms cancel catastrophically as p -> 1 (q^3 in a denominator): there
+        # the same value comes from the integral's series; one evaluation per distinct (f, p)
+        fp = np.stack([ff[series].astype(np.float64), pp[series]], axis=1)
+        uniq, inv = np.unique(fp, axis=0, return_inverse=True)
+        vals = np.empty(uniq.shape[0])
+        negbin_exact_risk(np.ascontiguousarray(uniq[:, 0]).astype(np.int64),
+                          np.ascontiguousarray(uniq[:, 1]), vals)
+        out[series] = vals[inv.reshape(-1)]
     # rounding can leave the closed forms a hair outside [1/F-ish, 1]; a risk is a probability
     r[rest] = np.clip(out, 0.0, 1.0)
     return r
