@@ -164,6 +164,8 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
         rows.append((METRICS["rmdid1"].heading, fmt(s["rmdid1"], 4),
                      f"share in RMD-weighted intervals (RMDID1w {fmt(s['rmdid1w'], 4)}, "
                      f"RMDID2 {fmt(s['rmdid2'], 4)})"))
+    elif get(section, "measures", "risk", "rmd", "skipped_reason"):
+        rows.append((METRICS["rmdid1"].heading, "skipped", get(section, "measures", "risk", "rmd", "skipped_reason")))
     for r in rows:
         head.add_row(*r)
     console.print(head)

@@ -51,7 +51,10 @@ def linkage_rmd_html(h: Html, rep: dict[str, Any]) -> None:
         if rows:
             h.table(["columns the intruder knows", "label", "linkage %", "DLD %"], rows)
     rmd = risk.get("rmd")
-    if rmd:
+    if rmd and rmd.get("skipped_reason"):
+        h.add("<h3>RMD interval disclosure (sdcMicro dRiskRMD)</h3>")
+        h.el("p", f"Not computed: {rmd['skipped_reason']}.", "muted")
+    elif rmd:
         h.add("<h3>RMD interval disclosure (sdcMicro dRiskRMD)</h3>")
         h.add(f"<p>Intervals around each original value widened by the record's robust Mahalanobis distance "
               f"(k = {escape(fmt(rmd['k'], 4))}); RMDID2 clears a record another protected record lies within "
