@@ -315,6 +315,8 @@ def evaluate_arrays(
             "sample_size": sample_size,
         },
         "anonymity": ev.anonymity(tuple(range(p))),
+        # what sdcMicro's dRisk prints: SDID with every column known (the mean is over scenarios)
+        "sdid_all": ev.sdid(tuple(range(p))) if p else None,
         "mean": mean,
         "worst": summary["worst"],
         "by_label": summary["by_label"],

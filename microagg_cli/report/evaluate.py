@@ -157,9 +157,18 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
         rows.insert(4 if cg is not None else 3, ("eigen", fmt(s["eigen"], 3),
                         "sum |e - e'| / e, eigenvalues of the correlation matrix (robust: "
                         f"{fmt(s.get('robeigen'), 3)})"))
+    if s.get("sdid") is not None:
+        rows.append(("SDID", fmt(s["sdid"], 4),
+                     "share of records within 0.05 sd on every known column: mean over the intruder scenarios"
+                     + (f"; with all {p} columns known (sdcMicro dRisk) {fmt(s['sdid_all'], 4)}"
+                        if s.get("sdid_all") is not None else "")))
     if s.get("linkage") is not None:
+        how = ("estimated on local windows of the file" if s["linkage_method"] == "windows"
+               else "exact assignment")
+        over = s.get("linkage_scenarios")
         rows.append((METRICS["linkage"].heading, fmt(s["linkage"], 2),
-                     f"% linked one-to-one (mean; worst {fmt(s['worst_linkage'], 2)}; {s['linkage_method']})"))
+                     f"% linked one-to-one: mean over the {over if over is not None else ''} largest scenario(s), "
+                     f"{how} (worst {fmt(s['worst_linkage'], 2)})"))
     if s.get("rmdid1") is not None:
         rows.append((METRICS["rmdid1"].heading, fmt(s["rmdid1"], 4),
                      f"share in RMD-weighted intervals (RMDID1w {fmt(s['rmdid1w'], 4)}, "
