@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from microagg_cli.metrics.keyrisk import (  # noqa: E402
+    KeyRiskOptions,
     individual_risk,
     key_risk,
     sample_frequencies,
@@ -191,8 +192,9 @@ def main() -> None:
     print(f"{args.n:,} records x {codes.shape[1]} keys; {int((codes < 0).any(axis=1).sum()):,} records with a "
           f"missing key; {np.unique(d['household']).size:,} households")
 
-    out, s, cpu, peak = timed(key_risk, codes, list(KEYS), k=3, weights=d["weight"], household=d["household"],
-                              sensitive={"income_band": d["sensitive"]}, suda=False, max_combination_size=3)
+    out, s, cpu, peak = timed(key_risk, codes, list(KEYS), weights=d["weight"], household=d["household"],
+                              sensitive={"income_band": d["sensitive"]},
+                              options=KeyRiskOptions(k=3, suda=False, max_combination_size=3))
     print(f"every measure but SUDA2: {s:.2f} s wall, {cpu:.2f} s CPU, peak {peak:.0f} MiB "
           f"(goal <= 10 s, <= 2048 MiB)")
     print(f"  ER = {out['global']['expected_reidentifications']:.2f} ({out['global']['percent']:.3f} %), "

@@ -396,7 +396,8 @@ def evaluate_matrices(
     partition = _partition_based(Xp, block_pos, k)
     measures = measure(X, Xp, block_pos, k=k, scenarios=scenarios, max_scenarios=max_scenarios, seed=seed,
                        dr_weights=request.dr_weights, score_weights=request.score_weights,
-                       partition_based=partition,
+                       partition_based=partition, rmd_k=request.rmd_k, rmd_k2=request.rmd_k2,
+                       linkage_distance=request.linkage_distance, linkage_exact_max=request.linkage_exact_max,
                        progress=progress)
     cg_summary: dict[str, Any] = {}
     if bound == "cg":

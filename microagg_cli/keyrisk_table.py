@@ -88,7 +88,7 @@ def _sensitive_codes(table: Table, name: str) -> np.ndarray:
 
 def table_key_risk(table: Table, request: RiskRequest, *, rda: Any = None) -> dict[str, Any]:
     """The ``sdc risk`` report body of ``table`` (no tool/audit header: the caller adds it)."""
-    from .metrics.keyrisk import key_risk
+    from .metrics.keyrisk import KeyRiskOptions, key_risk
 
     r = request
     roles = rda.roles() if rda is not None else {}
@@ -112,9 +112,9 @@ def table_key_risk(table: Table, request: RiskRequest, *, rda: Any = None) -> di
     w = _weights(table, weights_col) if weights_col is not None else None
     hh = _households(table, r.household_id, w) if r.household_id is not None else None
     sens = {c: _sensitive_codes(table, c) for c in (r.sensitive or [])}
-    out = key_risk(codes, keys, k=r.k, weights=w, household=hh, sensitive=sens, l=r.l,
-                   risk_method=r.risk_method, max_combination_size=r.max_combination_size,
-                   suda=r.suda, suda_max_size=r.suda_max_size, dis_fraction=r.dis_fraction, top=r.top)
+    options = KeyRiskOptions(k=r.k, l=r.l, risk_method=r.risk_method, max_combination_size=r.max_combination_size,
+                             suda=r.suda, suda_max_size=r.suda_max_size, dis_fraction=r.dis_fraction, top=r.top)
+    out = key_risk(codes, keys, weights=w, household=hh, sensitive=sens, options=options)
     rec = out.pop("records")
     out["parameters"].update({"keys": keys, "weights": weights_col, "household_id": r.household_id,
                               "sensitive": list(r.sensitive or []), "top": r.top,

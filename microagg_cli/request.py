@@ -536,11 +536,30 @@ class EvaluateRequest(_Request):
         None, "Categorical (or ordinal) key columns released as group categories: per key the share of "
               "records whose category changed, total-variation distances of the one- and two-way tables, "
               "and k over these keys and the evaluated columns together.")
+    rmd_k: float = opt(0.01, "RMD: weight of the robust Mahalanobis distance in each interval's half-width "
+                             "(sdcMicro dRiskRMD's k).")
+    rmd_k2: float = opt(0.05, "RMD: RMDID2's radius (standardized units) within which another protected record "
+                              "hides an unsafe one (sdcMicro's k2).")
+    linkage_distance: str = opt(
+        "euclidean", "One-to-one linkage's cost: euclidean = sum of squared Euclidean distances on z-scores; "
+                     "euclidean-plain = sum of plain distances (sdcMicro's recordLinkage); manhattan; gower.")
+    linkage_exact_max: int = opt(
+        2000, "Exact one-to-one linkage up to N records (an N x N cost matrix: 32 MB and seconds at 2,000, "
+              "8 GB at 32,000); above it the estimate on 4 windows of 1,000 records.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
         _check_max_scenarios(self.max_scenarios)
+        for name, v in (("--rmd-k", self.rmd_k), ("--rmd-k2", self.rmd_k2)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= 0 and v < float("inf")):
+                raise InvalidParameterError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.linkage_distance not in LINKAGE_DISTANCE_NAMES:
+            raise InvalidParameterError(f"--linkage-distance must be one of {', '.join(LINKAGE_DISTANCE_NAMES)}, "
+                                        f"got {self.linkage_distance!r}")
+        if isinstance(self.linkage_exact_max, bool) or not isinstance(self.linkage_exact_max, int) \
+                or self.linkage_exact_max < 0:
+            raise InvalidParameterError(f"--linkage-exact-max must be an integer >= 0, got {self.linkage_exact_max!r}")
         if self.missing not in EVALUATE_MISSING:
             raise InvalidParameterError(
                 f"unknown missing-value policy {self.missing!r} (use {' or '.join(EVALUATE_MISSING)})")
@@ -796,6 +815,10 @@ class RolesRequest(_Request):
         if self.output is not None and str(self.output) == "-":
             raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")
 
+
+#: ``sdc evaluate --linkage-distance`` (the same names as
+#: :data:`microagg_cli.metrics.linkage.LINKAGE_DISTANCES`; a test keeps them equal).
+LINKAGE_DISTANCE_NAMES = ("euclidean", "euclidean-plain", "manhattan", "gower")
 
 #: ``sdc risk``: the individual-risk estimators (Benedetti-Franconi; see sdc-metrics(7)).
 RISK_METHODS = ("approx", "exact")

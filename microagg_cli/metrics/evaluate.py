@@ -153,7 +153,7 @@ def evaluate_arrays(
     per_scenario : include the per-scenario list (the summaries are always there).
     linkage_scenarios : one-to-one linkage is computed for this many scenarios (the
         largest; 0 = every scenario), see :func:`microagg_cli.metrics.linkage.linkage_scenarios`.
-    linkage_distance : ``"euclidean"``, ``"manhattan"`` or ``"gower"``.
+    linkage_distance : ``"euclidean"`` (squared), ``"euclidean-plain"``, ``"manhattan"`` or ``"gower"``.
     linkage_exact_max, linkage_window, linkage_windows, linkage_seed : exact linkage up to
         ``linkage_exact_max`` records, above it the windows estimator
         (:class:`microagg_cli.metrics.linkage.LinkageEvaluator`).

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from microagg_cli.metrics.keyrisk import (
+    KeyRiskOptions,
     combinations_table,
     global_risk,
     household_risk,
@@ -203,8 +204,8 @@ def test_combinations_table_unsafe_cells():
 
 def test_key_risk_sections():
     w = np.array([10.0, 10.0, 20.0, 5.0, 5.0])
-    out = key_risk(SUDA_CASE, ["a", "b", "c"], k=2, weights=w, household=np.array([1, 1, 2, 3, 3]),
-                   sensitive={"s": np.array([1, 1, 2, 3, 4])})
+    out = key_risk(SUDA_CASE, ["a", "b", "c"], weights=w, household=np.array([1, 1, 2, 3, 3]),
+                   sensitive={"s": np.array([1, 1, 2, 3, 4])}, options=KeyRiskOptions(k=2))
     assert out["frequencies"]["sample_uniques"] == 3
     assert [v["records"] for v in out["violations"]] == [3, 5, 5]
     rec = out["records"]

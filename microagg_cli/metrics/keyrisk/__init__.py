@@ -31,6 +31,7 @@ Hundepool, A. et al. (2012), Statistical Disclosure Control, Wiley, chapter 3.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ __all__ = [
     "as_codes", "group_codes", "sample_frequencies", "violations",
     "individual_risk", "global_risk", "household_risk", "risk_distribution",
     "l_diversity", "suda2", "msu_weight", "combinations_table", "key_risk",
-    "SUDA_DEFAULT_MAX_KEYS", "key_summary", "before_after",
+    "SUDA_DEFAULT_MAX_KEYS", "key_summary", "before_after", "KeyRiskOptions",
 ]
 
 #: Without an explicit SUDA2 size, MSUs are searched over every key (sdcMicro) up to
@@ -54,23 +55,40 @@ __all__ = [
 SUDA_DEFAULT_MAX_KEYS = 10
 
 
-def key_risk(codes: Any, names: Sequence[str], *, k: int = 3, weights: Any = None,
-             household: Any = None, sensitive: Mapping[str, Any] | None = None, l: int = 2,  # noqa: E741
-             violation_k: Sequence[int] = DEFAULT_VIOLATION_K, risk_method: str = "approx",
-             max_combination_size: int | None = None, suda: bool = True,
-             suda_max_size: int | None = None, dis_fraction: float = 0.01,
-             top: int = 20) -> dict[str, Any]:
+@dataclass(frozen=True)
+class KeyRiskOptions:
+    """The parameters of :func:`key_risk` (the data arrays are its arguments).
+
+    k : the k of the combinations' unsafe cells (and of the headline violation count).
+    l : the l-diversity threshold. violation_k : the k values of the violation counts.
+    risk_method : ``"approx"`` (sdcMicro) or ``"exact"``.
+    max_combination_size : combinations of up to this many keys (default min(q, 3)).
+    suda : compute SUDA2; suda_max_size : its largest MSU (default q when q <= 10,
+    else 3); dis_fraction : the DIS score's sampling fraction.
+    top : the combinations listed (the unsafe ones first).
+    """
+
+    k: int = 3
+    l: int = 2  # noqa: E741
+    violation_k: tuple[int, ...] = DEFAULT_VIOLATION_K
+    risk_method: str = "approx"
+    max_combination_size: int | None = None
+    suda: bool = True
+    suda_max_size: int | None = None
+    dis_fraction: float = 0.01
+    top: int = 20
+
+
+def key_risk(codes: Any, names: Sequence[str], *, weights: Any = None, household: Any = None,
+             sensitive: Mapping[str, Any] | None = None, options: KeyRiskOptions | None = None) -> dict[str, Any]:
     """Every measure of this package for one file.
 
     Parameters
     ----------
     codes : (n, q) key codes, -1 missing. names : the q key names.
-    k : the k of the combinations' unsafe cells (and of the headline violation count).
     weights : (n,) sampling weights > 0 or None (then F_k = f_k and risk = 1 / f_k).
     household : (n,) household ids or None. sensitive : name -> (n,) integer codes.
-    max_combination_size : combinations of up to this many keys (default min(q, 3)).
-    suda_max_size : SUDA2's largest MSU (default q when q <= 10, else 3); suda=False
-        skips SUDA2.
+    options : :class:`KeyRiskOptions` (default: its defaults).
 
     Returns
     -------
@@ -79,6 +97,10 @@ def key_risk(codes: Any, names: Sequence[str], *, k: int = 3, weights: Any = Non
     ``parameters``) and ``records``: numpy arrays ``fk``, ``Fk``, ``risk``,
     ``household_risk``, ``suda_score``, ``dis_score`` (None when not computed).
     """
+    o = KeyRiskOptions() if options is None else options
+    k, l, violation_k, risk_method = o.k, o.l, o.violation_k, o.risk_method  # noqa: E741
+    max_combination_size, suda, suda_max_size = o.max_combination_size, o.suda, o.suda_max_size
+    dis_fraction, top = o.dis_fraction, o.top
     c = as_codes(codes)
     n, q = c.shape
     names = list(names)
