@@ -488,6 +488,7 @@ def run_cell(
         "linkage": risk["mean"].get("linkage"),
         "worst_linkage": (risk["worst"].get("linkage") or {}).get("value"),
         "rmdid1": (risk.get("rmd") or {}).get("rmdid1"),
+        "rmd_skipped_reason": (risk.get("rmd") or {}).get("skipped_reason"),
         "warnings": warnings,
         "saved": saved,
         "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
