@@ -18,7 +18,8 @@ Q = 1 + (8 - A) / 20 and S_Q = sum over scored records of score^-Q:
     DIS_i = 1 / (1 + (U / Dis - U) / (score_i^Q * S_Q))    (0 for a score of 0)
 
 It does not change when every weight is scaled, so it is the same for every m that
-finds the same MSUs. A key's contribution is the share of the total score coming from
+finds the same MSUs. (sdcMicro holds f and Dis in single precision, so its DIS-SUDA
+scores can differ from these in the 7th significant digit.) A key's contribution is the share of the total score coming from
 MSUs that hold it, in percent (they add to more than 100: an MSU holds several keys).
 
 Complexity: one grouping (a sort of n codes) per subset of at most m keys,
