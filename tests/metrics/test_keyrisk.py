@@ -304,3 +304,12 @@ def test_risk_stays_exact_as_p_tends_to_one():
         assert r[1] == pytest.approx(0.5, abs=1e-7) and r[1] <= 0.5
         assert r[2] == pytest.approx(0.5, abs=1e-11)
         assert r[3] == pytest.approx(1 / 3, abs=1e-9)
+
+
+def test_combinations_beyond_suda_size_and_without_suda_agree():
+    c = np.random.default_rng(0).integers(0, 3, (60, 4))
+    with_suda = key_risk(c, list("abcd"), options=KeyRiskOptions(k=3, suda_max_size=2, max_combination_size=4))
+    without = key_risk(c, list("abcd"), options=KeyRiskOptions(k=3, suda=False, max_combination_size=4))
+    assert with_suda["combinations"]["count"] == without["combinations"]["count"] == 15
+    assert with_suda["combinations"] == without["combinations"]
+    assert with_suda["suda2"]["max_size"] == 2 and without["suda2"] is None

@@ -32,13 +32,22 @@ Hundepool, A. et al. (2012), Statistical Disclosure Control, Wiley, chapter 3.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations as key_sets
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .combinations import CombinationTable, combinations_table
 from .diversity import l_diversity
-from .frequencies import DEFAULT_VIOLATION_K, MISSING, as_codes, group_codes, sample_frequencies, violations
+from .frequencies import (
+    DEFAULT_VIOLATION_K,
+    MISSING,
+    as_codes,
+    group_codes,
+    sample_frequencies,
+    subset_classes,
+    violations,
+)
 from .individual import RISK_METHODS, global_risk, household_risk, individual_risk, risk_distribution
 from .suda import DIS_BINS, msu_weight, suda2
 
@@ -151,11 +160,8 @@ def key_risk(codes: Any, names: Sequence[str], *, weights: Any = None, household
         sres = suda2(c, max_size=m_suda, dis_fraction=dis_fraction, names=names, visit=table)
         # the combinations beyond SUDA2's size are grouped on their own
         if m_comb > m_suda:
-            from itertools import combinations as _comb
-
-            from .frequencies import subset_classes
-            for s in range(m_suda + 1, m_comb + 1):
-                for S in _comb(range(q), s):
+            for size in range(m_suda + 1, m_comb + 1):
+                for S in key_sets(range(q), size):
                     table(S, *subset_classes(c, S))
         records["suda_score"] = sres.pop("score")
         records["dis_score"] = sres.pop("dis_score")
