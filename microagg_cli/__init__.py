@@ -4,6 +4,7 @@ The public API (the ``sdc`` command line is a thin layer over it):
 
 - :func:`protect` -- protect a CSV/Parquet file and write a report;
 - :func:`protect_table`, :func:`protect_array` -- the same on in-memory data;
+- :func:`risk` -- the disclosure risk of one file over its categorical keys (``sdc risk``);
 - :func:`propose_roles` -- every column's proposed role with its evidence (``sdc roles``);
 - :data:`METHODS` -- the method registry (name -> :class:`MethodSpec`);
 - :class:`BlockPlan`, :class:`Block` -- attribute-blocking plans;
@@ -24,7 +25,7 @@ _LAZY = {
     "METHODS": "methods", "MethodSpec": "methods", "ParamSpec": "methods",
     "protect_frame": "frames", "evaluate_frame": "frames", "compare_frames": "frames", "propose_blocks": "frames",
     "ProtectResult": "protection", "BlockResult": "protection", "METRICS": "metrics",
-    "propose_roles": "api", "ROLES": "roles",
+    "propose_roles": "api", "ROLES": "roles", "risk": "api",
 }
 
 
@@ -47,6 +48,7 @@ __all__ = [
     "protect",
     "evaluate",
     "compare",
+    "risk",
     "protect_array",
     "protect_table",
     "protect_frame",

@@ -43,14 +43,14 @@ from .pairing import write_pairing
 from .statfiles import STAT_FORMATS, check_writable
 from .statfiles import report_fields as statfile_report
 from .progress import phase as progress_phase
-from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RolesRequest
+from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest, RiskRequest, RolesRequest
 from .roles import check_declared_missing, finish_roles, load_rda, prepare_dates, release_dates, resolve_request
 from .protection.mixed import split_plan
 from .protection.run import REPORT_SCHEMA_VERSION, protect_run
 from .protection.table import check_id_column, check_keys, check_options, single_plan
 
 __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compare", "propose_plans", "propose_roles",
-           "roles_request", "REPORT_SCHEMA_VERSION"]
+           "roles_request", "risk", "risk_request", "REPORT_SCHEMA_VERSION"]
 
 
 def protect(input: str | Path, output: str | Path, **options: Any) -> dict[str, Any]:
@@ -482,3 +482,71 @@ def roles_request(input: str | Path, request: RolesRequest) -> dict[str, Any]:
         atomic_write_bytes(out_path, lambda fh: fh.write(data), force=r.force, what="roles file")
         written = str(out_path)
     return {"document": doc, "text": body, "format": fmt_out or "toml", "written": written}
+
+
+def risk(input: str | Path, **options: Any) -> dict[str, Any]:
+    """The disclosure risk of one file over its categorical keys (``sdc risk``).
+
+    Options are the fields of :class:`~microagg_cli.request.RiskRequest`: ``keys``
+    (required unless ``metadata`` names <RECODABLE> variables), ``weights``,
+    ``household_id``, ``sensitive``, ``k``, ``l``, ``max_combination_size``, ``suda``,
+    ``suda_max_size``, ``dis_fraction``, ``risk_method``, the gates
+    ``max_global_risk`` / ``max_violations``, ``report`` / ``html`` paths, ``internal``.
+
+    Returns the JSON-ready report (schema ``sdc schema risk``); a failed gate raises
+    :class:`~microagg_cli.errors.ThresholdExceeded` (exit code 5) after the reports are
+    written, with the report as its ``report`` attribute.
+
+    Examples
+    --------
+    >>> rep = risk("household.csv", keys=["urbrur", "water", "sex", "age"],
+    ...            weights="sampling_weight", household_id="ori_hid")   # doctest: +SKIP
+    >>> rep["global"]["expected_reidentifications"]                      # doctest: +SKIP
+    """
+    return risk_request(input, RiskRequest.build(**options))
+
+
+def risk_request(input: str | Path, request: RiskRequest) -> dict[str, Any]:
+    """:func:`risk` with its options as one :class:`~microagg_cli.request.RiskRequest`."""
+    from .errors import ThresholdExceeded
+    from .keyrisk_table import RISK_SCHEMA_VERSION, gate_message, table_key_risk
+    from .report import attach_html
+    from .report.risk import render_risk_html
+    from ._version import __version__
+
+    t0 = time.perf_counter()
+    r = request
+    src = None if str(input) == "-" else Path(input)
+    srcs = (src,) + ((Path(r.metadata),) if r.metadata is not None else ())
+    rep_path = html_path = None
+    if r.report is not None:
+        rep_path = check_output_path(r.report, force=r.force, inputs=srcs, what="report")
+    if r.html is not None:
+        html_path = check_output_path(r.html, force=r.force, inputs=srcs, what="HTML report")
+        if rep_path is not None and rep_path.resolve() == html_path.resolve():
+            raise InvalidParameterError("the JSON and the HTML report are the same file")
+    rda = load_rda(r.metadata) if r.metadata is not None else None
+    read = r.read
+    fmt = detect_format(input, read.input_format)
+    if rda is not None and rda.separator and read.delimiter is None and fmt == "csv":
+        read = read.replace(delimiter=rda.separator)
+    table = read_table(input, read, fmt=fmt)
+    body = table_key_risk(table, r, rda=rda)
+    fingerprint = file_fingerprint(table)
+    rep: dict[str, Any] = {"schema_version": RISK_SCHEMA_VERSION,
+                           "tool": {"name": "sdc", "distribution": "microagg-cli", "version": __version__},
+                           "command": "risk", "internal": bool(r.internal), "input": dict(fingerprint), **body}
+    rep["timing"] = {"seconds": time.perf_counter() - t0}
+    rep["audit"] = audit.trail(t0, files=[audit.read_entry(input, "input (read)", fingerprint)])
+    page = attach_html(rep, r.html, render_risk_html(rep)) if html_path is not None else None
+    with OutputSet(force=r.force) as files:
+        if r.report is not None:
+            write_json(rep, rep_path, force=r.force, into=files, private=bool(r.internal))
+        if page is not None:
+            files.add_file(html_path, lambda fh: fh.write(page), what="HTML report", private=bool(r.internal))
+        files.commit()
+    if not rep["gates"]["passed"]:
+        exc = ThresholdExceeded(gate_message(rep["gates"], r.k))
+        exc.report = rep  # type: ignore[attr-defined]
+        raise exc
+    return rep

@@ -211,6 +211,7 @@ def _summary(measures: dict[str, Any]) -> dict[str, Any]:
         "dld_bound": g("risk", "dld_bound", "mean"),
         "id": g("risk", "mean", "id"),
         "sdid": g("risk", "mean", "sdid"),
+        "sdid_all": g("risk", "sdid_all"),
         "dr": g("risk", "dr", "value"),
         "score": g("score", "value"),
         "k_prime": g("risk", "anonymity", "k_prime"),
@@ -222,6 +223,7 @@ def _summary(measures: dict[str, Any]) -> dict[str, Any]:
         "linkage": g("risk", "mean", "linkage"),
         "worst_linkage": g("risk", "worst", "linkage", "value"),
         "linkage_method": g("risk", "linkage", "method"),
+        "linkage_scenarios": g("risk", "linkage", "scenarios"),
         "rmdid1": g("risk", "rmd", "rmdid1"),
         "rmdid1w": g("risk", "rmd", "rmdid1w"),
         "rmdid2": g("risk", "rmd", "rmdid2"),
@@ -419,7 +421,8 @@ def evaluate_matrices(
     partition = _partition_based(Xp, block_pos, k)
     measures = measure(X, Xp, block_pos, k=k, scenarios=scenarios, max_scenarios=max_scenarios, seed=seed,
                        dr_weights=request.dr_weights, score_weights=request.score_weights,
-                       partition_based=partition,
+                       partition_based=partition, rmd_k=request.rmd_k, rmd_k2=request.rmd_k2,
+                       linkage_distance=request.linkage_distance, linkage_exact_max=request.linkage_exact_max,
                        progress=progress)
     cg_summary: dict[str, Any] = {}
     if bound == "cg":
@@ -731,13 +734,14 @@ def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.nd
     import pandas as pd
 
     from .metrics.categorical import categorical_measures
+    from .metrics.keyrisk import before_after
 
     cats = list(request.categorical or [])
     _check_names(cats, orig, prot, key_columns(request.key), "--categorical")
     both = [c for c in cats if c in names]
     if both:
         raise InvalidParameterError(f"--categorical: column {both[0]!r} is also an evaluated (continuous) column")
-    o_codes, r_codes = [], []
+    o_codes, r_codes, o_miss, r_miss = [], [], [], []
     for c in cats:
         a = orig.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
         b = prot.pandas_column(c).astype("string").fillna("").to_numpy(dtype=object)
@@ -746,8 +750,15 @@ def _categorical(orig: Table, prot: Table, order: np.ndarray | None, rows: np.nd
         codes = pd.factorize(np.concatenate([a[rows], b[rows]]))[0]
         o_codes.append(codes[:rows.size])
         r_codes.append(codes[rows.size:])
+        o_miss.append(a[rows] == "")
+        r_miss.append(b[rows] == "")
     k = request.k if request.k is not None else EVALUATE_K
-    return categorical_measures(cats, np.column_stack(o_codes), np.column_stack(r_codes), Xp, names, k)
+    o, r = np.column_stack(o_codes), np.column_stack(r_codes)
+    section = categorical_measures(cats, o, r, Xp, names, k)
+    # the keys' disclosure risk before and after (sdc risk's figures; a missing cell matches any category)
+    section["key_risk"] = before_after(np.where(np.column_stack(o_miss), -1, o),
+                                       np.where(np.column_stack(r_miss), -1, r), k)
+    return section
 
 
 def raise_for_gates(rep: dict[str, Any]) -> None:

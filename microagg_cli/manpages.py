@@ -282,9 +282,30 @@ def metrics_page() -> str:
             if m.gate is not None:
                 parts.append(f".PP\nGate: \\fB{_esc(m.gate.option)} {_esc(m.gate.metavar)}\\fR: {_esc(m.gate.help)}")
             parts.append(".PP\nReference: " + _esc(m.reference))
+    parts += _key_risk_sections()
     parts.append(".SH SEE ALSO\n\\fBsdc\\-evaluate\\fR(1), \\fBsdc\\-compare\\fR(1), "
-                 "\\fBsdc\\-methods\\fR(7)")
+                 "\\fBsdc\\-risk\\fR(1), \\fBsdc\\-methods\\fR(7)")
     return "\n".join(parts) + "\n"
+
+
+def _key_risk_sections() -> list[str]:
+    """The measures of sdc risk (categorical keys), from their modules' definitions."""
+    from .metrics import keyrisk
+    from .metrics.keyrisk import combinations, diversity, frequencies, individual, suda
+
+    parts = [".SH KEY RISK MEASURES (sdc risk)",
+             _troff_text(_plain(_doc_sections(keyrisk.__doc__ or "")[""].split("\n\n")[0]))]
+    for title, module in (("f_k, F_k and k-anonymity violations", frequencies),
+                          ("Individual, global and household risk", individual),
+                          ("l-diversity", diversity), ("SUDA2 and DIS-SUDA", suda),
+                          ("Combinations and unsafe cells", combinations)):
+        parts.append(f".SS {_esc(title)}")
+        parts.append(_troff_text(_plain(module.__doc__ or "")))
+    refs = _doc_sections(keyrisk.__doc__ or "").get("References")
+    if refs:
+        parts.append(".SS References")
+        parts += [".PP\n" + _esc(r) for r in _references(refs)]
+    return parts
 
 
 def write_pages(target: str | Path) -> list[Path]:

@@ -43,6 +43,7 @@ __all__ = [
     "CompareRequest",
     "BlocksRequest",
     "RolesRequest",
+    "RiskRequest",
     "MISSING_POLICIES",
     "SMALL_STRATA_POLICIES",
     "STRATA_MISSING_POLICIES",
@@ -538,11 +539,30 @@ class EvaluateRequest(_Request):
         None, "Categorical (or ordinal) key columns released as group categories: per key the share of "
               "records whose category changed, total-variation distances of the one- and two-way tables, "
               "and k over these keys and the evaluated columns together.")
+    rmd_k: float = opt(0.01, "RMD: weight of the robust Mahalanobis distance in each interval's half-width "
+                             "(sdcMicro dRiskRMD's k).")
+    rmd_k2: float = opt(0.05, "RMD: RMDID2's radius (standardized units) within which another protected record "
+                              "hides an unsafe one (sdcMicro's k2).")
+    linkage_distance: str = opt(
+        "euclidean", "One-to-one linkage's cost: euclidean = sum of squared Euclidean distances on z-scores; "
+                     "euclidean-plain = sum of plain distances (sdcMicro's recordLinkage); manhattan; gower.")
+    linkage_exact_max: int = opt(
+        2000, "Exact one-to-one linkage up to N records (an N x N cost matrix: 32 MB and seconds at 2,000, "
+              "8 GB at 32,000); above it the estimate on 4 windows of 1,000 records.")
     read: ReadOptions = _nested(ReadOptions)
 
     def __post_init__(self) -> None:
         _check_seed(self.seed)
         _check_max_scenarios(self.max_scenarios)
+        for name, v in (("--rmd-k", self.rmd_k), ("--rmd-k2", self.rmd_k2)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= 0 and v < float("inf")):
+                raise InvalidParameterError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.linkage_distance not in LINKAGE_DISTANCE_NAMES:
+            raise InvalidParameterError(f"--linkage-distance must be one of {', '.join(LINKAGE_DISTANCE_NAMES)}, "
+                                        f"got {self.linkage_distance!r}")
+        if isinstance(self.linkage_exact_max, bool) or not isinstance(self.linkage_exact_max, int) \
+                or self.linkage_exact_max < 0:
+            raise InvalidParameterError(f"--linkage-exact-max must be an integer >= 0, got {self.linkage_exact_max!r}")
         if self.missing not in EVALUATE_MISSING:
             raise InvalidParameterError(
                 f"unknown missing-value policy {self.missing!r} (use {' or '.join(EVALUATE_MISSING)})")
@@ -797,3 +817,90 @@ class RolesRequest(_Request):
             check_k_value(self.k)
         if self.output is not None and str(self.output) == "-":
             raise InvalidParameterError("-o -: the proposal goes to stdout when -o is not given")
+
+
+#: ``sdc evaluate --linkage-distance`` (the same names as
+#: :data:`microagg_cli.metrics.linkage.LINKAGE_DISTANCES`; a test keeps them equal).
+LINKAGE_DISTANCE_NAMES = ("euclidean", "euclidean-plain", "manhattan", "gower")
+
+#: ``sdc risk``: the individual-risk estimators (Benedetti-Franconi; see sdc-metrics(7)).
+RISK_METHODS = ("approx", "exact")
+
+
+@dataclass(frozen=True)
+class RiskRequest(_Request):
+    """Everything ``sdc risk`` / :func:`microagg_cli.api.risk` is asked to do."""
+
+    keys: list[str] | None = opt(
+        None, "The categorical key variables (quasi-identifiers) an intruder can match on, comma-separated "
+              "(default: the <RECODABLE> variables of --metadata).")
+    weights: str | None = opt(
+        None, "The sampling weight column (> 0 in every record): F_k = sum of the weights of a class and the "
+              "Benedetti-Franconi risk; without it the file is the population (risk = 1 / f_k).")
+    household_id: str | None = opt(
+        None, "The household id column: adds the household risk 1 - prod(1 - r) over each household.")
+    sensitive: list[str] | None = opt(
+        None, "Sensitive variables (not keys), comma-separated: their distinct l-diversity over the key classes.")
+    k: int = opt(3, "k of the combinations' unsafe cells and of the --max-violations gate (violations of 2-, 3- "
+                    "and 5-anonymity are always reported).")
+    l: int = opt(2, "l-diversity threshold: records in key classes with fewer distinct sensitive values.")  # noqa: E741
+    max_combination_size: int | None = opt(
+        None, "Check every combination of up to N keys for unsafe cells (mu-ARGUS's identification level; "
+              "default min(3, keys)).")
+    suda: bool = opt(True, "Compute SUDA2 (minimal sample uniques, DIS-SUDA scores); --no-suda skips it.")
+    suda_max_size: int | None = opt(
+        None, "Largest minimal sample unique SUDA2 searches (default: every key up to 10 keys, else 3).")
+    dis_fraction: float = opt(0.01, "Sampling fraction of the DIS-SUDA score (sdcMicro's DisFraction).")
+    risk_method: str = opt(
+        "approx", "approx: sdcMicro's measure_risk (closed forms for f_k = 1, 2; p / (f_k - 1 + p) above); "
+                  "exact: the negative-binomial expectation for every f_k.")
+    max_global_risk: float | None = opt(
+        None, "Gate: fail (exit code 5) when the expected re-identifications exceed this share of the records "
+              "(0.01 = 1 %), after the reports are written.")
+    max_violations: int | None = opt(
+        None, "Gate: fail (exit code 5) when more than N records violate k-anonymity (f_k < k).")
+    metadata: Any = opt(None, "A mu-ARGUS metadata file (.rda): keys (<RECODABLE>), weight (<WEIGHT>) and "
+                              "missing codes, where the options do not give them.")
+    report: Any = opt(None, "Write the JSON report here ('-' = stdout).")
+    html: Any = opt(None, "Write an HTML report here.")
+    internal: bool = opt(
+        False, "Show the key values of the riskiest records in the reports (private files, mode 0600); "
+               "without it records are named by their row number only.")
+    top: int = opt(20, "Records and combinations listed in the reports (the riskiest first).")
+    force: bool = opt(False, "Replace existing report files.")
+    read: ReadOptions = _nested(ReadOptions)
+
+    def __post_init__(self) -> None:
+        check_k_value(self.k, where="-k: ")
+        keys = list(self.keys or [])
+        if len(set(keys)) != len(keys):
+            raise InvalidParameterError("--keys: a column is named twice")
+        for name, col in (("--weights", self.weights), ("--household-id", self.household_id)):
+            if col is not None and col in keys:
+                raise InvalidParameterError(f"{name}: column {col!r} is also a key")
+        if self.household_id is not None and self.household_id == self.weights:
+            raise InvalidParameterError("--household-id and --weights name the same column")
+        for col in self.sensitive or []:
+            if col in keys:
+                raise InvalidParameterError(f"--sensitive: column {col!r} is also a key")
+            if col in (self.weights, self.household_id):
+                raise InvalidParameterError(f"--sensitive: column {col!r} is the weight or the household id")
+        if isinstance(self.l, bool) or not isinstance(self.l, int) or self.l < 1:
+            raise InvalidParameterError(f"-l must be an integer >= 1, got {self.l!r}")
+        for name, v in (("--max-combination-size", self.max_combination_size),
+                        ("--suda-max-size", self.suda_max_size)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise InvalidParameterError(f"{name} must be an integer >= 1, got {v!r}")
+        if not 0.0 < float(self.dis_fraction) < 1.0:
+            raise InvalidParameterError(f"--dis-fraction must be in (0, 1), got {self.dis_fraction!r}")
+        if self.risk_method not in RISK_METHODS:
+            raise InvalidParameterError(f"--risk-method must be {' or '.join(RISK_METHODS)}, got {self.risk_method!r}")
+        if self.max_global_risk is not None and not 0.0 <= float(self.max_global_risk) <= 1.0:
+            raise InvalidParameterError(
+                f"--max-global-risk is a share in [0, 1] (0.01 = 1 %), got {self.max_global_risk!r}")
+        if self.max_violations is not None and (isinstance(self.max_violations, bool) or self.max_violations < 0):
+            raise InvalidParameterError(f"--max-violations must be an integer >= 0, got {self.max_violations!r}")
+        if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 0:
+            raise InvalidParameterError(f"--top must be an integer >= 0, got {self.top!r}")
+        if self.html is not None and str(self.html) == "-":
+            raise InvalidParameterError("--html -: the HTML report goes to a file")

@@ -15,6 +15,7 @@ COMMAND_TABLE: dict[str, tuple[str, str, str]] = {
     "protect": ("protect", "protect_command", "Microaggregate INPUT and write the protected OUTPUT (plus a report)."),
     "evaluate": ("evaluate", "evaluate_command", "Measure disclosure risk and information loss of PROTECTED against ORIGINAL."),
     "blocks": ("blocks", "blocks_command", "Propose, check or evaluate a plan splitting INPUT's columns into blocks."),
+    "risk": ("risk", "risk_command", "The disclosure risk of INPUT over its categorical keys, as agencies report it."),
     "roles": ("roles", "roles_command", "Propose a role for every column of INPUT, with its evidence, as a roles file."),
     "compare": ("compare", "compare_command", "Compare methods, k values and blocking plans on INPUT: information loss against risk."),
     "schema": ("schema", "schema_command", "Print the JSON Schema (draft 2020-12) of the KIND report on stdout."),

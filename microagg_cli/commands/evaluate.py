@@ -73,6 +73,12 @@ PARSE = {
 @field_option(E, "scale", "--scale", type=click.Choice(["z", "raw"]), show_default=True)
 @field_option(E, "bound", "--bound", type=click.Choice(["nn", "cg"]), show_default=True)
 @field_option(E, "time_limit", "--time-limit", type=click.FloatRange(min=0), show_default=True, metavar="S")
+@field_option(E, "rmd_k", "--rmd-k", type=float, show_default=True, metavar="K")
+@field_option(E, "rmd_k2", "--rmd-k2", type=float, show_default=True, metavar="K2")
+@field_option(E, "linkage_distance", "--linkage-distance",
+              type=click.Choice(["euclidean", "euclidean-plain", "manhattan", "gower"]), show_default=True)
+@field_option(E, "linkage_exact_max", "--linkage-exact-max", type=click.IntRange(min=0), show_default=True,
+              metavar="N")
 @field_option(E, "missing", "--missing", type=click.Choice(["error", "complete"]), show_default=True)
 @field_option(E, "models", "--model", "models", multiple=True, metavar="\"Y ~ X1 + X2\"", default=())
 @field_option(E, "weights", "--weights", metavar="COL")

@@ -15,7 +15,7 @@ def schema_command(kind):
     """Print the JSON Schema (draft 2020-12) of the KIND report on stdout.
 
     KIND is protect, evaluate, blocks (sdc blocks --format json), compare (sdc
-    compare --format json) or roles (sdc roles --format json). Every report carries its schema_version: MAJOR.MINOR,
+    compare --format json), roles (sdc roles --format json) or risk (sdc risk --report). Every report carries its schema_version: MAJOR.MINOR,
     MINOR grows when a field is added, MAJOR when one is removed, renamed or changes
     meaning. Validate a report with any JSON Schema validator, e.g. the jsonschema
     package.

@@ -488,21 +488,29 @@ def run_cell(
         "linkage": risk["mean"].get("linkage"),
         "worst_linkage": (risk["worst"].get("linkage") or {}).get("value"),
         "rmdid1": (risk.get("rmd") or {}).get("rmdid1"),
+        "rmd_skipped_reason": (risk.get("rmd") or {}).get("skipped_reason"),
         "warnings": warnings,
         "saved": saved,
         "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
-        **_mixed_row(result, options),
+        **_mixed_row(result, options, cell.k),
     }
 
 
-def _mixed_row(result: Any, options: EvalOptions) -> dict[str, Any]:
-    """A grid with categorical keys: the mean share of changed categories (%) and the
-    smallest class over every released key (the block loop's k-check)."""
+def _mixed_row(result: Any, options: EvalOptions, k: int) -> dict[str, Any]:
+    """A grid with categorical keys: the mean share of changed categories (%), the
+    smallest class over every released key (the block loop's k-check), and over the
+    released categorical keys alone the global risk (expected re-identifications, % of
+    the records, 1 / f_k per record) and the records violating k-anonymity."""
     if not options.categorical:
         return {}
+    from ..metrics.keyrisk import key_summary
+
     held = [r for r in result.blocks if r.keys is not None]
     mixed = held[0].stats["mixed"] if held else {}
     share = mixed.get("mean_changed_share")
+    keys = key_summary(held[0].keys, k) if held else None
     return {"categorical_changed": None if share is None else 100.0 * share,
-            "k_released": min(r.stats["k_released"]["k_min"] for r in held) if held else None}
+            "k_released": min(r.stats["k_released"]["k_min"] for r in held) if held else None,
+            "key_risk": keys["global_risk_percent"] if keys else None,
+            "key_violations": keys["violations"] if keys else None}
 

@@ -42,6 +42,8 @@ or removing one is a breaking change)::
                                 "max_all_subsets", "sample_size"}
       anonymity                {"k_prime", "k_min", "classes", "share_below_k"} over all
                                attributes
+      sdid_all                 SDID with every attribute known (sdcMicro's dRisk); the
+                               headline sdid is the mean over scenarios
       mean                     {"dld", "pld", "id", "sdid", "k_prime", "k_min",
                                 "share_below_k"}: means over all scenarios
       worst                    same keys -> {"value", "attributes", "label"} (max for
@@ -64,8 +66,10 @@ or removing one is a breaking change)::
                                by_label carry "linkage", percent, None for scenarios it
                                was not computed for)
       rmd                      None, or {"rmdid1", "rmdid1w", "rmdid2", "rmdid2w",
-                               "unsafe1", "unsafe2", "k", "k2", "scatter"} over all
-                               attributes (shares in [0, 1]; the weighted ones >= 0)
+                               "unsafe1", "unsafe2", "k", "k2", "scatter", "rcond"} over all
+                               attributes (shares in [0, 1]; the weighted ones >= 0); on a
+                               singular scatter the figures are None and "skipped_reason"
+                               says why
     score                      {"value", "formula", "weights"}
 
 Percentages are in [0, 100] except ``sdid`` and ``share_below_k`` (shares in [0, 1],

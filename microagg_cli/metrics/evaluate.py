@@ -153,7 +153,7 @@ def evaluate_arrays(
     per_scenario : include the per-scenario list (the summaries are always there).
     linkage_scenarios : one-to-one linkage is computed for this many scenarios (the
         largest; 0 = every scenario), see :func:`microagg_cli.metrics.linkage.linkage_scenarios`.
-    linkage_distance : ``"euclidean"``, ``"manhattan"`` or ``"gower"``.
+    linkage_distance : ``"euclidean"`` (squared), ``"euclidean-plain"``, ``"manhattan"`` or ``"gower"``.
     linkage_exact_max, linkage_window, linkage_windows, linkage_seed : exact linkage up to
         ``linkage_exact_max`` records, above it the windows estimator
         (:class:`microagg_cli.metrics.linkage.LinkageEvaluator`).
@@ -315,6 +315,8 @@ def evaluate_arrays(
             "sample_size": sample_size,
         },
         "anonymity": ev.anonymity(tuple(range(p))),
+        # what sdcMicro's dRisk prints: SDID with every column known (the mean is over scenarios)
+        "sdid_all": ev.sdid(tuple(range(p))) if p else None,
         "mean": mean,
         "worst": summary["worst"],
         "by_label": summary["by_label"],

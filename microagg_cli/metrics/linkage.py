@@ -45,8 +45,11 @@ __all__ = [
     "linkage_scenarios",
 ]
 
-#: The distances offered, as sdcMicro's ``recordLinkage`` names them.
-LINKAGE_DISTANCES = ("euclidean", "manhattan", "gower")
+#: The distances offered: euclidean (the assignment minimises the sum of *squared*
+#: Euclidean distances), euclidean-plain (the sum of plain Euclidean distances, as
+#: sdcMicro's ``recordLinkage`` sums them), manhattan and gower.
+LINKAGE_DISTANCES = ("euclidean", "euclidean-plain", "manhattan", "gower")
+_METRIC = {"euclidean": "sqeuclidean", "euclidean-plain": "euclidean"}
 #: Exact assignment up to this many records: one n x n cost matrix (32 MB at 2,000)
 #: and 1-4 s of ``linear_sum_assignment`` (measured, microaggregated data, 2 cores).
 LINKAGE_EXACT_MAX = 2000
@@ -108,12 +111,12 @@ def _credit(A: np.ndarray, B: np.ndarray, assigned: np.ndarray) -> np.ndarray:
 
 def _assign(A: np.ndarray, B: np.ndarray, distance: str) -> np.ndarray:
     """The protected row assigned to each original by the one-to-one assignment of
-    smallest total cost: squared Euclidean distance, or the Manhattan distance of the
-    scaled values (manhattan, gower)."""
+    smallest total cost: squared Euclidean distance (euclidean), plain Euclidean distance
+    (euclidean-plain), or the Manhattan distance of the scaled values (manhattan, gower)."""
     from scipy.optimize import linear_sum_assignment
     from scipy.spatial.distance import cdist
 
-    cost = cdist(A, B, metric="sqeuclidean" if distance == "euclidean" else "cityblock")
+    cost = cdist(A, B, metric=_METRIC.get(distance, "cityblock"))
     rows, cols = linear_sum_assignment(cost)
     out = np.empty(A.shape[0], dtype=np.int64)
     out[rows] = cols
@@ -128,7 +131,8 @@ class LinkageEvaluator:
     X, Xp : (n, p) original and protected matrices, same records in the same order;
         not mutated.
     distance : ``"euclidean"`` (default; the assignment minimises the sum of squared
-        distances) or ``"manhattan"`` on z-scores, or ``"gower"`` (range-scaled
+        distances), ``"euclidean-plain"`` (the sum of plain distances) or ``"manhattan"``
+        on z-scores, or ``"gower"`` (range-scaled
         Manhattan, mean over the columns).
     exact_max : exact assignment up to this many records (:data:`LINKAGE_EXACT_MAX`).
     window, windows, seed : above ``exact_max``, the ``"windows"`` estimator: ``windows``
@@ -176,7 +180,7 @@ class LinkageEvaluator:
         """The ``window`` originals nearest to original ``centre`` on the columns of
         ``A``, nearest first, ties by row order."""
         D = A - A[centre]
-        d = (np.abs(D).sum(axis=1) if self.distance != "euclidean" else np.einsum("ij,ij->i", D, D))
+        d = (np.abs(D).sum(axis=1) if self.distance not in _METRIC else np.einsum("ij,ij->i", D, D))
         m = min(self.window, self.n)
         part = np.argpartition(d, m - 1)[:m] if m < self.n else np.arange(self.n)
         cut = d[part].max()

@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 from .utility import standardized_columns, as_pair
 
-__all__ = ["RMD_K", "RMD_K2", "RMD_SCALE", "mcd_scatter", "original_scatter", "rmd_risk"]
+__all__ = ["RMD_K", "RMD_K2", "RMD_SCALE", "RMD_RCOND", "mcd_scatter", "original_scatter", "rmd_risk",
+           "scatter_rcond"]
 
 #: Default weight of the distances in the interval half-widths (sdcMicro's ``k``).
 RMD_K = 0.01
@@ -27,6 +28,22 @@ RMD_K = 0.01
 RMD_K2 = 0.05
 #: The factor applied to the robust Mahalanobis distance before ``k`` (sdcMicro's 0.05).
 RMD_SCALE = 0.05
+#: Below this reciprocal condition number (smallest / largest eigenvalue) the robust
+#: scatter is singular or nearly so: its inverse amplifies rounding errors by more than
+#: 10^12 and the distances, hence every RMD figure, are noise. The measures are then
+#: skipped with the reason (R's ``solve``, which sdcMicro calls, stops below 2.2e-16 with
+#: "system is computationally singular"; between the two it returns such noise).
+RMD_RCOND = 1e-12
+
+
+def scatter_rcond(S: np.ndarray) -> float:
+    """Smallest over largest eigenvalue of the symmetric scatter ``S`` (0 when singular,
+    1 for an empty or identity matrix)."""
+    if S.size == 0:
+        return 1.0
+    e = np.linalg.eigvalsh((S + S.T) / 2.0)
+    top = float(e.max())
+    return max(float(e.min()), 0.0) / top if top > 0 else 0.0
 
 
 def _standardize(A: np.ndarray) -> np.ndarray:
@@ -116,8 +133,10 @@ def rmd_risk(
     Returns
     -------
     ``{"rmdid1", "rmdid1w", "rmdid2", "rmdid2w", "unsafe1", "unsafe2", "k", "k2",
-    "scatter"}``: the four figures, the counts |U1| and |U2|, the parameters, and
-    ``"mcd"`` or ``"given"``.
+    "scatter", "rcond"}``: the four figures, the counts |U1| and |U2|, the parameters,
+    ``"mcd"`` or ``"given"``, and the scatter's reciprocal condition number. When it is
+    below :data:`RMD_RCOND` the figures and counts are None and ``"skipped_reason"``
+    says why (never a number computed from a singular scatter).
 
     Notes
     -----
@@ -144,19 +163,25 @@ def rmd_risk(
     live = _live(X)
     how = "mcd" if scatter is None else "given"
     d2 = np.zeros(n)
+    rcond = 1.0
     if live.size:
         if scatter is None:
             S = original_scatter(X)
         else:
             S = np.asarray(scatter, dtype=np.float64).reshape(p, p)[np.ix_(live, live)]
+        rcond = scatter_rcond(S)
+        if rcond < RMD_RCOND:
+            return {"rmdid1": None, "rmdid1w": None, "rmdid2": None, "rmdid2w": None, "unsafe1": None,
+                    "unsafe2": None, "k": float(k), "k2": float(k2), "scatter": how, "rcond": rcond,
+                    "skipped_reason": (f"the robust scatter is singular or nearly so (reciprocal condition "
+                                       f"number {rcond:.3g} < {RMD_RCOND:g}: collinear columns, such as a "
+                                       "total and its parts): Mahalanobis distances would be rounding noise; "
+                                       "sdcMicro stops here with 'system is computationally singular'. Leave "
+                                       "a column of each collinear set out (--columns) to get RMD")}
         c = Z.mean(axis=0) if centre is None else np.asarray(centre, dtype=np.float64).reshape(p)
         D = Z[:, live] - c[live]
-        # squared distances by solving S y = d (as R's mahalanobis inverts the covariance);
-        # a singular scatter (collinear columns) through its pseudo-inverse
-        try:
-            Y = np.linalg.solve(S, D.T).T
-        except np.linalg.LinAlgError:
-            Y = D @ np.linalg.pinv(S, hermitian=True)
+        # squared distances by solving S y = d (as R's mahalanobis inverts the covariance)
+        Y = np.linalg.solve(S, D.T).T
         d2 = np.einsum("ij,ij->i", D, Y)
     d = RMD_SCALE * np.sqrt(np.maximum(d2, 0.0))
     half = (k * d)[:, None]
@@ -191,4 +216,5 @@ def rmd_risk(
         "k": float(k),
         "k2": float(k2),
         "scatter": how,
+        "rcond": rcond,
     }

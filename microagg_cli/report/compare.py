@@ -53,9 +53,13 @@ _MAP_STEPS = (1, 2, 2.5, 3, 4, 5, 6, 8, 10)
 
 
 #: Columns of grids with categorical keys (``sdc compare --categorical``): the mean share
-#: of changed categories (%) and the smallest class over every released key.
+#: of changed categories (%), the smallest class over every released key, and over the
+#: released categorical keys the global risk (% expected re-identifications) and the
+#: records violating k-anonymity (f_k < k).
 MIXED_MEASURES: tuple[tuple[str, str, int], ...] = (("categorical_changed", "cat. changed %", 2),
-                                                    ("k_released", "k_min keys", 0))
+                                                    ("k_released", "k_min keys", 0),
+                                                    ("key_risk", "key risk %", 3),
+                                                    ("key_violations", "keys f_k<k", 0))
 
 
 def _measures(doc: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:

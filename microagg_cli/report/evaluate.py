@@ -157,13 +157,24 @@ def print_risk_summary(section: dict[str, Any], console: Any = None) -> None:
         rows.insert(4 if cg is not None else 3, ("eigen", fmt(s["eigen"], 3),
                         "sum |e - e'| / e, eigenvalues of the correlation matrix (robust: "
                         f"{fmt(s.get('robeigen'), 3)})"))
+    if s.get("sdid") is not None:
+        rows.append(("SDID", fmt(s["sdid"], 4),
+                     "share of records within 0.05 sd on every known column: mean over the intruder scenarios"
+                     + (f"; with all {p} columns known (sdcMicro dRisk) {fmt(s['sdid_all'], 4)}"
+                        if s.get("sdid_all") is not None else "")))
     if s.get("linkage") is not None:
+        how = ("estimated on local windows of the file" if s["linkage_method"] == "windows"
+               else "exact assignment")
+        over = s.get("linkage_scenarios")
         rows.append((METRICS["linkage"].heading, fmt(s["linkage"], 2),
-                     f"% linked one-to-one (mean; worst {fmt(s['worst_linkage'], 2)}; {s['linkage_method']})"))
+                     f"% linked one-to-one: mean over the {over if over is not None else ''} largest scenario(s), "
+                     f"{how} (worst {fmt(s['worst_linkage'], 2)})"))
     if s.get("rmdid1") is not None:
         rows.append((METRICS["rmdid1"].heading, fmt(s["rmdid1"], 4),
                      f"share in RMD-weighted intervals (RMDID1w {fmt(s['rmdid1w'], 4)}, "
                      f"RMDID2 {fmt(s['rmdid2'], 4)})"))
+    elif get(section, "measures", "risk", "rmd", "skipped_reason"):
+        rows.append((METRICS["rmdid1"].heading, "skipped", get(section, "measures", "risk", "rmd", "skipped_reason")))
     for r in rows:
         head.add_row(*r)
     console.print(head)
@@ -231,6 +242,14 @@ def print_summary(rep: dict[str, Any], console: Any = None) -> None:
                       f"(one-way), {fmt(cat['max_tv_two_way'], 4)} (two-way); k_min {rk['k_min']} over all "
                       f"released keys, {rk['records_below_k']} record(s) in classes below k = {rk['k']}",
                       markup=False)
+        kr = cat.get("key_risk")
+        if kr:
+            b, a = kr["before"], kr["after"]
+            console.print(f"categorical keys' risk (sdc risk): {fmt(b['expected_reidentifications'], 2)} -> "
+                          f"{fmt(a['expected_reidentifications'], 2)} expected re-identifications "
+                          f"({b['global_risk_percent']:.3f} % -> {a['global_risk_percent']:.3f} %), "
+                          f"{b['violations']} -> {a['violations']} records violating {a['k']}-anonymity"
+                          f"{'; the release lowered the risk' if kr['risk_lowered'] else ''}", markup=False)
     if rep.get("internal"):
         console.print("[bold]internal report[/bold]: it contains original values; do not release it")
 

@@ -51,7 +51,10 @@ def linkage_rmd_html(h: Html, rep: dict[str, Any]) -> None:
         if rows:
             h.table(["columns the intruder knows", "label", "linkage %", "DLD %"], rows)
     rmd = risk.get("rmd")
-    if rmd:
+    if rmd and rmd.get("skipped_reason"):
+        h.add("<h3>RMD interval disclosure (sdcMicro dRiskRMD)</h3>")
+        h.el("p", f"Not computed: {rmd['skipped_reason']}.", "muted")
+    elif rmd:
         h.add("<h3>RMD interval disclosure (sdcMicro dRiskRMD)</h3>")
         h.add(f"<p>Intervals around each original value widened by the record's robust Mahalanobis distance "
               f"(k = {escape(fmt(rmd['k'], 4))}); RMDID2 clears a record another protected record lies within "
@@ -213,6 +216,17 @@ def categorical_section(h: Html, rep: dict[str, Any]) -> None:
     rows = [[e["name"], pct(e["changed_share"]), fmt(e["tv_one_way"], 4)] for e in cat["per_key"]]
     rows.append(["mean / max", pct(cat["mean_changed_share"]), fmt(cat["max_tv_one_way"], 4)])
     h.table(["key", "changed", "TV one-way"], rows)
+    kr = cat.get("key_risk")
+    if kr:
+        b, a = kr["before"], kr["after"]
+        h.table(["over the categorical keys", "original", "released"],
+                [["expected re-identifications", fmt(b["expected_reidentifications"], 2),
+                  fmt(a["expected_reidentifications"], 2)],
+                 ["global risk %", fmt(b["global_risk_percent"], 3), fmt(a["global_risk_percent"], 3)],
+                 [f"records violating {a['k']}-anonymity", b["violations"], a["violations"]],
+                 ["sample uniques", b["sample_uniques"], a["sample_uniques"]]],
+                caption="disclosure risk of the keys (as sdc risk; 1 / f_k per record, a missing value "
+                        "matches any category)")
     if cat["tv_two_way"]:
         worst = sorted(cat["tv_two_way"], key=lambda e: -e["tv"])[:10]
         h.table(["pair of keys", "TV two-way"], [[" x ".join(e["keys"]), fmt(e["tv"], 4)] for e in worst],

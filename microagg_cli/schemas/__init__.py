@@ -1,6 +1,6 @@
 """Published JSON Schemas (draft 2020-12) of the report kinds, shipped with the package.
 
-``protect.json``, ``evaluate.json``, ``compare.json``, ``blocks.json``, ``roles.json``: ``sdc schema KIND``
+``protect.json``, ``evaluate.json``, ``compare.json``, ``blocks.json``, ``roles.json``, ``risk.json``: ``sdc schema KIND``
 prints one. Each pins its ``schema_version`` (``MAJOR.MINOR``): MINOR grows when a field is
 added (readers of the old version keep working), MAJOR when a field is removed, renamed,
 or changes type or meaning. A schema file changes only together with its version (a test
@@ -18,7 +18,7 @@ from ..errors import InvalidParameterError
 __all__ = ["KINDS", "schema_text", "schema", "validate"]
 
 #: The report kinds, in the order ``sdc --help`` lists their commands.
-KINDS = ("protect", "evaluate", "blocks", "compare", "roles")
+KINDS = ("protect", "evaluate", "blocks", "compare", "roles", "risk")
 
 
 def schema_text(kind: str) -> str:

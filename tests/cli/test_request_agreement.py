@@ -95,6 +95,10 @@ EVALUATE = {
     "strata": ({"strata": ["zz"]}, {"strata": ["g"]}),
     "categorical": ({"categorical": ["zz"]}, {"categorical": ["g"]}),
     "encoding": ({"encoding": "nope"}, {"encoding": "latin-1"}),
+    "rmd_k": ({"rmd_k": -1.0}, {"rmd_k": 0.2}),
+    "rmd_k2": ({"rmd_k2": float("nan")}, {"rmd_k2": 0.3}),
+    "linkage_distance": ({"linkage_distance": "nope"}, {"linkage_distance": "euclidean-plain"}),
+    "linkage_exact_max": ({"linkage_exact_max": -1}, {"linkage_exact_max": 10}),
 }
 COMPARE = {
     "methods": ({"methods": ["nope"]}, {"methods": ["mdav", "vmdav"]}),

@@ -30,6 +30,8 @@ ADDED = {"pld_bound", "pld_method", "pld_exact_max", "pld_sample", "pld_seed", "
 ADDED_13 = {"ci_overlap", "ci_overlap_min", "pmse", "pmse_ratio", "group_mean_change", "groups"}
 ADDED_13 |= {"linkage", "rmd", "worst_linkage", "linkage_method", "linkage_scenarios", "linkage_exact_max",
              "rmdid1", "rmdid1w", "rmdid2"}
+#: the all-column SDID beside the scenario mean, and how many scenarios the linkage covers
+ADDED_13 |= {"sdid_all", "linkage_scenarios"}
 ADDED |= ADDED_13
 
 

@@ -362,6 +362,8 @@ SCENARIO_KEYS = {"attributes", "label", "size", "k_prime", "k_min", "classes",
                  "share_below_k", "dld", "pld", "id", "id_by_percent", "sdid", "pld_em", "pld_bound", "dld_bound"}
 # one-to-one linkage (per scenario, None where not computed) and the RMD figures
 RISK_KEYS |= {"linkage", "rmd"}
+# SDID with every attribute known (sdcMicro's dRisk), beside the scenario mean
+RISK_KEYS |= {"sdid_all"}
 SCENARIO_KEYS |= {"linkage"}
 
 

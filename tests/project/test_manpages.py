@@ -57,7 +57,7 @@ def test_preset_names_and_report_kinds_complete():
     from microagg_cli.comparison import PRESETS
 
     assert complete("sdc compare in.csv --preset ") == list(PRESETS)
-    assert complete("sdc schema ") == ["protect", "evaluate", "blocks", "compare", "roles"]
+    assert complete("sdc schema ") == ["protect", "evaluate", "blocks", "compare", "roles", "risk"]
 
 
 def test_definition_pages_are_section_7_and_installed():

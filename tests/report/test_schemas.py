@@ -16,9 +16,11 @@ from microagg_cli.protection.run import REPORT_SCHEMA_VERSION
 from microagg_cli.blocking import BLOCKS_SCHEMA_VERSION
 from microagg_cli.comparison import COMPARE_SCHEMA_VERSION
 from microagg_cli.roles import ROLES_SCHEMA_VERSION
+from microagg_cli.keyrisk_table import RISK_SCHEMA_VERSION
 
 VERSIONS = {"protect": REPORT_SCHEMA_VERSION, "evaluate": EVALUATION_SCHEMA_VERSION,
-            "compare": COMPARE_SCHEMA_VERSION, "blocks": BLOCKS_SCHEMA_VERSION, "roles": ROLES_SCHEMA_VERSION}
+            "compare": COMPARE_SCHEMA_VERSION, "blocks": BLOCKS_SCHEMA_VERSION, "roles": ROLES_SCHEMA_VERSION,
+            "risk": RISK_SCHEMA_VERSION}
 
 #: kind -> (schema_version, SHA-256 of the schema's canonical JSON). A schema changes only
 #: with its version: edit a schema, bump its version (MINOR: a field added; MAJOR: removed,
@@ -30,6 +32,7 @@ PINNED = {
     "compare": ("1.3", "3667b47ce2617436796532ca54b33883bb9b31c24295b68a513ec9ddbe3d2667"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
     "roles": ("1.1", "a8e025cb057da7cff5725917c3ab50c56e5deace3d8c98009044227097a89fee"),  # 1.1: metadata
+    "risk": ("1.0", "390b62aa05ce48c5c0d1739ab6297ef37d63c973a526df3b451410c570902e91"),
 }
 
 
