@@ -38,7 +38,8 @@ from .evaluation import evaluate_protected, evaluate_tables, raise_for_gates
 from .io import Table
 from .protection.run import protect_run
 from .protection.table import check_keys, check_options, single_plan
-from .roles import check_declared_missing, finish_roles, load_rda, resolve_request
+from .roles import check_declared_missing, finish_roles, load_rda, prepare_dates, release_dates, resolve_request
+from .protection.mixed import split_plan
 from .methods import get_method
 from .request import BlocksRequest, CompareRequest, EvaluateRequest, ProtectRequest
 
@@ -142,11 +143,14 @@ def protect_frame(df: Any, k: int | None = None, **options: Any) -> tuple[Any, d
     if rda is not None:
         check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_keys(table.columns, plan, run.keys, run.strata)
+    table, dates = prepare_dates(table, plan.columns)  # protected dates: numbers of their unit, as in files
     # checks id_column too, and that nothing unnamed is a number in disguise
     result, rep = protect_run(table, plan, request, started=t0, default_selection=plan_given is None and columns is None,
                               coverage=coverage)
-    if request.evaluate_risk:
-        rep["evaluation"] = evaluate_protected(table, plan, result, seed=run.seed)
+    if request.evaluate_risk:  # the plan's continuous blocks (a block naming the keys measures without them)
+        rep["evaluation"] = evaluate_protected(table, split_plan(plan, run)[0], result, seed=run.seed)
+    if dates:  # ... released as dates again
+        result.data = release_dates(result.data, dates)
     if coded:
         rep["declared_missing"] = coded
     return _same_kind(result, df), rep

@@ -401,3 +401,39 @@ def test_any_single_declaration_then_the_advice_leads_to_a_correct_release(tmp_p
     for c in CODES + ["sampling_weight", "household_weights"]:
         if c in got.columns:  # a code or a weight is a code or a weight of the file, never a mean
             assert set(got[c].dropna()) <= set(orig[c]), c
+
+
+# ----------------------------------------------------------------- the frame path runs the file path's sequence
+
+
+def test_protect_frame_with_a_plan_naming_the_keys_and_evaluate_equals_the_file_api(tmp_path):
+    from microagg_cli import api
+    from microagg_cli.blocking import Block, BlockPlan
+    from microagg_cli.frames import protect_frame
+
+    df = pd.read_csv(HOUSEHOLD)
+    plan = BlockPlan(blocks=(Block("b1", ("income", "expend", "urbrur", "roof"), k=3),))
+    opts = dict(plan=plan, categorical=["urbrur", "roof"], evaluate_risk=True, drop=["ori_hid"],
+                passthrough=["walls", "water", "electcon", "relat", "sex", "age", "hhcivil", "savings",
+                             "sampling_weight", "household_weights"])
+    out, rep = protect_frame(df, None, **opts)
+    file_rep = api.protect(HOUSEHOLD, tmp_path / "o.csv", **opts)
+    assert out.to_csv(index=False) == pd.read_csv(tmp_path / "o.csv").to_csv(index=False)
+    assert rep["evaluation"]["summary"]["il_sse"] == pytest.approx(file_rep["evaluation"]["summary"]["il_sse"])
+
+
+def test_protect_frame_releases_protected_dates_as_dates(tmp_path):
+    from microagg_cli import api
+    from microagg_cli.frames import protect_frame
+
+    rng = np.random.default_rng(0)
+    n = 40
+    df = pd.DataFrame({"d": pd.to_datetime("2000-01-01") + pd.to_timedelta(rng.integers(0, 5000, n), unit="D"),
+                       "x": rng.normal(size=n)})
+    out, _rep = protect_frame(df, 3, columns=["d", "x"])
+    assert out["d"].dtype.kind == "M" and out["d"].nunique() <= n // 3
+    assert (out["d"].dt.normalize() == out["d"]).all()  # whole days, as the file API releases them
+    src = tmp_path / "d.parquet"
+    df.to_parquet(src)
+    api.protect(src, tmp_path / "o.parquet", k=3, columns=["d", "x"])
+    assert out["d"].equals(pd.read_parquet(tmp_path / "o.parquet")["d"])
