@@ -13,7 +13,8 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import nearest_centroid_join, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import merge_split
 
@@ -118,6 +119,7 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
             free[grp] = False
             sse_free[grp] = np.inf
             left -= k
+            advance(k)  # records grouped (the progress display)
             if left < k:
                 break
             # Records whose neighbourhood lost a member: refresh neighbourhood and
@@ -218,7 +220,7 @@ def dba(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="dba", func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
+    MethodSpec(name="dba", cost=CostModel(5.8, 1.8), func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
                reference="Lin, Wen, Hsieh & Chang (2010), Density-based microaggregation for statistical disclosure control, Expert Systems with Applications 37(4)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (DBA-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
 )

@@ -15,7 +15,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import Shrinking, advance
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .merge_split import merge_split, split_parts
 
 __all__ = ["mdav", "mdav_reference", "mdav_classic", "md", "cbfs", "tfrp", "multidsort", "SPECS"]
@@ -155,7 +156,9 @@ def _mdav_creation_labels(X: np.ndarray, k: int) -> np.ndarray:
     labels = np.full(n, -1, dtype=np.int64)
     rem = np.arange(n)
     g = 0
+    left = Shrinking(n)
     while rem.size >= 3 * k:
+        left.now(rem.size)
         Xr = X[rem]
         r = farthest(_sq_dist_ltr(Xr, _centroid_exact(Xr)))
         s_index = rem[farthest(_sq_dist_ltr(Xr, Xr[r]))]
@@ -192,6 +195,7 @@ def _remove_group(
     ``g``; return ``rem`` without them (still in input order)."""
     grp = _take_group(X, rem, centre_pos, k)
     labels[rem[grp]] = g
+    advance(grp.size)  # records grouped: the progress display
     return np.delete(rem, grp)
 
 
@@ -432,6 +436,7 @@ def _grow_group(
         free[j] = False
         total += X[rem[j]]
     labels[rem[~free]] = g
+    advance(k)
     return rem[free]
 
 
@@ -778,19 +783,19 @@ def multidsort(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mdav", func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
+    MethodSpec(name="mdav", cost=CostModel(0.35, 1.3), func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
                reference="Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous k-anonymity through microaggregation, DMKD 11(2)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
-    MethodSpec(name="mdav-classic", func=mdav_classic, summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
+    MethodSpec(name="mdav-classic", cost=CostModel(0.8, 2.1), func=mdav_classic, summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
                reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)"),
-    MethodSpec(name="md", func=md, summary="Maximum distance: the two records farthest apart seed two groups of k",
+    MethodSpec(name="md", cost=CostModel(7.9, 2.1), func=md, summary="Maximum distance: the two records farthest apart seed two groups of k",
                reference="Mateo-Sanz & Domingo-Ferrer (1999), A method for data-oriented multivariate microaggregation, Statistical Data Protection '98, Eurostat",
                params=(ParamSpec("grow", "str", "seed", "seed: a seed and its k-1 nearest; group: add the record nearest to the growing group's centroid (MFS_MD)", choices=("seed", "group")),)),
-    MethodSpec(name="cbfs", func=cbfs, summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
+    MethodSpec(name="cbfs", cost=CostModel(2.0, 1.8), func=cbfs, summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
                reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
-    MethodSpec(name="tfrp", func=tfrp, summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
+    MethodSpec(name="tfrp", cost=CostModel(0.52, 2.0), func=tfrp, summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
                reference="Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for statistical disclosure control, Journal of Systems and Software 80(11)",
                params=(ParamSpec("refine", "bool", False, "enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+"),)),
-    MethodSpec(name="multidsort", func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
+    MethodSpec(name="multidsort", cost=CostModel(9.1, 1.8), func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
                reference="Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based k-anonymity microaggregation for statistical disclosure control, SecureComm 2012, LNICST 106"),
 )

@@ -616,30 +616,32 @@ def lb_nn_load_seconds() -> float:
     return 0.0 if "scipy.spatial" in sys.modules else SCIPY_SPATIAL_IMPORT_SECONDS
 
 
-def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 500) -> float:
-    """Estimated seconds of :func:`lb_nn` on ``X``, measured on a sample.
+#: LB_NN's cost model (:func:`lb_nn_seconds`), fitted on the 2-core reference machine
+#: (Gaussian mixtures, n = 10,000-100,000, p = 2-40, k = 3-10): a k-d tree query costs
+#: about ``LB_KD_NS`` ns per record x log2(n) x 1.28 ** p (it degrades by about 28 % a
+#: column), capped by the brute-force scan's ``LB_BRUTE_NS`` ns per pair and column.
+LB_KD_NS = 60.0
+LB_KD_GROWTH = 1.28
+LB_BRUTE_NS = 0.3
 
-    Builds the k-d tree of every record (part of the real cost) and times the
-    nearest-neighbour query of ``sample`` evenly spaced records; the estimate is the
-    build time plus the query time scaled to all records. Used by ``sdc protect`` to
-    decide whether the report's bound is cheap enough (:func:`microagg_cli.protection.table.optimality`).
+
+def lb_nn_seconds(n: int, p: int, k: int) -> float:
+    """Estimated seconds of :func:`lb_nn` on n records of p columns, from n, p and k
+    alone: no timing probe, so the same block always gets the same estimate (and the
+    report's choice to compute the bound does not depend on the machine's load).
+
+    Examples
+    --------
+    >>> round(lb_nn_seconds(10_000, 10, 3), 3)
+    0.094
+    >>> lb_nn_seconds(2, 10, 3)
+    0.0
     """
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
-    import time
-
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    if n < k or k <= 1:
+    if n < k or k <= 1 or n < 2:
         return 0.0
-    t0 = time.perf_counter()
-    sd = X.std(axis=0)
-    Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    tree = cKDTree(Z)
-    t1 = time.perf_counter()
-    rows = np.linspace(0, n - 1, min(n, sample)).astype(np.int64)
-    tree.query(Z[rows], k=k, workers=threads.limit())
-    t2 = time.perf_counter()
-    return (t1 - t0) + (t2 - t1) * n / rows.size
+    kd = LB_KD_NS * 1e-9 * n * np.log2(n) * np.sqrt(k / 3.0) * LB_KD_GROWTH ** min(p, 60)
+    brute = LB_BRUTE_NS * 1e-9 * float(n) * n * max(p, 1)
+    return float(min(kd, brute))
 
 
 def lb_nn_blocks(
