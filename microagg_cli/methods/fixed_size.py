@@ -791,11 +791,11 @@ SPECS: tuple[MethodSpec, ...] = (
     MethodSpec(name="md", cost=CostModel(7.9, 2.1), func=md, summary="Maximum distance: the two records farthest apart seed two groups of k",
                reference="Mateo-Sanz & Domingo-Ferrer (1999), A method for data-oriented multivariate microaggregation, Statistical Data Protection '98, Eurostat",
                params=(ParamSpec("grow", "str", "seed", "seed: a seed and its k-1 nearest; group: add the record nearest to the growing group's centroid (MFS_MD)", choices=("seed", "group")),)),
-    MethodSpec(name="cbfs", cost=CostModel(2.0, 1.8), func=cbfs, summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
+    MethodSpec(name="cbfs", cost=CostModel(2.0, 1.6), func=cbfs, summary="Centroid-based fixed size: one group of k around the record farthest from the centroid",
                reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
     MethodSpec(name="tfrp", cost=CostModel(0.52, 2.0), func=tfrp, summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
                reference="Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for statistical disclosure control, Journal of Systems and Software 80(11)",
                params=(ParamSpec("refine", "bool", False, "enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+"),)),
-    MethodSpec(name="multidsort", cost=CostModel(9.1, 1.8), func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
+    MethodSpec(name="multidsort", cost=CostModel(9.1, 1.7), func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
                reference="Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based k-anonymity microaggregation for statistical disclosure control, SecureComm 2012, LNICST 106"),
 )

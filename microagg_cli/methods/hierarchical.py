@@ -393,10 +393,10 @@ def kward_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, o
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="kward", cost=CostModel(4.5, 1.8), func=kward, summary="k-Ward: Ward merges with minimum group size k from two seed groups, recursive on groups of 2k or more",
+    MethodSpec(name="kward", cost=CostModel(2.0, 2.0), func=kward, summary="k-Ward: Ward merges with minimum group size k from two seed groups, recursive on groups of 2k or more",
                reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
                params=(ParamSpec("order", "str", "md", "seed groups: md (two farthest records), sz, fpc or pv:COLUMN (sorted axis)", choices=("md", "fpc", "sz", "pv:")),)),
-    MethodSpec(name="kward-1d", cost=CostModel(3.0, 1.7), func=kward_1d, summary="univariate k-Ward on one projected axis (first principal component, sum of z-scores or one variable)",
+    MethodSpec(name="kward-1d", cost=CostModel(2.9, 2.0), func=kward_1d, summary="univariate k-Ward on one projected axis (first principal component, sum of z-scores or one variable)",
                reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
                params=(ParamSpec("order", "str", "fpc", "projection axis: fpc, sz or pv:COLUMN", choices=("fpc", "sz", "pv:")),)),
 )

@@ -320,7 +320,7 @@ def mhm(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mhm", cost=CostModel(4.0, 1.7), func=mhm, summary="Multivariate Hansen-Mukherjee: heuristic ordering, then optimal contiguous groups",
+    MethodSpec(name="mhm", cost=CostModel(2.5, 1.6), func=mhm, summary="Multivariate Hansen-Mukherjee: heuristic ordering, then optimal contiguous groups",
                reference="Domingo-Ferrer, Martinez-Balleste, Mateo-Sanz & Sebe (2006), Efficient multivariate data-oriented microaggregation, The VLDB Journal 15(4)",
                params=(ParamSpec("order", "str", "mdav", "ordering heuristic: mdav, md, cbfs (their group-building order) or npn (nearest point next)", choices=ORDERS),)),
 )

@@ -200,6 +200,6 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mst", cost=CostModel(4.5, 1.8), func=mst, summary="MST partitioning: cut the longest spanning-tree edges, MDAV inside parts above 2k-1",
+    MethodSpec(name="mst", cost=CostModel(3.3, 2.2), func=mst, summary="MST partitioning: cut the longest spanning-tree edges, MDAV inside parts above 2k-1",
                reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
 )

@@ -179,7 +179,7 @@ def mic1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, scal
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mic1d", cost=CostModel(0.05, 1.1), func=mic1d, summary="one-dimension microaggregation: all values of the block sorted together, k = values per partition (record k-anonymity not guaranteed)",
+    MethodSpec(name="mic1d", cost=CostModel(0.04, 1.1), func=mic1d, summary="one-dimension microaggregation: all values of the block sorted together, k = values per partition (record k-anonymity not guaranteed)",
                reference="Pont-Tuset, Nin, Medrano-Gracia, Larriba-Pey & Muntes-Mulero (2008), Improving microaggregation for complex record anonymization, MDAI 2008, LNCS 5285", output="values", standardize=False,
                params=(ParamSpec("scale", "str", "minmax", "rescale each column to [0,1] first (minmax, keeps every value within its column's range) or use the raw values (none)", choices=("minmax", "none")),)),
 )

@@ -239,13 +239,13 @@ _PROJECTION_ONLY = ParamSpec(
 )
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="pcp", cost=CostModel(0.05, 1.1), func=pcp, summary="projected optimal: sort on the first principal component, optimal contiguous groups",
+    MethodSpec(name="pcp", cost=CostModel(0.02, 1.1), func=pcp, summary="projected optimal: sort on the first principal component, optimal contiguous groups",
                reference=_REFERENCE,
                params=(_PROJECTION_ONLY,)),
-    MethodSpec(name="zscores", cost=CostModel(0.05, 1.1), func=zscores, summary="projected optimal: sort on the sum of z-scores, optimal contiguous groups",
+    MethodSpec(name="zscores", cost=CostModel(0.02, 1.1), func=zscores, summary="projected optimal: sort on the sum of z-scores, optimal contiguous groups",
                reference=_REFERENCE,
                params=(_PROJECTION_ONLY,)),
-    MethodSpec(name="sugeno", cost=CostModel(0.05, 1.1), func=sugeno, summary="projected optimal: sort on the Sugeno integral, optimal contiguous groups",
+    MethodSpec(name="sugeno", cost=CostModel(0.02, 1.1), func=sugeno, summary="projected optimal: sort on the Sugeno integral, optimal contiguous groups",
                reference=_REFERENCE,
                params=(ParamSpec("alpha", "float", 1.0, "exponent of the fuzzy quantifier Q(x) = x^alpha (> 0)", min=1e-12),
                        _PROJECTION_ONLY)),

@@ -569,7 +569,7 @@ SPECS: tuple[MethodSpec, ...] = (
     MethodSpec(name="mdav-ls", cost=CostModel(1.0, 1.3), func=mdav_ls, summary="a start partition (MDAV) improved by record moves and swaps until no move lowers SSE; groups of k..2k-1",
                reference="ours: local search with exact SSE deltas on top of Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)",
                params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),)),
-    MethodSpec(name="ils", cost=CostModel(7.0, 0.1, iterations="iterations", default_iterations=100_000, budget=ils_iterations, seconds_param="time_budget"), func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
+    MethodSpec(name="ils", cost=CostModel(6.8, 0.1, iterations="iterations", default_iterations=100_000, budget=ils_iterations, seconds_param="time_budget"), func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
                reference="ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with simulated-annealing acceptance over mdav-ls; two searches (re-partitions, swap kicks), the better wins",
                params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),
                        ParamSpec("time_budget", "float", 0.0, "> 0: seconds for the run instead of iterations (not reproducible across machines)", min=0.0),

@@ -82,6 +82,6 @@ def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="rmd", cost=CostModel(1.8, 1.8), func=rmd, summary="Groups of k around the records of largest robust (MCD) Mahalanobis distance",
+    MethodSpec(name="rmd", cost=CostModel(1.8, 1.6), func=rmd, summary="Groups of k around the records of largest robust (MCD) Mahalanobis distance",
                reference="Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data using the R package sdcMicro, Journal of Statistical Software 67(4)"),
 )

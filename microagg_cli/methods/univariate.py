@@ -364,15 +364,15 @@ _ORDER = ParamSpec(
 )
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="optimal-1d", cost=CostModel(0.05, 1.1), func=optimal_1d, summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
+    MethodSpec(name="optimal-1d", cost=CostModel(0.02, 1.1), func=optimal_1d, summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
                reference="Hansen & Mukherjee (2003), A polynomial algorithm for optimal univariate microaggregation, IEEE TKDE 15(4)", max_columns=1),
-    MethodSpec(name="individual-ranking", cost=CostModel(0.05, 1.1), func=individual_ranking, summary="each attribute grouped on its own (k-anonymous per attribute only)",
+    MethodSpec(name="individual-ranking", cost=CostModel(0.03, 1.1), func=individual_ranking, summary="each attribute grouped on its own (k-anonymous per attribute only)",
                reference="Defays & Nanopoulos (1993), Panels of enterprises and confidentiality: the small aggregates method, Proc. Symposium on Longitudinal Surveys, Statistics Canada", output="column_labels",
                params=(ParamSpec("optimal", "bool", False, "use the exact optimal univariate partition on each attribute"),)),
-    MethodSpec(name="ufs", cost=CostModel(0.05, 1.1), func=ufs, summary="univariate fixed size: sort records on one axis, consecutive groups of k",
+    MethodSpec(name="ufs", cost=CostModel(0.02, 1.1), func=ufs, summary="univariate fixed size: sort records on one axis, consecutive groups of k",
                reference="Defays & Anwar (1998), Masking microdata using micro-aggregation, Journal of Official Statistics 14(4)",
                params=(_ORDER,
                        ParamSpec("descending", "bool", False, "sort from the largest axis value down"))),
-    MethodSpec(name="simple", cost=CostModel(0.05, 1.1), func=simple, summary="baseline: consecutive groups of k records in file order",
+    MethodSpec(name="simple", cost=CostModel(0.01, 1.0), func=simple, summary="baseline: consecutive groups of k records in file order",
                reference="Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data using the R package sdcMicro, Journal of Statistical Software 67(4)"),
 )

@@ -525,19 +525,57 @@ def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     return _LB_NN_RESULTS.get((array_key(Z), int(k)), lambda: _lb_nn_sum_of(Z, int(k), chunk_cells))
 
 
+#: Blocks of at most this many pair-columns (n * n * p) get their nearest neighbours by
+#: a direct scan instead of scipy's k-d tree (whose import alone, about 0.2 s, is more
+#: than the scan of a file of a few thousand records: ``sdc protect`` of a small file).
+_LB_NN_SCAN_CELLS = 120_000_000
+
+
+class _Neighbours:
+    """The k nearest distances of rows of ``Z`` among all rows (each row included, at
+    distance 0), sorted ascending: from scipy's k-d tree, or for a small block
+    (:data:`_LB_NN_SCAN_CELLS`) from a direct scan. Either way a row's distances do not
+    depend on which other rows are asked with it."""
+
+    def __init__(self, Z: np.ndarray):
+        self.Z = Z
+        n, p = Z.shape
+        self.tree = None
+        if n * n * max(p, 1) > _LB_NN_SCAN_CELLS:
+            from scipy.spatial import cKDTree  # 0.2 s to import: only when used
+
+            self.tree = cKDTree(Z)
+
+    def query(self, rows: slice, k: int) -> np.ndarray:
+        if self.tree is not None:
+            d, _ = self.tree.query(self.Z[rows], k=k, workers=threads.limit())
+            return d
+        A = self.Z[rows]
+        n, p = self.Z.shape
+        out = np.empty((A.shape[0], k))
+        step = max(1, (1 << 20) // n)
+        for s in range(0, A.shape[0], step):
+            acc = np.zeros((min(step, A.shape[0] - s), n))
+            for j in range(p):  # left to right over the columns, element-wise
+                t = A[s: s + step, j, None] - self.Z[None, :, j]
+                acc += t * t
+            near = np.partition(acc, k - 1, axis=1)[:, :k]
+            near.sort(axis=1)
+            out[s: s + step] = np.sqrt(near)
+        return out
+
+
 def _lb_nn_sum_of(Z: np.ndarray, k: int, chunk_cells: int) -> float:
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Z.shape[0]
     if k <= 1 or n == 0:
         return 0.0
-    tree = cKDTree(Z)
+    nb = _Neighbours(Z)
     rows = max(1, chunk_cells // k)
     total = 0.0
     for start in range(0, n, rows):
-        # the query returns the k nearest data points; the record itself (distance 0)
-        # is the smallest, so the k distances are 0 plus its k-1 nearest others, also
-        # with duplicate rows
-        d, _ = tree.query(Z[start: start + rows], k=k, workers=threads.limit())
+        # the k nearest data points; the record itself (distance 0) is the smallest,
+        # so the k distances are 0 plus its k-1 nearest others, also with duplicate rows
+        d = nb.query(slice(start, start + rows), k)
         total += float((d * d).sum())
     return total / (2.0 * k)
 
@@ -547,18 +585,17 @@ def _lb_nn_sums_of(Z: np.ndarray, ks: Sequence[int], chunk_cells: int) -> dict[i
     nearest distances are the first k of the K nearest (the same sorted values, each
     computed alike, ties included), and each k's sum runs over the same chunks in the
     same order as its own query's, so every figure is the same to the last bit."""
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Z.shape[0]
     out = {k: 0.0 for k in ks if k <= 1 or n == 0}
     todo = sorted({k for k in ks if k not in out})
     if not todo:
         return out
     K = todo[-1]
-    tree = cKDTree(Z)
+    nb = _Neighbours(Z)
     rows_k = max(1, chunk_cells // K)
     D = np.empty((n, K))
     for start in range(0, n, rows_k):
-        D[start: start + rows_k], _ = tree.query(Z[start: start + rows_k], k=K, workers=threads.limit())
+        D[start: start + rows_k] = nb.query(slice(start, start + rows_k), K)
     for k in todo:
         rows = max(1, chunk_cells // k)
         total = 0.0
@@ -622,7 +659,7 @@ def lb_nn_load_seconds() -> float:
 #: column), capped by the brute-force scan's ``LB_BRUTE_NS`` ns per pair and column.
 LB_KD_NS = 60.0
 LB_KD_GROWTH = 1.28
-LB_BRUTE_NS = 0.3
+LB_BRUTE_NS = 1.0
 
 
 def lb_nn_seconds(n: int, p: int, k: int) -> float:
