@@ -324,7 +324,8 @@ class RunOptions(_Request):
               "own; the report estimates the extra information loss against one exact run on a sample.")
     bound: str = opt(
         "auto", "The report's lower bound LB_NN (how far from optimal the grouping can be): by default "
-                "computed when it costs at most 25 % of the method's time, else skipped with a note; "
+                "computed when its estimated cost is at most 25 % of the method's estimated time (both from "
+                "n, p and k: the same choice on any machine), else skipped with a note; "
                 "--bound always computes it, --no-bound never (sdc evaluate --bound cg certifies more).")
     time_limit: float = opt(
         600.0, "Refuse (exit 2) a block whose method is estimated, from its records, columns and k, to take "
