@@ -23,7 +23,7 @@ first run after ``pip install``; the user's cache is left alone.
 Timings on a shared machine are noisy: the load average is printed first; repeat
 and compare medians.
 
-``--small``: the small files agencies release one after another (issue #50): ``sdc
+``--small``: the small files agencies release one after another: ``sdc
 protect FILE -o OUT -k 3 --force`` (no report; the default summary on stderr) on the
 sample files census.csv (1,080 x 13) and household.csv (4,580 x 4) and on synthetic CSV
 of 1,000, 5,000 and 10,000 rows, whole process, the minimum of ``--repeat`` runs taken

@@ -1,0 +1,33 @@
+"""Faster versions of deterministic methods give the very partition of the version they
+replace (kept as ``*_reference``), ties included, at 2,000 records and on tie-heavy data."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from microagg_cli.methods.fixed_size import multidsort, multidsort_reference
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from end_to_end import synthetic  # noqa: E402  (the benchmarks' Gaussian mixture)
+
+
+def _cases():
+    rng = np.random.default_rng(20261128)
+    mixture = synthetic(2_000, 10)
+    yield "mixture 2000x10", (mixture - mixture.mean(axis=0)) / mixture.std(axis=0)
+    yield "rounded 2000x4 (ties)", np.round(rng.normal(size=(2_000, 4)) * 2)
+    yield "three values 600x3 (many ties)", rng.integers(0, 3, size=(600, 3)).astype(float)
+    yield "one column 301", rng.normal(size=(301, 1))
+    yield "all equal 40x2", np.zeros((40, 2))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_multidsort_same_partition_as_reference(k):
+    for name, X in _cases():
+        got, want = multidsort(X, k), multidsort_reference(X, k)
+        assert np.array_equal(got, want), name
+        assert np.bincount(got).min() >= k
