@@ -31,3 +31,26 @@ def test_multidsort_same_partition_as_reference(k):
         got, want = multidsort(X, k), multidsort_reference(X, k)
         assert np.array_equal(got, want), name
         assert np.bincount(got).min() >= k
+
+
+@pytest.mark.parametrize("length", [5, 12, 32])
+def test_dba_neighbour_lists_from_the_tree_are_the_scans(length):
+    from microagg_cli.methods import density
+
+    for name, X in _cases():
+        if X.shape[0] - 1 <= length:
+            continue
+        assert np.array_equal(density._neighbour_lists_tree(X, length),
+                              density._neighbour_lists_scan(X, length)), name
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_dba_same_partition_with_and_without_the_tree(k, monkeypatch):
+    from microagg_cli.methods import density
+
+    for name, X in _cases():
+        fast = density.dba(X, k)
+        monkeypatch.setattr(density, "_TREE_ROWS", 10**9)  # every list by the scan of all pairs
+        slow = density.dba(X, k)
+        monkeypatch.undo()
+        assert np.array_equal(fast, slow), name
