@@ -31,6 +31,9 @@ _BLOCK = 1 << 21
 #: From this many records on, :func:`_neighbour_lists` takes its candidates from a k-d
 #: tree instead of a scan of every pair.
 _TREE_ROWS = 1000
+#: A record with more candidates than this within its bound (many records at the same
+#: distance: duplicates) is scanned against every record instead.
+_BALL_CAP = 2048
 
 
 def _neighbour_lists(X: np.ndarray, length: int) -> np.ndarray:
@@ -64,10 +67,17 @@ def _neighbour_lists_tree(X: np.ndarray, length: int) -> np.ndarray:
         e = min(n, s + step)
         near, _ = tree.query(X[s:e], k=length + 1, workers=threads.limit())
         radius = near[:, length] * (1.0 + 1e-7) + 1e-300
-        balls = tree.query_ball_point(X[s:e], radius, workers=threads.limit())
-        sizes = np.fromiter((len(b) for b in balls), dtype=np.int64, count=e - s)
+        counts = tree.query_ball_point(X[s:e], radius, return_length=True, workers=threads.limit())
+        heavy = np.flatnonzero(counts > _BALL_CAP)  # many records at one distance: scanned instead
+        if heavy.size:
+            out[s + heavy] = _neighbour_lists_scan(X, length, rows=s + heavy)
+        rows = s + np.flatnonzero(counts <= _BALL_CAP)
+        if not rows.size:
+            continue
+        balls = tree.query_ball_point(X[rows], radius[rows - s], workers=threads.limit())
+        sizes = np.fromiter((len(b) for b in balls), dtype=np.int64, count=rows.size)
         cand = np.fromiter((j for b in balls for j in b), dtype=np.int64, count=int(sizes.sum()))
-        row = np.repeat(np.arange(s, e), sizes)
+        row = np.repeat(rows, sizes)
         d2 = np.zeros(cand.size)
         for j in range(p):  # as the scan: row minus candidate, column by column
             t = X[row, j] - X[cand, j]
@@ -76,23 +86,24 @@ def _neighbour_lists_tree(X: np.ndarray, length: int) -> np.ndarray:
         order = np.lexsort((cand, d2, row))  # by row, then distance, then input position
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         take = (starts[:, None] + np.arange(length)[None, :]).reshape(-1)
-        out[s:e] = cand[order[take]].reshape(e - s, length)
+        out[rows] = cand[order[take]].reshape(rows.size, length)
     return out
 
 
-def _neighbour_lists_scan(X: np.ndarray, length: int) -> np.ndarray:
+def _neighbour_lists_scan(X: np.ndarray, length: int, rows: np.ndarray | None = None) -> np.ndarray:
     """:func:`_neighbour_lists` by a scan of every pair, in blocks of :data:`_BLOCK`
-    distances."""
+    distances (of the records ``rows`` only, when given: their lists in that order)."""
     n = X.shape[0]
-    out = np.empty((n, length), dtype=np.int64)
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = np.empty((rows.size, length), dtype=np.int64)
     step = max(1, _BLOCK // max(n, 1))
-    for s in range(0, n, step):
-        e = min(n, s + step)
+    for s in range(0, rows.size, step):
+        e = min(rows.size, s + step)
         d2 = np.zeros((e - s, n))
         for j in range(X.shape[1]):
-            t = X[s:e, j, None] - X[None, :, j]
+            t = X[rows[s:e], j, None] - X[None, :, j]
             d2 += t * t
-        d2[np.arange(e - s), np.arange(s, e)] = np.inf  # not its own neighbour
+        d2[np.arange(e - s), rows[s:e]] = np.inf  # not its own neighbour
         if length < n - 1:
             # candidates: everything up to the length-th smallest distance (ties kept)
             thr = np.partition(d2, length - 1, axis=1)[:, length - 1 : length]
@@ -272,7 +283,7 @@ def dba(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="dba", cost=CostModel(3.3, 1.7), func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
+    MethodSpec(name="dba", cost=CostModel(3.7, 1.7), func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
                reference="Lin, Wen, Hsieh & Chang (2010), Density-based microaggregation for statistical disclosure control, Expert Systems with Applications 37(4)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (DBA-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
 )

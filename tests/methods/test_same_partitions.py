@@ -54,3 +54,23 @@ def test_dba_same_partition_with_and_without_the_tree(k, monkeypatch):
         slow = density.dba(X, k)
         monkeypatch.undo()
         assert np.array_equal(fast, slow), name
+
+
+@pytest.mark.parametrize("cap", [2048, 5, 0])  # 5 and 0: rows scanned instead of their ball
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_mu_approx_same_partition_with_and_without_the_tree(k, cap, monkeypatch):
+    from microagg_cli.methods import approx, density
+
+    monkeypatch.setattr(approx, "_BALL_CAP", cap)
+    monkeypatch.setattr(density, "_BALL_CAP", cap)
+    for name, X in _cases():
+        fast = approx.mu_approx(X, k)
+        forest = approx.nearest_neighbour_forest(X, k)
+        with monkeypatch.context() as m:
+            m.setattr(approx, "_TREE_ROWS", 10**9)  # every nearest record by the scan
+            slow = approx.mu_approx(X, k)
+            slow_forest = approx.nearest_neighbour_forest(X, k)
+        assert np.array_equal(fast, slow), name
+        assert all(np.array_equal(a, b) for a, b in zip(forest, slow_forest)), name
+        if X.shape[0] > 13:
+            assert np.array_equal(density._neighbour_lists_tree(X, 12), density._neighbour_lists_scan(X, 12)), name
