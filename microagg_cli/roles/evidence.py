@@ -188,13 +188,10 @@ def iso_dates(table: Any, name: str) -> bool:
     col = table.column(name)
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         return False
-    match = pc.match_substring_regex(col, _ISO_DATE)
-    if not pc.any(match).as_py():  # no cell is a date (a column of numbers): nothing more to read
-        return False
-    ok = np.asarray(match.to_numpy(zero_copy_only=False), dtype=bool)
     present = ~missing_mask(table, name)
     if not present.any():
         return False
+    ok = np.asarray(pc.match_substring_regex(col, _ISO_DATE).to_numpy(zero_copy_only=False), dtype=bool)
     return bool(ok[present].all())
 
 

@@ -95,3 +95,35 @@ def test_report_states_the_default_budget_used(monkeypatch):
     assert res.block.params["iterations"] == 300  # 600 / 60 = 10, raised to the floor of 300
     res = protect_array(X, 3, method="ils", params={"iterations": 50})
     assert res.block.params["iterations"] == 50
+
+
+def test_date_detection_reads_only_columns_that_can_hold_dates(tmp_path, monkeypatch):
+    """A CSV column without a YYYY-MM-DD cell never reaches the full ISO-date test (which
+    reads the column's missing cells); a column of dates still does and is protected as
+    dates."""
+    import csv
+
+    import numpy as np
+
+    from microagg_cli import api
+    from microagg_cli.roles import dates as dates_module
+
+    rng = np.random.default_rng(5)
+    path = tmp_path / "d.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["x", "y", "when"])
+        for i in range(30):
+            w.writerow([f"{rng.normal():.4f}", f"{rng.normal():.4f}", f"2024-{1 + i % 12:02d}-{1 + i % 27:02d}"])
+    seen = []
+    real = dates_module.iso_dates
+    monkeypatch.setattr(dates_module, "iso_dates", lambda table, name: seen.append(name) or real(table, name))
+    out = tmp_path / "o.csv"
+    api.protect(path, out, k=3, columns=["x", "y", "when"])
+    assert seen == ["when"]
+    released = out.read_text().splitlines()[1].split(",")
+    assert len(released[2]) == 10 and released[2][4] == "-"  # a date again
+    from microagg_cli.io import read_table
+
+    table = read_table(path)
+    assert api.date_candidates(table, ["x", "y", "when", "absent"]) == ["when", "absent"]
