@@ -20,7 +20,6 @@ from .. import threads
 from ..memo import LastResults, array_key
 
 __all__ = [
-    "lb_nn_load_seconds",
     "SCIPY_SPATIAL_IMPORT_SECONDS",
     "il_sse",
     "il_sse_blocks",
@@ -641,16 +640,9 @@ def lb_nn_prepare(X: np.ndarray, ks: Sequence[int], blocks: Sequence[Sequence[in
 
 
 #: What loading scipy's k-d tree (``scipy.spatial``) costs the first time in a process,
-#: seconds on the 2-core reference machine: part of LB_NN's price in a short run.
+#: seconds on the 2-core reference machine: part of LB_NN's estimated price above
+#: :data:`microagg_cli.protection.table.LB_SMALL_ROWS` records.
 SCIPY_SPATIAL_IMPORT_SECONDS = 0.15
-
-
-def lb_nn_load_seconds() -> float:
-    """The seconds :func:`lb_nn` would spend loading its k-d tree code in this process
-    (:data:`SCIPY_SPATIAL_IMPORT_SECONDS`, or 0 once loaded)."""
-    import sys
-
-    return 0.0 if "scipy.spatial" in sys.modules else SCIPY_SPATIAL_IMPORT_SECONDS
 
 
 #: LB_NN's cost model (:func:`lb_nn_seconds`), fitted on the 2-core reference machine
