@@ -12,7 +12,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import farthest, smallest_m, sq_dist_rows, sq_dist_to
-from ..progress import advance
+from ..progress import advance, phase
 from ._spec import CostModel, MethodSpec, method_contract
 from .mst import cut_forest, forest_components
 
@@ -257,7 +257,8 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     >>> mu_approx(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    u, v, w = nearest_neighbour_forest(X, k)
+    with phase("mu-approx: nearest-neighbour forest", total=None):
+        u, v, w = nearest_neighbour_forest(X, k)
     n = X.shape[0]
     comp = cut_forest(n, u, v, w, k, cap=max(2 * k - 1, 3 * k - 5))
     labels = np.empty(n, dtype=np.int64)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import nearest_centroid_join, sq_dist_to
-from ..progress import advance
+from ..progress import advance, phase
 from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import merge_split
@@ -169,7 +169,8 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     g = 0
     if n >= 2 * k:
         length = min(n - 1, max(_LIST_MIN, 4 * k))
-        lists = _neighbour_lists(X, length)
+        with phase("dba: neighbour lists", total=None):
+            lists = _neighbour_lists(X, length)
         free = np.ones(n, dtype=bool)
         nb = lists[:, : k - 1].copy()  # the k-1 nearest unassigned of each record
         sse_free = _sets_sse(X, _neighbourhoods(nb, np.arange(n)))  # +inf once assigned

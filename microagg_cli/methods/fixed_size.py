@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
 from ._common import check_k, farthest, nearest_centroid_join, smallest_m, sq_dist_to
-from ..progress import Shrinking, advance
+from ..progress import Shrinking, advance, phase
 from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .merge_split import merge_split, split_parts
 
@@ -517,7 +517,8 @@ def md(
     rem = np.arange(n)
     g = 0
     if n >= 2 * k:
-        pairs = _FarthestPairs(X)
+        with phase("md: candidate lists of the farthest records", total=None):
+            pairs = _FarthestPairs(X)
         while rem.size >= 2 * k:
             a, b = pairs.pair(rem)
             before = rem

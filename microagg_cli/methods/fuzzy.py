@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
+from ..progress import advance
 from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
@@ -169,6 +170,7 @@ def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_sh
     while stack:
         idx = stack.pop()
         if idx.size < 2 * k:
+            advance(idx.size)  # a final group (the progress display)
             continue
         c0 = max(2, min(c_max, idx.size // (2 * k)))
         sub = _fcm_split(X[idx], k, c0, m, rng, c_shrink, m_step, m_max)

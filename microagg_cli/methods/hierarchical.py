@@ -21,7 +21,7 @@ from .._jit import njit
 from ..partition import canonical_labels
 from ._axes import projection_axis, sort_order
 from ._common import check_k, smallest_m, sq_dist_to
-from ..progress import advance
+from ..progress import advance, phase
 from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 
 __all__ = ["kward", "kward_1d", "KwardMerge", "SPECS"]
@@ -261,7 +261,11 @@ def _kward_run(
             g += 1
             advance(rows.size)  # records grouped (the progress display)
             continue
-        groups = _kward_pass(Z[rows], k, order, trace, rows, depth)
+        if depth == 0:  # the pass over every record: most of the time, shown as its own phase
+            with phase("k-Ward: first pass over every record", total=None):
+                groups = _kward_pass(Z[rows], k, order, trace, rows, depth)
+        else:
+            groups = _kward_pass(Z[rows], k, order, trace, rows, depth)
         for grp in reversed(groups):  # reversed: popped in order of first record
             stack.append((rows[grp], depth + 1))
     return canonical_labels(labels)
