@@ -187,7 +187,7 @@ def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_sh
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="fcm", cost=CostModel(3.3, 1.3), func=fcm, summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
+    MethodSpec(name="fcm", cost=CostModel(1.5, 1.15), func=fcm, summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
                reference="Domingo-Ferrer & Torra (2003), Fuzzy microaggregation for microdata protection, Journal of Advanced Computational Intelligence and Intelligent Informatics 7(2)",
                params=(ParamSpec("m", "float", 1.1, "initial fuzzifier (> 1; small = nearly crisp)", min=1.01, max=10.0),
                        ParamSpec("c_shrink", "float", 0.5, "factor applied to the number of clusters after a run with a cluster below k", min=0.1, max=0.99),
