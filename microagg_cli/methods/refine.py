@@ -409,7 +409,7 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
     11.3589 (k=10; seed 1: 11.3438); 60 s budget (the former default) 4.6847, 7.2589, 11.3433;
     200,000 iterations per search (reproducible) IL = 4.6893 (k=3, 10 s), 7.2743
     (k=5, 12 s), 11.3810 (k=10, 29 s; 11.4075 with the re-partitioning search
-    alone); 1,000,000 (the default, :data:`ILS_ITERATIONS`) IL = 4.6926 / 6.0414 /
+    alone); 1,000,000 (a former default, :data:`ILS_ITERATIONS`) IL = 4.6926 / 6.0414 /
     7.2691 / 11.3495 at k = 3 / 4 / 5 / 10 (k=3 in 25-64 s depending on the load,
     k=10 several minutes; more iterations are not always better for one seed: the
     cooling is slower; benchmarks/methods_census.py). The target was 11.30 at k=10 in 120 s: not reached; both searches
