@@ -8,9 +8,10 @@ child around the call; numba's cache warmed by a first small call), beside the p
 RSS of the child and the cost model's estimate (``MethodSpec.cost``) for comparison.
 
 A cap keeps the run bounded: a case is killed after ``--cap`` seconds (default 120)
-and the larger sizes of that method are then skipped (shown as ``> cap``). The
-exponent is the slope of log(time) against log(n) between the two largest sizes
-measured.
+and the larger sizes of that method are then skipped (shown as ``> cap`` and
+``skipped``, each with the cost model's estimate: what ``sdc protect`` announces
+before such a run, or refuses above ``--time-limit``). The exponent is the slope of
+log(time) against log(n) between the two largest sizes measured.
 
 Usage: ``python benchmarks/methods_scale.py [--sizes 10000,50000,100000] [--cap 120]
 [--methods mdav,md,...] [--p 10]``
@@ -93,13 +94,14 @@ def main(argv: list[str] | None = None) -> None:
     for name in names:
         cells, measured, capped = [], [], False
         for n in sizes:
+            est = METHODS[name].estimate_seconds(n, args.p, K)
             if capped:
-                cells.append("skipped | ")
+                cells.append(f"skipped (est. {est:.0f}) | ")
                 continue
             r = case(name, n, args.p, args.cap)
             if r.get("capped"):
                 capped = True
-                cells.append(f"> {args.cap:.0f} | ")
+                cells.append(f"> {args.cap:.0f} (est. {est:.0f}) | ")
             elif "error" in r:
                 capped = True
                 cells.append(f"error: {r['error']} | ")

@@ -840,7 +840,7 @@ def multidsort_reference(X: np.ndarray, k: int, *, rng: np.random.Generator | No
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mdav", cost=CostModel(0.35, 1.3), func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
+    MethodSpec(name="mdav", cost=CostModel(0.1, 1.5), func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
                reference="Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous k-anonymity through microaggregation, DMKD 11(2)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
     MethodSpec(name="mdav-classic", cost=CostModel(0.8, 2.1), func=mdav_classic, summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
