@@ -282,6 +282,6 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mu-approx", cost=CostModel(1.8, 0.9), func=mu_approx, summary="mu-Approx: nearest-neighbour forest cut into trees of k..max(2k-1, 3k-5), large trees split",
+    MethodSpec(name="mu-approx", cost=CostModel(0.3, 1.4), func=mu_approx, summary="mu-Approx: nearest-neighbour forest cut into trees of k..max(2k-1, 3k-5), large trees split",
                reference="Domingo-Ferrer, Sebe & Solanas (2008), A polynomial-time approximation to optimal multivariate microaggregation, Computers & Mathematics with Applications 55(4)"),
 )

@@ -284,7 +284,7 @@ def dba(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="dba", cost=CostModel(3.7, 1.7), func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
+    MethodSpec(name="dba", cost=CostModel(1.0, 1.8), func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
                reference="Lin, Wen, Hsieh & Chang (2010), Density-based microaggregation for statistical disclosure control, Expert Systems with Applications 37(4)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (DBA-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
 )

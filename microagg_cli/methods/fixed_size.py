@@ -840,7 +840,7 @@ def multidsort_reference(X: np.ndarray, k: int, *, rng: np.random.Generator | No
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mdav", cost=CostModel(0.1, 1.5), func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
+    MethodSpec(name="mdav", cost=CostModel(0.07, 1.5), func=mdav, summary="MDAV-generic: groups of k around the records farthest from the centroid (the default)",
                reference="Domingo-Ferrer & Torra (2005), Ordinal, continuous and heterogeneous k-anonymity through microaggregation, DMKD 11(2)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (MDAV-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
     MethodSpec(name="mdav-classic", cost=CostModel(0.8, 2.1), func=mdav_classic, summary="MDAV with the 2k rule; fewer than k leftovers join the nearest group",
@@ -853,6 +853,6 @@ SPECS: tuple[MethodSpec, ...] = (
     MethodSpec(name="tfrp", cost=CostModel(0.52, 2.0), func=tfrp, summary="Two fixed reference points (per-attribute minima and maxima) seed groups of k",
                reference="Chang, Li & Huang (2007), TFRP: An efficient microaggregation algorithm for statistical disclosure control, Journal of Systems and Software 80(11)",
                params=(ParamSpec("refine", "bool", False, "enhancement step (TFRP-2): dissolve groups when it lowers SSE, split groups of 2k+"),)),
-    MethodSpec(name="multidsort", cost=CostModel(1.5, 1.9), func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
+    MethodSpec(name="multidsort", cost=CostModel(0.7, 2.1), func=multidsort, summary="Multi-DSort: rank-sum sort, groups of k around the first and last records",
                reference="Mahmood, Kabir & Mustafa (2013), New multi-dimensional sorting based k-anonymity microaggregation for statistical disclosure control, SecureComm 2012, LNICST 106"),
 )

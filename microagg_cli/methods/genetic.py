@@ -495,7 +495,7 @@ def _ga_round(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="genetic", cost=CostModel(4.7, 1.0, iterations="iterations", default_iterations=400, budget=genetic_generations), func=genetic, summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of k..2k-1 per macrogroup (never worse than MDAV)",
+    MethodSpec(name="genetic", cost=CostModel(2.5, 1.0, iterations="iterations", default_iterations=400, budget=genetic_generations), func=genetic, summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of k..2k-1 per macrogroup (never worse than MDAV)",
                reference="Martinez-Balleste, Solanas, Domingo-Ferrer & Mateo-Sanz (2007), A genetic approach to multivariate microaggregation for database privacy, ICDE Workshops",
                params=(ParamSpec("macro_k", "int", 0, "macrogroup size K, a multiple of k (0 = 7k)", min=0),
                        ParamSpec("one_step", "bool", False, "macrogroups from an MDAV K-partition of the records, not of the centroids"),
