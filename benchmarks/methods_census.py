@@ -23,8 +23,8 @@ table (running only the rows it needs).
 command), to ``benchmarks/results/methods_census.md``; the README's census-table
 section is that file, copied in by ``python -m microagg_cli.manpages man README.md``.
 ``tests/project/test_census_table.py`` recomputes the fast rows and fails when a printed
-figure drifts. A full run takes several minutes (``ils`` runs max(60,000, 3 n)
-iterations per search by default: 60,000 on Census, 3-15 s per k).
+figure drifts. A full run takes several minutes (``ils`` runs max(40,000, 3 n)
+iterations per search by default: 40,000 on Census, 2-15 s per k).
 
 Usage: ``python benchmarks/methods_census.py [--methods mdav,md] [--k 3,5,10] [--no-variants]``,
 ``python benchmarks/methods_census.py --published``

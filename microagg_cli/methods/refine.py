@@ -64,20 +64,20 @@ ILS_ITERATIONS = 1_000_000
 #: The default budget (:func:`ils_iterations`): ``ILS_PER_RECORD`` perturbations per
 #: record and search, at least ``ILS_MIN_ITERATIONS``.
 ILS_PER_RECORD = 3
-ILS_MIN_ITERATIONS = 60_000
+ILS_MIN_ITERATIONS = 40_000
 
 
 def ils_iterations(n: int) -> int:
-    """The default perturbations per search of :func:`ils` on n records: max(60,000,
+    """The default perturbations per search of :func:`ils` on n records: max(40,000,
     3 n). A fixed amount of work (the same command and seed give the same partition on
-    any machine) that grows with n like the neighbourhoods to visit: 60,000 up to
-    20,000 records (Census, 1,080 x 13: about 3 s; 10,000 x 10: about 1.2 s), 150,000 at
-    50,000 and 300,000 at 100,000 records (about 10 and 32 s, 12-16x MDAV's time on
+    any machine) that grows with n like the neighbourhoods to visit: 40,000 up to
+    13,333 records (Census, 1,080 x 13: about 2 s; 10,000 x 10: about 1 s), 150,000 at
+    50,000 and 300,000 at 100,000 records (about 10 and 31 s: 13-16x MDAV's time on
     the 2-core reference machine, where 4 n took 22x at 100,000; the former fixed
     1,000,000 took 53-92 s at 10,000).
 
     >>> ils_iterations(1_080), ils_iterations(100_000)
-    (60000, 300000)
+    (40000, 300000)
     """
     return max(ILS_MIN_ITERATIONS, ILS_PER_RECORD * int(n))
 #: Iterations per compiled ILS chunk; the clock is read and the running SSE is
@@ -371,7 +371,7 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
         number of iterations; the result then depends on the machine's speed and load
         (not reproducible across machines). 0 (default): ``iterations``.
     iterations : perturbations per search (each of the two); None (default): the
-        budget for n, :func:`ils_iterations` (max(60,000, 3 n); Census k=3 in about 3 s
+        budget for n, :func:`ils_iterations` (max(40,000, 3 n); Census k=3 in about 2 s
         on a busy 2-core machine). Used unless ``time_budget`` > 0.
     threads : 2 (default) runs the two searches side by side, 1 one after the
         other. With ``iterations`` > 0 the result is the same either way.
@@ -570,11 +570,11 @@ SPECS: tuple[MethodSpec, ...] = (
     MethodSpec(name="mdav-ls", cost=CostModel(1.0, 1.3), func=mdav_ls, summary="a start partition (MDAV) improved by record moves and swaps until no move lowers SSE; groups of k..2k-1",
                reference="ours: local search with exact SSE deltas on top of Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)",
                params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),)),
-    MethodSpec(name="ils", cost=CostModel(1.2, 0.75, iterations="iterations", default_iterations=60_000, budget=ils_iterations, seconds_param="time_budget"), func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
+    MethodSpec(name="ils", cost=CostModel(1.0, 0.75, iterations="iterations", default_iterations=40_000, budget=ils_iterations, seconds_param="time_budget"), func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
                reference="ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with simulated-annealing acceptance over mdav-ls; two searches (re-partitions, swap kicks), the better wins",
                params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),
                        ParamSpec("time_budget", "float", 0.0, "> 0: seconds for the run instead of iterations (not reproducible across machines)", min=0.0),
                        ParamSpec("iterations", "int", None, "perturbations per search (reproducible: same seed, same output on any machine); "
-                                 "not set: max(60,000, 3 n) (the report states the number used)", min=1),
+                                 "not set: max(40,000, 3 n) (the report states the number used)", min=1),
                        ParamSpec("threads", "int", 2, "2: the two searches run side by side, each for the whole budget; 1: one after the other (same result with iterations)", min=1, max=2))),
 )

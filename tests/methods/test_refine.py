@@ -305,13 +305,13 @@ def test_registered_params():
 
 
 def test_ils_default_budget_scales_with_n():
-    """Not set: max(60,000, 3 n) perturbations per search (a fixed 1,000,000 took 80 s at
+    """Not set: max(40,000, 3 n) perturbations per search (a fixed 1,000,000 took 80 s at
     2,000 records and 53-92 s at 10,000); the registry fills it in for the report and
     keeps an explicit value; the estimate follows the budget."""
     import microagg_cli.methods.refine as refine
 
-    assert [refine.ils_iterations(n) for n in (10, 1_080, 20_000, 20_001, 100_000)] == [
-        60_000, 60_000, 60_000, 60_003, 300_000]
+    assert [refine.ils_iterations(n) for n in (10, 1_080, 13_333, 13_334, 100_000)] == [
+        40_000, 40_000, 40_000, 40_002, 300_000]
     spec = METHODS["ils"]
     assert spec.budgeted(spec.validate_params(None), 50_000)["iterations"] == 150_000
     assert spec.budgeted(spec.validate_params({"iterations": "5"}), 50_000)["iterations"] == 5

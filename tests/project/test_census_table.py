@@ -27,7 +27,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "methods_census.md"
 METHODS_DIR = "microagg_cli/methods/"
 
 #: Rows recomputed by every run (labels of the results file; each takes well under a
-#: second per k). The others are recomputed with ``-m slow`` (except ``ils``: 60,000
+#: second per k). The others are recomputed with ``-m slow`` (except ``ils``: 40,000
 #: iterations per search by default and 1,000,000 in a variant, up to minutes per k;
 #: rerun the benchmark after changing it).
 FAST_ROWS = (
