@@ -104,11 +104,11 @@ def write_data(folder: Path, n: int, formats: list[str]) -> dict[str, Path]:
     return out
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS in MB) of one child process."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: no deadlock on chatter
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
         _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
         wall = time.perf_counter() - t0
         proc.returncode = code = os.waitstatus_to_exitcode(status)
@@ -183,13 +183,13 @@ def small_files(repeat: int, sdc: list[str] | None = None) -> None:
         for label, path, extra in cases:
             out = scratch / f"out_{path.stem}.csv"
             cmds[label] = ([*sdc, "protect", str(path), "-o", str(out), "-k", str(K), "--force", *extra], out)
-            run(cmds[label][0], env)  # warm: bytecode and numba's cache written; not timed
+            run(cmds[label][0], env, scratch)  # warm: bytecode and numba's cache written; not timed
         walls: dict[str, list[float]] = {label: [] for label in cmds}
         cpus: dict[str, list[float]] = {label: [] for label in cmds}
         r_walls: dict[str, list[float]] = {label: [] for label in cmds}
         for _ in range(repeat):
             for label, (cmd, out) in cmds.items():
-                wall, cpu, _rss = run(cmd, env)
+                wall, cpu, _rss = run(cmd, env, scratch)  # (not in the checkout: --sdc's PYTHONPATH wins)
                 walls[label].append(wall)
                 cpus[label].append(cpu)
                 if r_missing is None:
