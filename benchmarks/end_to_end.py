@@ -23,8 +23,17 @@ first run after ``pip install``; the user's cache is left alone.
 Timings on a shared machine are noisy: the load average is printed first; repeat
 and compare medians.
 
+``--small``: the small files agencies release one after another: ``sdc
+protect FILE -o OUT -k 3 --force`` (no report; the default summary on stderr) on the
+sample files census.csv (1,080 x 13) and household.csv (4,580 x 4) and on synthetic CSV
+of 1,000, 5,000 and 10,000 rows, whole process, the minimum of ``--repeat`` runs taken
+in turns (case after case, round after round, so a burst of load hits every case alike),
+beside sdcMicro's whole R script on the same file when ``Rscript`` with sdcMicro is
+installed (``microaggregation(method="mdav", aggr=3)``; otherwise the column says why
+it is missing) and the sha256 of the output (byte-identical output across commits).
+
 Usage: ``python benchmarks/end_to_end.py [--sizes 10000,50000] [--formats parquet,csv]
-[--repeat 5] [--cold] [--keep DIR]``
+[--repeat 5] [--cold] [--keep DIR] [--small]``
 """
 
 from __future__ import annotations
@@ -95,11 +104,11 @@ def write_data(folder: Path, n: int, formats: list[str]) -> dict[str, Path]:
     return out
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS in MB) of one child process."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: no deadlock on chatter
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
         _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
         wall = time.perf_counter() - t0
         proc.returncode = code = os.waitstatus_to_exitcode(status)
@@ -134,6 +143,72 @@ def timed(argv: list[str], repeat: int, cold: bool, scratch: Path, report: Path 
     }
 
 
+R_SCRIPT = """suppressMessages(library(sdcMicro))
+d <- read.csv("{src}")
+m <- microaggregation(d, method = "mdav", aggr = 3)
+write.csv(m$mx, "{out}", row.names = FALSE)
+"""
+
+
+def r_available() -> str | None:
+    """None when ``Rscript`` with sdcMicro can run here, else why not."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        return "skipped: no Rscript here (sdcMicro is not installable on this machine)"
+    probe = subprocess.run([rscript, "-e", "library(sdcMicro)"], capture_output=True)
+    return None if probe.returncode == 0 else "skipped: R has no sdcMicro package"
+
+
+def small_files(repeat: int, sdc: list[str] | None = None) -> None:
+    """The ``--small`` table (see the module docstring); ``sdc``: the command to time
+    (default :func:`sdc_command`; e.g. ``python -m microagg_cli`` with another checkout
+    on ``PYTHONPATH``, to compare commits)."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent.parent
+    sdc = sdc or sdc_command()
+    r_missing = r_available()
+    print(f"# sdc on small files: whole process, min of {repeat} runs taken in turns, k = {K}, warm")
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, {' '.join(sdc)}\n")
+    with tempfile.TemporaryDirectory(prefix="sdc-small-") as tmp:
+        scratch = Path(tmp)
+        cases = [("census.csv (1,080 x 13)", root / "sample_data" / "census.csv", []),
+                 ("household.csv (4,580 x 4)", root / "sample_data" / "household.csv",
+                  ["--columns", "age,expend,income,savings"])]
+        for n in (1_000, 5_000, 10_000):
+            cases.append((f"synthetic {n:,} x {P}", write_data(scratch, n, ["csv"])["csv"], []))
+        env = dict(os.environ)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # a warm install has its bytecode cached
+        cmds = {}
+        for label, path, extra in cases:
+            out = scratch / f"out_{path.stem}.csv"
+            cmds[label] = ([*sdc, "protect", str(path), "-o", str(out), "-k", str(K), "--force", *extra], out)
+            run(cmds[label][0], env, scratch)  # warm: bytecode and numba's cache written; not timed
+        walls: dict[str, list[float]] = {label: [] for label in cmds}
+        cpus: dict[str, list[float]] = {label: [] for label in cmds}
+        r_walls: dict[str, list[float]] = {label: [] for label in cmds}
+        for _ in range(repeat):
+            for label, (cmd, out) in cmds.items():
+                wall, cpu, _rss = run(cmd, env, scratch)  # (not in the checkout: --sdc's PYTHONPATH wins)
+                walls[label].append(wall)
+                cpus[label].append(cpu)
+                if r_missing is None:
+                    script = scratch / "mdav.R"
+                    src = next(path for name, path, _extra in cases if name == label)
+                    script.write_text(R_SCRIPT.format(src=src, out=scratch / "r_out.csv"))
+                    r_walls[label].append(run(["Rscript", str(script)], env)[0])
+        print("| file | sdc whole process s (min) | CPU s (min) | sdcMicro R script s (min) | R / sdc "
+              "| output sha256 (first 16) |")
+        print("|---|---:|---:|---:|---:|---|")
+        for label, (_cmd, out) in cmds.items():
+            digest = hashlib.sha256(out.read_bytes()).hexdigest()[:16]
+            if r_walls[label]:
+                r_cell, ratio = f"{min(r_walls[label]):.2f}", f"{min(r_walls[label]) / min(walls[label]):.1f}x"
+            else:
+                r_cell, ratio = r_missing, ""
+            print(f"| {label} | {min(walls[label]):.2f} | {min(cpus[label]):.2f} | {r_cell} | {ratio} | {digest} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
@@ -142,7 +217,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per case; the median is shown")
     ap.add_argument("--cold", action="store_true", help="every timed run starts with an empty numba cache")
     ap.add_argument("--keep", type=Path, default=None, help="write (and reuse) the data in this folder")
+    ap.add_argument("--small", action="store_true",
+                    help="only the small-file table: sample files and 1k/5k/10k CSV, sdc against sdcMicro")
+    ap.add_argument("--sdc", default=None, help="with --small: the command to time (default: this environment's sdc)")
     args = ap.parse_args(argv)
+    if args.small:
+        import shlex
+
+        small_files(args.repeat, shlex.split(args.sdc) if args.sdc else None)
+        return
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if not set(formats) <= {"parquet", "csv"}:

@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "counter", "SHOW_AFTER", "HEARTBEAT_SECONDS"]
+__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "Shrinking", "counter", "SHOW_AFTER", "HEARTBEAT_SECONDS"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -71,19 +71,38 @@ class Tracker:
         self._bar: Any = None
         self._task: Any = None
         self._shown: str | None = None
+        self._outer: list[tuple[str, int | None, str, int, float]] = []  # phases a nested one interrupted
 
     # ---------------------------------------------------------------- the pipeline side
 
     def begin(self, name: str, total: int | None, unit: str) -> None:
+        """Start a phase; one started inside another (a method's iterations inside its
+        block) is shown until it ends, then the outer one again, with its count."""
         with self._lock:
+            if self.name is not None:
+                self._outer.append((self.name, self.total, self.unit, int(self.cell[0]), self.phase_started))
             self.name, self.total, self.unit = name, total, unit
             self.cell[0] = 0
             self.phase_started = time.monotonic()
 
     def end(self) -> None:
         with self._lock:
-            self.name = None
+            if self._outer:
+                self.name, self.total, self.unit, done, self.phase_started = self._outer.pop()
+                self.cell[0] = done
+            else:
+                self.name = None
         self._refresh(final=True)
+
+    def add(self, records: int) -> None:
+        """Count ``records`` more done in the current phase (from any thread)."""
+        with self._lock:
+            self.cell[0] += int(records)
+
+    def set(self, records: int) -> None:
+        """Set the count of the current phase."""
+        with self._lock:
+            self.cell[0] = int(records)
 
     # ---------------------------------------------------------------- the watcher side
 
@@ -211,14 +230,34 @@ def advance(records: int) -> None:
     """Count ``records`` more done in the current phase."""
     tracker = _tracker()
     if tracker is not None:
-        tracker.cell[0] += int(records)
+        tracker.add(records)
 
 
 def set_done(records: int) -> None:
     """Set the records done in the current phase (e.g. after a part of a block finished)."""
     tracker = _tracker()
     if tracker is not None:
-        tracker.cell[0] = int(records)
+        tracker.set(records)
+
+
+class Shrinking:
+    """The records a method has grouped, counted as its pool of remaining records
+    shrinks: ``left = Shrinking(rem.size)`` before the loop, ``left.now(rem.size)``
+    after each group is removed (advances the phase by the records grouped since).
+
+    >>> left = Shrinking(10)
+    >>> left.now(7); left.left
+    7
+    """
+
+    def __init__(self, remaining: int):
+        self.left = int(remaining)
+
+    def now(self, remaining: int) -> None:
+        remaining = int(remaining)
+        if remaining < self.left:
+            advance(self.left - remaining)
+            self.left = remaining
 
 
 def counter() -> np.ndarray:

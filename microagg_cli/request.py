@@ -325,8 +325,13 @@ class RunOptions(_Request):
               "own; the report estimates the extra information loss against one exact run on a sample.")
     bound: str = opt(
         "auto", "The report's lower bound LB_NN (how far from optimal the grouping can be): by default "
-                "computed when it costs at most 25 % of the method's time, else skipped with a note; "
+                "computed when its estimated cost is at most 25 % of the method's estimated time (both from "
+                "n, p and k: the same choice on any machine), else skipped with a note; "
                 "--bound always computes it, --no-bound never (sdc evaluate --bound cg certifies more).")
+    time_limit: float = opt(
+        600.0, "Refuse (exit 2) a block whose method is estimated, from its records, columns and k, to take "
+               "longer than this many seconds (0 = no limit); an estimate over 30 s is printed before the "
+               "method starts.")
     keys: list[str] | None = opt(
         None, "Released columns that identify records together with the protected ones (e.g. a region "
               "code): every class of identical (strata, keys, protected values) rows must hold >= K records, "
@@ -349,6 +354,8 @@ class RunOptions(_Request):
             raise InvalidParameterError(f"--weights applies to the mean; it cannot be combined with --stat {self.stat}")
         if self.bound not in BOUND_MODES:
             raise InvalidParameterError(f"bound must be one of {', '.join(BOUND_MODES)}, got {self.bound!r}")
+        if not (isinstance(self.time_limit, (int, float)) and 0 <= self.time_limit < float("inf")):
+            raise InvalidParameterError(f"--time-limit must be a number of seconds >= 0, got {self.time_limit!r}")
         if self.missing not in MISSING_POLICIES:
             raise InvalidParameterError(
                 f"unknown missing-value policy {self.missing!r} (use {', '.join(MISSING_POLICIES)})")

@@ -116,6 +116,7 @@ def methods_text() -> str:
 @field_option(R, "evaluate_risk", "--evaluate", "evaluate_risk", is_flag=True)
 @field_option(R, "bound", "--bound/--no-bound", "bound", default=BOUND_FLAG[default(R, "bound")])
 @field_option(R, "partition_size", "--partition-size", type=click.IntRange(min=3), metavar="N")
+@field_option(R, "time_limit", "--time-limit", type=click.FloatRange(min=0), metavar="SECONDS", show_default=True)
 @field_option(R, "engine", "--engine", type=click.Choice(list(ENGINES)))
 @field_option(R, "scheduler", "--scheduler", metavar="ADDRESS")
 @field_option(R, "force", "-f", "--force", is_flag=True)

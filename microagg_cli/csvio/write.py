@@ -62,22 +62,44 @@ def format_floats(values: Any, decimal: str = ".") -> Any:
     with np.errstate(invalid="ignore"):
         ax = np.abs(x)
         positional = ((ax >= 1e-4) & (ax < 1e16)) | (ax == 0)
-    expo = np.asarray(arrow_numpy(pc.fill_null(pc.match_substring(text, "e"), False)), dtype=bool)
+    # (no Python value is converted to Arrow below: pyarrow imports pandas, 0.1-0.2 s, the
+    # first time it does; null matches count as False / True through Kleene logic)
+    e = pc.match_substring(text, "e")
+    expo = np.asarray(arrow_numpy(pc.and_kleene(e, pc.is_valid(e))), dtype=bool)
     missing = np.isnan(x)
     slow = ~missing & (~positional | expo)
     # integral values: Arrow writes "12", numpy "12.0" (and "-0" / "-0.0")
-    whole = ~missing & ~slow & ~np.asarray(arrow_numpy(pc.fill_null(pc.match_substring(text, "."), True)),
-                                           dtype=bool)
+    dot = pc.match_substring(text, ".")
+    whole = ~missing & ~slow & ~np.asarray(arrow_numpy(pc.or_kleene(dot, pc.is_null(dot))), dtype=bool)
     fix = slow | whole
     if fix.any():
         idx = np.flatnonzero(fix)
-        fixed = pa.array(x[idx].astype(str).tolist(), type=pa.string())
-        text = pc.replace_with_mask(text, pa.array(fix), fixed)
+        fixed = _strings(x[idx].astype(str).tolist())
+        text = pc.replace_with_mask(text, _bool_array(fix), fixed)
     if missing.any():
-        text = pc.if_else(pa.array(missing), "", text)
+        text = pc.replace_with_mask(text, _bool_array(missing), _strings([""] * int(missing.sum())))
     if decimal != ".":
         text = pc.replace_substring(text, ".", decimal, max_replacements=1)
     return text
+
+
+def _bool_array(mask: np.ndarray) -> Any:
+    """A numpy bool array as an Arrow boolean array (from its bits: no pandas)."""
+    import pyarrow as pa
+
+    bits = np.packbits(np.asarray(mask, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), int(mask.size), [None, pa.py_buffer(bits)])
+
+
+def _strings(values: list[str]) -> Any:
+    """Python strings as an Arrow string array, built from its offsets and UTF-8 bytes
+    (no pandas); an element of it is an Arrow string scalar made the same way."""
+    import pyarrow as pa
+
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
 def _is_text(t: Any) -> bool:
@@ -158,6 +180,8 @@ class CsvWriter:
         self._pattern = _char_class(quote_chars)
         self._plain_floats = not (set(quote_chars) & set("0123456789+-.einfa" + decimal))
         self._pc, self._pa = pc, pa
+        # the separators as Arrow scalars made without pandas (see format_floats)
+        self._lit = dict(zip(('"', '""', "", "\n", delimiter), _strings(['"', '""', "", "\n", delimiter])))
         self._chunk = (100_000 // (len(schema.names) or 1)) or 1
         self._slow = [not _direct(f.type) for f in schema]
         self._pending: list[Any] = []
@@ -222,7 +246,8 @@ class CsvWriter:
             return text  # digits, "-", "+", "e", "." / the decimal mark, "inf": nothing to quote
         needs = pc.match_substring_regex(text, self._pattern)
         if pc.any(needs).as_py():
-            quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
+            lit = self._lit
+            quoted = pc.binary_join_element_wise(lit['"'], pc.replace_substring(text, '"', '""'), lit['"'], lit[""])
             text = pc.if_else(needs, quoted, text)
         return text
 
@@ -231,12 +256,13 @@ class CsvWriter:
             return
         pa, pc = self._pa, self._pc
         fields = [self._field(table, j) for j in range(table.num_columns)]
+        lit = self._lit
         if len(fields) == 1:  # Python's csv writer quotes a lone empty field
-            fields[0] = pc.if_else(pc.equal(fields[0], ""), '""', fields[0])
-            line = pc.binary_join_element_wise(fields[0], "\n", "")
+            fields[0] = pc.if_else(pc.equal(fields[0], lit[""]), lit['""'], fields[0])
+            line = pc.binary_join_element_wise(fields[0], lit["\n"], lit[""])
         else:
-            line = pc.binary_join_element_wise(*fields, self.delimiter)
-            line = pc.binary_join_element_wise(line, "\n", "")
+            line = pc.binary_join_element_wise(*fields, lit[self.delimiter])
+            line = pc.binary_join_element_wise(line, lit["\n"], lit[""])
         if isinstance(line, pa.ChunkedArray):
             chunks = line.chunks
         else:

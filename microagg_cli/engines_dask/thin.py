@@ -720,7 +720,7 @@ class ThinRun:
         il = 100.0 * sq_err / sst if sst > 0 else 0.0
         stats.update(il_sse=il, k_prime=n / n_classes, k_min=int(k_min), share_below_k=below / n,
                      k_anonymous=bool(k_min >= block.k), constant_columns=[], seconds=seconds)
-        own = max(seconds - sum(s["compile_seconds"] for s in summaries), 0.0)
+        own = get_method(block.method).estimate_seconds(n, len(block.columns), int(block.k), dict(block.params))
         if self.bound == "off":
             stats.update(optimality(np.empty((0, len(block.columns))), block.k, il, method_seconds=own, bound="off"))
         elif n <= THIN_LB_ROWS:

@@ -24,9 +24,9 @@ from . import (
     univariate,
     variable_size,
 )
-from ._spec import MethodSpec, ParamSpec
+from ._spec import CostModel, MethodSpec, ParamSpec
 
-__all__ = ["METHODS", "MethodSpec", "ParamSpec", "get_method"]
+__all__ = ["METHODS", "CostModel", "MethodSpec", "ParamSpec", "get_method"]
 
 _FAMILIES = (
     fixed_size,

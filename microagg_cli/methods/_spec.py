@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
 from ..errors import InvalidParameterError
 from ._common import check_k
 
-__all__ = ["ParamSpec", "MethodSpec", "method_contract"]
+__all__ = ["CostModel", "ParamSpec", "MethodSpec", "method_contract"]
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
@@ -142,6 +142,46 @@ def _choice_ok(value: str, choices: tuple[str, ...]) -> bool:
 
 
 @dataclass(frozen=True)
+class CostModel:
+    """A method's running time as a function of the block's size, for estimates made
+    before it starts (no timing probe: the same block always gets the same estimate).
+
+    seconds = ``at_10k`` * (n / 10,000) ** ``exponent`` * (p / 10) ** ``width``
+    * (k / 3) ** ``k_power`` [* iterations / ``default_iterations``], where ``at_10k``
+    is the method's time on 10,000 x 10 records, k = 3, default parameters, on the
+    2-core reference machine (``benchmarks/methods_scale.py``). ``iterations``: the
+    name of a parameter the time is proportional to (ILS's perturbations, the genetic
+    algorithm's generations), ``default_iterations`` its value in that measurement and
+    ``budget(n)`` its default for n records (used when the parameter is not set).
+    ``seconds_param``: a parameter that, when positive, is the run's time itself
+    (ILS's ``time_budget``).
+    """
+
+    at_10k: float
+    exponent: float
+    width: float = 1.0
+    k_power: float = 0.0
+    iterations: str | None = None
+    default_iterations: float = 1.0
+    budget: Callable[[int], int] | None = None
+    seconds_param: str | None = None
+
+    def seconds(self, n: int, p: int, k: int, params: Mapping[str, Any] | None = None) -> float:
+        params = params or {}
+        if self.seconds_param is not None and float(params.get(self.seconds_param) or 0) > 0:
+            return float(params[self.seconds_param])
+        t = self.at_10k * (max(n, 1) / 10_000) ** self.exponent * (max(p, 1) / 10) ** self.width
+        t *= (max(k, 2) / 3) ** self.k_power
+        if self.iterations is not None:
+            given = params.get(self.iterations)
+            if given is None and self.budget is not None:
+                given = self.budget(n)
+            if given is not None:
+                t *= float(given) / self.default_iterations
+        return t
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """A registered microaggregation method.
 
@@ -159,6 +199,7 @@ class MethodSpec:
     standardize : whether ``X`` is handed to ``func`` z-scored (population sd) --
         the default for every distance-based method -- or in original units.
     max_columns : the method's limit on block width (``optimal-1d``: 1), or None.
+    cost : the :class:`CostModel` behind :meth:`estimate_seconds`.
     """
 
     name: str
@@ -169,6 +210,24 @@ class MethodSpec:
     output: Literal["labels", "column_labels", "values"] = "labels"
     standardize: bool = True
     max_columns: int | None = None
+    cost: CostModel | None = None
+
+    def estimate_seconds(self, n: int, p: int, k: int, params: Mapping[str, Any] | None = None) -> float:
+        """Estimated seconds of this method on an n x p block (see :class:`CostModel`);
+        ``params`` as given or validated (an unset budget counts as its default for n)."""
+        if self.cost is None:
+            return float("nan")
+        return self.cost.seconds(n, min(p, self.max_columns or p), k, params)
+
+    def budgeted(self, params: Mapping[str, Any], n: int) -> dict[str, Any]:
+        """Validated ``params`` with the default budget for n records filled in where the
+        budget parameter is not set (``CostModel.budget``: ILS's perturbations, the
+        genetic algorithm's generations), so that the report states what ran."""
+        out = dict(params)
+        cost = self.cost
+        if cost is not None and cost.iterations and cost.budget is not None and out.get(cost.iterations) is None:
+            out[cost.iterations] = int(cost.budget(int(n)))
+        return out
 
     def param(self, name: str) -> ParamSpec:
         for p in self.params:

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import farthest, smallest_m, sq_dist_rows, sq_dist_to
-from ._spec import MethodSpec, method_contract
+from ..progress import advance, phase
+from ._spec import CostModel, MethodSpec, method_contract
 from .mst import cut_forest, forest_components
 
 __all__ = ["mu_approx", "nearest_neighbour_forest", "SPECS"]
@@ -35,6 +36,71 @@ def _nearest(X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndar
         a = np.argmin(d, axis=1)
         best[s : s + step] = d[np.arange(r.size), a]
         arg[s : s + step] = cols[a]
+    return arg, best
+
+
+#: From this many records on, the nearest records are found with a k-d tree
+#: (:func:`_nearest_other`) instead of a scan of every pair (:func:`_nearest`).
+_TREE_ROWS = 1000
+#: A record with more candidates than this within its bound (many records at the same
+#: distance: duplicates) is scanned against every record instead.
+_BALL_CAP = 2048
+
+
+def _nearest_other(X: np.ndarray, tree, rows: np.ndarray, comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_nearest` of ``rows`` among the records of the other components
+    (``comp``: a component label per record; ``np.arange(n)``: every record but
+    itself), from the k-d tree ``tree`` of ``X``: the first record of another
+    component among a row's s + 1 nearest by the tree (s: its component's size) bounds
+    the nearest one's exact distance; every record within that bound (widened by a
+    relative 1e-7, far above the tree's rounding) is a candidate, its squared distance
+    computed as :func:`._common.sq_dist_rows` computes it, and the nearest wins, ties
+    to the record first in the input. So the result is :func:`_nearest`'s."""
+    from .. import threads
+
+    n, p = X.shape
+    size = np.bincount(comp)
+    arg = np.zeros(rows.size, dtype=np.int64)
+    best = np.full(rows.size, np.inf)
+    step = 4096
+    for s in range(0, rows.size, step):
+        r = rows[s: s + step]
+        kq = int(min(n, size[comp[r]].max() + 1))
+        dd, ii = tree.query(X[r], k=kq, workers=threads.limit())
+        dd, ii = dd.reshape(r.size, kq), ii.reshape(r.size, kq)
+        other = comp[ii] != comp[r][:, None]
+        first = np.argmax(other, axis=1)  # the nearest of another component, by the tree
+        radius = dd[np.arange(r.size), first] * (1.0 + 1e-7) + 1e-300
+        counts = tree.query_ball_point(X[r], radius, return_length=True, workers=threads.limit())
+        heavy = counts > _BALL_CAP  # many records at one distance (duplicates): scanned instead
+        for h in np.flatnonzero(heavy):
+            d = np.zeros(n)
+            for j in range(p):
+                t = X[r[h], j] - X[:, j]
+                d += t * t
+            d[comp == comp[r[h]]] = np.inf
+            arg[s + h] = int(np.argmin(d))
+            best[s + h] = d[arg[s + h]]
+        light = np.flatnonzero(~heavy)
+        if not light.size:
+            continue
+        r, radius = r[light], radius[light]
+        balls = tree.query_ball_point(X[r], radius, workers=threads.limit())
+        counts = np.fromiter((len(b) for b in balls), dtype=np.int64, count=r.size)
+        cand = np.fromiter((j for b in balls for j in b), dtype=np.int64, count=int(counts.sum()))
+        row = np.repeat(r, counts)
+        pos = np.repeat(np.arange(r.size), counts)
+        keep = comp[cand] != comp[row]
+        cand, row, pos = cand[keep], row[keep], pos[keep]
+        d2 = np.zeros(cand.size)
+        for j in range(p):  # as sq_dist_rows: the row minus the candidate, column by column
+            t = X[row, j] - X[cand, j]
+            d2 += t * t
+        order = np.lexsort((cand, d2, pos))  # by row, then distance, then input position
+        pos, cand, d2 = pos[order], cand[order], d2[order]
+        head = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        arg[s + light[pos[head]]] = cand[head]
+        best[s + light[pos[head]]] = d2[head]
     return arg, best
 
 
@@ -65,7 +131,14 @@ def nearest_neighbour_forest(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     everyone = np.arange(n)
-    nn, dist = _nearest(X, everyone, everyone)
+    tree = None
+    if n >= _TREE_ROWS:
+        from scipy.spatial import cKDTree  # 0.2 s to import: only when used
+
+        tree = cKDTree(X)
+        nn, dist = _nearest_other(X, tree, everyone, everyone)
+    else:
+        nn, dist = _nearest(X, everyone, everyone)
     pairs = {}
     for i in range(n):
         a, b = (i, int(nn[i])) if i < nn[i] else (int(nn[i]), i)
@@ -80,10 +153,20 @@ def nearest_neighbour_forest(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         if small.size == 0:
             return u, v, w
         add_u, add_v, add_w = [], [], []
-        for c in small:
-            members = np.flatnonzero(comp == c)
-            outside = np.flatnonzero(comp != c)
-            arg, best = _nearest(X, members, outside)
+        if tree is not None:  # every small tree's members at once, each in input order
+            members_all = np.flatnonzero(np.isin(comp, small))
+            members_all = members_all[np.argsort(comp[members_all], kind="stable")]
+            arg_all, best_all = _nearest_other(X, tree, members_all, comp)
+            bounds = np.searchsorted(comp[members_all], small)
+            ends = np.r_[bounds[1:], members_all.size]
+        for t, c in enumerate(small):
+            if tree is not None:
+                members = members_all[bounds[t]: ends[t]]
+                arg, best = arg_all[bounds[t]: ends[t]], best_all[bounds[t]: ends[t]]
+            else:
+                members = np.flatnonzero(comp == c)
+                outside = np.flatnonzero(comp != c)
+                arg, best = _nearest(X, members, outside)
             j = int(np.argmin(best))  # the first member on ties
             add_u.append(int(members[j]))
             add_v.append(int(arg[j]))
@@ -174,7 +257,8 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
     >>> mu_approx(X, 3).tolist()
     [0, 0, 0, 1, 1, 1, 1]
     """
-    u, v, w = nearest_neighbour_forest(X, k)
+    with phase("mu-approx: nearest-neighbour forest", total=None):
+        u, v, w = nearest_neighbour_forest(X, k)
     n = X.shape[0]
     comp = cut_forest(n, u, v, w, k, cap=max(2 * k - 1, 3 * k - 5))
     labels = np.empty(n, dtype=np.int64)
@@ -190,12 +274,14 @@ def mu_approx(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) 
             labels[part[sel]] = g
             g += 1
             part = np.delete(part, sel)
+            advance(k)  # records grouped (the progress display)
         labels[part] = g
         g += 1
+        advance(part.size)
     return canonical_labels(labels)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mu-approx", func=mu_approx, summary="mu-Approx: nearest-neighbour forest cut into trees of k..max(2k-1, 3k-5), large trees split",
+    MethodSpec(name="mu-approx", cost=CostModel(0.3, 1.4), func=mu_approx, summary="mu-Approx: nearest-neighbour forest cut into trees of k..max(2k-1, 3k-5), large trees split",
                reference="Domingo-Ferrer, Sebe & Solanas (2008), A polynomial-time approximation to optimal multivariate microaggregation, Computers & Mathematics with Applications 55(4)"),
 )

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import nearest_centroid_join, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance, phase
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import merge_split
 
@@ -27,19 +28,82 @@ _LIST_MIN = 32
 _BLOCK = 1 << 21
 
 
+#: From this many records on, :func:`_neighbour_lists` takes its candidates from a k-d
+#: tree instead of a scan of every pair.
+_TREE_ROWS = 1000
+#: A record with more candidates than this within its bound (many records at the same
+#: distance: duplicates) is scanned against every record instead.
+_BALL_CAP = 2048
+
+
 def _neighbour_lists(X: np.ndarray, length: int) -> np.ndarray:
     """Per record, the ``length`` nearest other records, nearest first, ties by input
-    order (distances summed column by column: bit-identical for equal pairs)."""
-    n = X.shape[0]
+    order (distances summed column by column: bit-identical for equal pairs).
+
+    From :data:`_TREE_ROWS` records on (and ``length`` < n - 1) the candidates come
+    from scipy's k-d tree (:func:`_neighbour_lists_tree`, O(n log n)); the lists are
+    those of the scan of every pair (:func:`_neighbour_lists_scan`, O(n^2 p))."""
+    if X.shape[0] >= _TREE_ROWS and length < X.shape[0] - 1:
+        return _neighbour_lists_tree(X, length)
+    return _neighbour_lists_scan(X, length)
+
+
+def _neighbour_lists_tree(X: np.ndarray, length: int) -> np.ndarray:
+    """:func:`_neighbour_lists_scan`'s lists from a k-d tree: each record's ``length``
+    + 1 nearest (itself included) by the tree's distances bound its ``length``-th
+    nearest other's exact distance; every record within that bound (widened by a
+    relative 1e-7, far above the tree's rounding) is a candidate, its squared distance
+    is computed as the scan computes it, and the candidates are ordered by (distance,
+    input position). So the lists are the scan's, ties included."""
+    from scipy.spatial import cKDTree  # 0.2 s to import: only when used
+
+    from .. import threads
+
+    n, p = X.shape
+    tree = cKDTree(X)
     out = np.empty((n, length), dtype=np.int64)
-    step = max(1, _BLOCK // max(n, 1))
+    step = max(1, (1 << 16) // (length + 1))
     for s in range(0, n, step):
         e = min(n, s + step)
+        near, _ = tree.query(X[s:e], k=length + 1, workers=threads.limit())
+        radius = near[:, length] * (1.0 + 1e-7) + 1e-300
+        counts = tree.query_ball_point(X[s:e], radius, return_length=True, workers=threads.limit())
+        heavy = np.flatnonzero(counts > _BALL_CAP)  # many records at one distance: scanned instead
+        if heavy.size:
+            out[s + heavy] = _neighbour_lists_scan(X, length, rows=s + heavy)
+        rows = s + np.flatnonzero(counts <= _BALL_CAP)
+        if not rows.size:
+            continue
+        balls = tree.query_ball_point(X[rows], radius[rows - s], workers=threads.limit())
+        sizes = np.fromiter((len(b) for b in balls), dtype=np.int64, count=rows.size)
+        cand = np.fromiter((j for b in balls for j in b), dtype=np.int64, count=int(sizes.sum()))
+        row = np.repeat(rows, sizes)
+        d2 = np.zeros(cand.size)
+        for j in range(p):  # as the scan: row minus candidate, column by column
+            t = X[row, j] - X[cand, j]
+            d2 += t * t
+        d2[cand == row] = np.inf  # not its own neighbour
+        order = np.lexsort((cand, d2, row))  # by row, then distance, then input position
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        take = (starts[:, None] + np.arange(length)[None, :]).reshape(-1)
+        out[rows] = cand[order[take]].reshape(rows.size, length)
+    return out
+
+
+def _neighbour_lists_scan(X: np.ndarray, length: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_neighbour_lists` by a scan of every pair, in blocks of :data:`_BLOCK`
+    distances (of the records ``rows`` only, when given: their lists in that order)."""
+    n = X.shape[0]
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = np.empty((rows.size, length), dtype=np.int64)
+    step = max(1, _BLOCK // max(n, 1))
+    for s in range(0, rows.size, step):
+        e = min(rows.size, s + step)
         d2 = np.zeros((e - s, n))
         for j in range(X.shape[1]):
-            t = X[s:e, j, None] - X[None, :, j]
+            t = X[rows[s:e], j, None] - X[None, :, j]
             d2 += t * t
-        d2[np.arange(e - s), np.arange(s, e)] = np.inf  # not its own neighbour
+        d2[np.arange(e - s), rows[s:e]] = np.inf  # not its own neighbour
         if length < n - 1:
             # candidates: everything up to the length-th smallest distance (ties kept)
             thr = np.partition(d2, length - 1, axis=1)[:, length - 1 : length]
@@ -105,7 +169,8 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
     g = 0
     if n >= 2 * k:
         length = min(n - 1, max(_LIST_MIN, 4 * k))
-        lists = _neighbour_lists(X, length)
+        with phase("dba: neighbour lists", total=None):
+            lists = _neighbour_lists(X, length)
         free = np.ones(n, dtype=bool)
         nb = lists[:, : k - 1].copy()  # the k-1 nearest unassigned of each record
         sse_free = _sets_sse(X, _neighbourhoods(nb, np.arange(n)))  # +inf once assigned
@@ -118,6 +183,7 @@ def _dba1_creation_labels(X: np.ndarray, k: int) -> tuple[np.ndarray, int]:
             free[grp] = False
             sse_free[grp] = np.inf
             left -= k
+            advance(k)  # records grouped (the progress display)
             if left < k:
                 break
             # Records whose neighbourhood lost a member: refresh neighbourhood and
@@ -218,7 +284,7 @@ def dba(
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="dba", func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
+    MethodSpec(name="dba", cost=CostModel(1.0, 1.8), func=dba, summary="Density-based: groups of k around the densest unassigned records (DBA-1; DBA-2 with refine)",
                reference="Lin, Wen, Hsieh & Chang (2010), Density-based microaggregation for statistical disclosure control, Expert Systems with Applications 37(4)",
                params=(ParamSpec("refine", "bool", False, "merge-and-split post-step (DBA-2): dissolve groups when it lowers SSE, split groups above 2k-1"),)),
 )

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..partition import canonical_labels
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
 __all__ = ["fcm", "fuzzy_c_means", "SPECS"]
@@ -169,6 +170,7 @@ def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_sh
     while stack:
         idx = stack.pop()
         if idx.size < 2 * k:
+            advance(idx.size)  # a final group (the progress display)
             continue
         c0 = max(2, min(c_max, idx.size // (2 * k)))
         sub = _fcm_split(X[idx], k, c0, m, rng, c_shrink, m_step, m_max)
@@ -185,7 +187,7 @@ def fcm(X: np.ndarray, k: int, *, rng: np.random.Generator, m: float = 1.1, c_sh
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="fcm", func=fcm, summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
+    MethodSpec(name="fcm", cost=CostModel(1.5, 1.15), func=fcm, summary="Fuzzy c-means microaggregation: fewer clusters and more fuzziness until all have k, recursively",
                reference="Domingo-Ferrer & Torra (2003), Fuzzy microaggregation for microdata protection, Journal of Advanced Computational Intelligence and Intelligent Informatics 7(2)",
                params=(ParamSpec("m", "float", 1.1, "initial fuzzifier (> 1; small = nearly crisp)", min=1.01, max=10.0),
                        ParamSpec("c_shrink", "float", 0.5, "factor applied to the number of clusters after a run with a cluster below k", min=0.1, max=0.99),

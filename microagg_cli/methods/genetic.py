@@ -18,7 +18,8 @@ from ._contiguous import shortest_path
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels, sse
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance, phase
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 
 __all__ = ["genetic", "macrogroups", "SPECS", "stream_state", "stream_uniform", "stream_randint"]
@@ -324,7 +325,7 @@ def _macro_size(k: int, macro_k: int) -> int:
 @method_contract
 def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0,
             one_step: bool = False, chromosomes: int = 10, mutation: float = 0.1,
-            crossover: float = 0.5, iterations: int = 10_000, rounds: int = 2) -> np.ndarray:
+            crossover: float = 0.5, iterations: int | None = None, rounds: int = 2) -> np.ndarray:
     """MDAV, a two-step partition into macrogroups, and a genetic algorithm in each.
 
     1. MDAV k-partition of the block (:func:`fixed_size.mdav`).
@@ -361,7 +362,10 @@ def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0
     one_step : build round 1's macrogroups by an MDAV K-partition of the records.
     chromosomes : population size (>= 2).
     mutation, crossover : probabilities in [0, 1].
-    iterations : number of generations per macrogroup and round.
+    iterations : number of generations per macrogroup and round; None (default): the
+        budget for n, :func:`genetic_generations` (10,000 up to 400 records, then
+        4,000,000 / n, at least 300: the run's time grows like MDAV's instead of n
+        times faster).
     rounds : passes of steps 2-4 (default 2; 1 = the paper).
 
     Returns
@@ -385,8 +389,8 @@ def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0
     (90 / 60 / 40 macrogroups): rounds=2 5.08 / 5.33 / 4.75 % (IL 5.4028 / 5.3887 /
     5.4220, 8-12 s each); rounds=1 3.18 / 4.13 / 3.39 % (IL 5.5114 / 5.4572 /
     5.4992, 4-5 s); seeds 1 and 2 with rounds=2: 5.83 / 5.90 / 4.30 % and
-    5.54 / 5.75 / 4.50 % (the paper: 4 / 4 / 1 %). With the defaults (K = 7k = 21 at
-    k = 3) IL 5.3948 / 7.1656 / 8.6264 / 13.4582 at k = 3 / 4 / 5 / 10
+    5.54 / 5.75 / 4.50 % (the paper: 4 / 4 / 1 %). With 10,000 generations and the
+    other defaults (K = 7k = 21 at k = 3) IL 5.3948 / 7.1656 / 8.6264 / 13.4582 at k = 3 / 4 / 5 / 10
     (benchmarks/methods_census.py). Groups larger than k are rare
     on Census at k = 3. Unchanged children (no crossover, no mutation) keep their
     parent's SSE instead of being decoded again.
@@ -418,16 +422,42 @@ def genetic(X: np.ndarray, k: int, *, rng: np.random.Generator, macro_k: int = 0
     K = _macro_size(k, macro_k)
     if chromosomes < 2:
         raise InvalidParameterError(f"genetic: chromosomes must be >= 2, got {chromosomes}")
-    labels = mdav(X, k)
+    with phase("genetic: start (mdav)", total=X.shape[0]):
+        labels = mdav(X, k)
     macro, labels = _macrogroups(X, labels, k, K, one_step)
     log.info("genetic: %d macrogroups (K = %d) in round 1", int(macro.max()) + 1, K)
+    if iterations is None:
+        iterations = genetic_generations(X.shape[0])
     ga = (int(chromosomes), float(mutation), float(crossover), int(iterations))
-    labels = _ga_round(X, macro, labels, k, rng, ga)
+    with phase(f"genetic: round 1 of {int(rounds)}", total=X.shape[0]):
+        labels = _ga_round(X, macro, labels, k, rng, ga)
     for r in range(2, int(rounds) + 1):
         macro, _ = _macrogroups(X, labels, k, K, False)
         log.info("genetic: %d macrogroups (K = %d) in round %d", int(macro.max()) + 1, K, r)
-        labels = _ga_round(X, macro, labels, k, rng, ga)
+        with phase(f"genetic: round {r} of {int(rounds)}", total=X.shape[0]):
+            labels = _ga_round(X, macro, labels, k, rng, ga)
     return labels
+
+
+#: The default generations budget of :func:`genetic` (:func:`genetic_generations`).
+GENETIC_WORK = 4_000_000
+GENETIC_MIN_GENERATIONS = 300
+GENETIC_MAX_GENERATIONS = 10_000
+
+
+def genetic_generations(n: int) -> int:
+    """The default generations per macrogroup and round of :func:`genetic` for n records:
+    ``GENETIC_WORK / n`` between 300 and 10,000. A generation costs O(n) (every
+    macrogroup's population is decoded), so the default run costs about 4,000,000
+    record-generations whatever n (within the bounds): 10,000 generations up to 400
+    records, 3,703 on Census (1,080 records), 400 at 10,000 records, 300 from 13,334
+    records on (about 8 s at 10,000 x 10 and 60 s at 100,000 x 10 on the 2-core
+    reference machine; a fixed 10,000 took 189 s at 10,000).
+
+    >>> genetic_generations(1_080), genetic_generations(10_000), genetic_generations(100_000)
+    (3703, 400, 300)
+    """
+    return int(min(GENETIC_MAX_GENERATIONS, max(GENETIC_MIN_GENERATIONS, GENETIC_WORK // max(int(n), 1))))
 
 
 def _ga_round(
@@ -460,17 +490,19 @@ def _ga_round(
                 local = found
         out[idx] = local + next_label
         next_label += int(local.max()) + 1
+        advance(idx.size)  # the macrogroup's records searched (the progress display)
     return canonical_labels(out)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="genetic", func=genetic, summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of k..2k-1 per macrogroup (never worse than MDAV)",
+    MethodSpec(name="genetic", cost=CostModel(2.5, 1.0, iterations="iterations", default_iterations=400, budget=genetic_generations), func=genetic, summary="MDAV, macrogroups of about K records, a genetic algorithm over groups of k..2k-1 per macrogroup (never worse than MDAV)",
                reference="Martinez-Balleste, Solanas, Domingo-Ferrer & Mateo-Sanz (2007), A genetic approach to multivariate microaggregation for database privacy, ICDE Workshops",
                params=(ParamSpec("macro_k", "int", 0, "macrogroup size K, a multiple of k (0 = 7k)", min=0),
                        ParamSpec("one_step", "bool", False, "macrogroups from an MDAV K-partition of the records, not of the centroids"),
                        ParamSpec("chromosomes", "int", 10, "population size", min=2),
                        ParamSpec("mutation", "float", 0.1, "mutation probability per child", min=0.0, max=1.0),
                        ParamSpec("crossover", "float", 0.5, "one-point crossover probability per pair", min=0.0, max=1.0),
-                       ParamSpec("iterations", "int", 10_000, "generations per macrogroup", min=0),
+                       ParamSpec("iterations", "int", None, "generations per macrogroup and round; not set: 4,000,000 / n, "
+                                 "between 300 and 10,000 (the report states the number used)", min=0),
                        ParamSpec("rounds", "int", 2, "rounds of macrogroups; round r > 1 regroups the previous result's groups", min=1))),
 )

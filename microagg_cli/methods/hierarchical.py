@@ -21,7 +21,8 @@ from .._jit import njit
 from ..partition import canonical_labels
 from ._axes import projection_axis, sort_order
 from ._common import check_k, smallest_m, sq_dist_to
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance, phase
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 
 __all__ = ["kward", "kward_1d", "KwardMerge", "SPECS"]
 
@@ -258,8 +259,13 @@ def _kward_run(
         if rows.size < 2 * k:
             labels[rows] = g
             g += 1
+            advance(rows.size)  # records grouped (the progress display)
             continue
-        groups = _kward_pass(Z[rows], k, order, trace, rows, depth)
+        if depth == 0:  # the pass over every record: most of the time, shown as its own phase
+            with phase("k-Ward: first pass over every record", total=None):
+                groups = _kward_pass(Z[rows], k, order, trace, rows, depth)
+        else:
+            groups = _kward_pass(Z[rows], k, order, trace, rows, depth)
         for grp in reversed(groups):  # reversed: popped in order of first record
             stack.append((rows[grp], depth + 1))
     return canonical_labels(labels)
@@ -391,10 +397,10 @@ def kward_1d(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None, o
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="kward", func=kward, summary="k-Ward: Ward merges with minimum group size k from two seed groups, recursive on groups of 2k or more",
+    MethodSpec(name="kward", cost=CostModel(2.0, 2.0), func=kward, summary="k-Ward: Ward merges with minimum group size k from two seed groups, recursive on groups of 2k or more",
                reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
                params=(ParamSpec("order", "str", "md", "seed groups: md (two farthest records), sz, fpc or pv:COLUMN (sorted axis)", choices=("md", "fpc", "sz", "pv:")),)),
-    MethodSpec(name="kward-1d", func=kward_1d, summary="univariate k-Ward on one projected axis (first principal component, sum of z-scores or one variable)",
+    MethodSpec(name="kward-1d", cost=CostModel(2.9, 2.0), func=kward_1d, summary="univariate k-Ward on one projected axis (first principal component, sum of z-scores or one variable)",
                reference="Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation for statistical disclosure control, IEEE TKDE 14(1)",
                params=(ParamSpec("order", "str", "fpc", "projection axis: fpc, sz or pv:COLUMN", choices=("fpc", "sz", "pv:")),)),
 )

@@ -12,7 +12,8 @@ from collections import deque
 import numpy as np
 
 from ..partition import canonical_labels
-from ._spec import MethodSpec, method_contract
+from ..progress import advance, phase
+from ._spec import CostModel, MethodSpec, method_contract
 from .fixed_size import mdav
 from .merge_split import split_parts
 
@@ -43,17 +44,21 @@ def euclidean_mst(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     w = np.empty(max(n - 1, 0))
     cur = 0
     in_tree[0] = True
-    for t in range(n - 1):
-        diff = X - X[cur]
-        d = np.einsum("ij,ij->i", diff, diff)
-        closer = (d < best) & ~in_tree
-        best[closer] = d[closer]
-        link[closer] = cur
-        masked = np.where(in_tree, np.inf, best)
-        nxt = int(np.argmin(masked))
-        u[t], v[t], w[t] = link[nxt], nxt, best[nxt]
-        in_tree[nxt] = True
-        cur = nxt
+    with phase("minimum spanning tree", total=n):
+        advance(1)
+        for t in range(n - 1):
+            diff = X - X[cur]
+            d = np.einsum("ij,ij->i", diff, diff)
+            closer = (d < best) & ~in_tree
+            best[closer] = d[closer]
+            link[closer] = cur
+            masked = np.where(in_tree, np.inf, best)
+            nxt = int(np.argmin(masked))
+            u[t], v[t], w[t] = link[nxt], nxt, best[nxt]
+            in_tree[nxt] = True
+            cur = nxt
+            if t % 256 == 255:  # records joined to the tree (the progress display)
+                advance(256)
     return u, v, w
 
 
@@ -77,7 +82,8 @@ def forest_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def cut_forest(
-    n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray, k: int, *, cap: int | None = None
+    n: int, u: np.ndarray, v: np.ndarray, w: np.ndarray, k: int, *, cap: int | None = None,
+    count: bool = False,
 ) -> np.ndarray:
     """Cut a forest: edges visited from the longest down (ties: the edge listed first),
     an edge is removed when both parts it leaves have at least ``k`` nodes and -- if
@@ -89,6 +95,8 @@ def cut_forest(
     u, v, w : the forest's edges and their lengths.
     k : minimum size of every part after a cut.
     cap : cut only trees larger than this (None: every admissible edge).
+    count : count the records of parts cut below 2k (final groups) as grouped in the
+        progress display (:func:`microagg_cli.progress.advance`).
 
     Returns
     -------
@@ -130,6 +138,8 @@ def cut_forest(
         size.append(len(part_a))
         size[cid[b]] = total - len(part_a)
         next_id += 1
+        if count:  # a part too small to cut again is final (the progress display)
+            advance(sum(m for m in (len(part_a), total - len(part_a)) if m < 2 * k))
     return canonical_labels(np.asarray(cid, dtype=np.int64))
 
 
@@ -185,11 +195,11 @@ def mst(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
     [0, 0, 0, 1, 1, 1]
     """
     u, v, w = euclidean_mst(X)
-    comp = cut_forest(X.shape[0], u, v, w, k)
+    comp = cut_forest(X.shape[0], u, v, w, k, count=True)
     return split_parts(X, (np.flatnonzero(comp == c) for c in range(int(comp.max()) + 1)), k, mdav)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mst", func=mst, summary="MST partitioning: cut the longest spanning-tree edges, MDAV inside parts above 2k-1",
+    MethodSpec(name="mst", cost=CostModel(3.3, 2.2), func=mst, summary="MST partitioning: cut the longest spanning-tree edges, MDAV inside parts above 2k-1",
                reference="Laszlo & Mukherjee (2005), Minimum spanning tree partitioning algorithm for microaggregation, IEEE TKDE 17(7)"),
 )

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ._axes import projection_axis, sort_order
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from ._contiguous import check_kernel_input, optimal_sizes
 from .univariate import labels_from_sorted_sizes, optimal_contiguous_sizes
 
@@ -239,13 +239,13 @@ _PROJECTION_ONLY = ParamSpec(
 )
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="pcp", func=pcp, summary="projected optimal: sort on the first principal component, optimal contiguous groups",
+    MethodSpec(name="pcp", cost=CostModel(0.02, 1.1), func=pcp, summary="projected optimal: sort on the first principal component, optimal contiguous groups",
                reference=_REFERENCE,
                params=(_PROJECTION_ONLY,)),
-    MethodSpec(name="zscores", func=zscores, summary="projected optimal: sort on the sum of z-scores, optimal contiguous groups",
+    MethodSpec(name="zscores", cost=CostModel(0.02, 1.1), func=zscores, summary="projected optimal: sort on the sum of z-scores, optimal contiguous groups",
                reference=_REFERENCE,
                params=(_PROJECTION_ONLY,)),
-    MethodSpec(name="sugeno", func=sugeno, summary="projected optimal: sort on the Sugeno integral, optimal contiguous groups",
+    MethodSpec(name="sugeno", cost=CostModel(0.02, 1.1), func=sugeno, summary="projected optimal: sort on the Sugeno integral, optimal contiguous groups",
                reference=_REFERENCE,
                params=(ParamSpec("alpha", "float", 1.0, "exponent of the fuzzy quantifier Q(x) = x^alpha (> 0)", min=1e-12),
                        _PROJECTION_ONLY)),

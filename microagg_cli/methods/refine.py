@@ -48,20 +48,38 @@ import numpy as np
 from .. import threads
 from ..errors import InvalidParameterError
 from ..partition import canonical_labels
+from ..progress import advance, phase
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from .fixed_size import mdav
 from ._refine_kernels import ils_chunk, kick_chunk, local_search
 from .genetic import stream_state
 
-__all__ = ["mdav_ls", "ils", "ILS_ITERATIONS", "move_delta", "swap_delta", "cycle_delta", "split_large_groups",
+__all__ = ["mdav_ls", "ils", "ILS_ITERATIONS", "ils_iterations", "move_delta", "swap_delta", "cycle_delta", "split_large_groups",
            "SPECS"]
 
-#: Default perturbations per ILS search: a fixed amount of work, so that the same
-#: command and seed give the same partition on any machine. Chosen so that Census
-#: (1,080 x 13) at k=3 takes about as long as the former 60 s default time budget on
-#: the shared 2-core reference machine (64 s, IL 4.6926).
+#: Perturbations per ILS search when ``iterations`` is given without a size (the
+#: former fixed default; Census k=3 in 25-64 s, IL 4.6926).
 ILS_ITERATIONS = 1_000_000
+#: The default budget (:func:`ils_iterations`): ``ILS_PER_RECORD`` perturbations per
+#: record and search, at least ``ILS_MIN_ITERATIONS``.
+ILS_PER_RECORD = 3
+ILS_MIN_ITERATIONS = 40_000
+
+
+def ils_iterations(n: int) -> int:
+    """The default perturbations per search of :func:`ils` on n records: max(40,000,
+    3 n). A fixed amount of work (the same command and seed give the same partition on
+    any machine) that grows with n like the neighbourhoods to visit: 40,000 up to
+    13,333 records (Census, 1,080 x 13: about 2 s; 10,000 x 10: about 1 s), 150,000 at
+    50,000 and 300,000 at 100,000 records (about 10 and 31 s: 13-16x MDAV's time on
+    the 2-core reference machine, where 4 n took 22x at 100,000; the former fixed
+    1,000,000 took 53-92 s at 10,000).
+
+    >>> ils_iterations(1_080), ils_iterations(100_000)
+    (40000, 300000)
+    """
+    return max(ILS_MIN_ITERATIONS, ILS_PER_RECORD * int(n))
 #: Iterations per compiled ILS chunk; the clock is read and the running SSE is
 #: recomputed exactly between chunks (chunk boundaries do not depend on timing).
 _CHUNK = 1000
@@ -261,7 +279,8 @@ def _start_partition(X: np.ndarray, k: int, rng: np.random.Generator, start: str
 def _prepared(X: np.ndarray, k: int, rng: np.random.Generator, start: str, caller: str):
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = check_k(X, k)
-    base = split_large_groups(X, _start_partition(X, k, rng, start, caller), k)
+    with phase(f"{caller}: start ({start})", total=n):  # its own count: the caller's phase goes on after it
+        base = split_large_groups(X, _start_partition(X, k, rng, start, caller), k)
     return X, n, base
 
 
@@ -312,15 +331,16 @@ def mdav_ls(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "md
     X, n, base = _prepared(X, k, rng, start, "mdav-ls")
     if n < 2 * k:
         return base
-    part = _Partition(X, base, k)
-    part.descend()
+    with phase("mdav-ls: local search", total=None):
+        part = _Partition(X, base, k)
+        part.descend()
     labels = split_large_groups(X, part.labels, k)
     return labels if _sse(X, labels) <= _sse(X, base) else base
 
 
 @method_contract
 def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
-        time_budget: float = 0.0, iterations: int = ILS_ITERATIONS, threads: int = 2,
+        time_budget: float = 0.0, iterations: int | None = None, threads: int = 2,
         start_labels: np.ndarray | None = None) -> np.ndarray:
     """Iterated local search: two annealed searches from the mdav-ls partition; the better wins.
 
@@ -350,9 +370,9 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
     time_budget : > 0: seconds for the whole run (start included) instead of a fixed
         number of iterations; the result then depends on the machine's speed and load
         (not reproducible across machines). 0 (default): ``iterations``.
-    iterations : perturbations per search (each of the two), default
-        :data:`ILS_ITERATIONS` (1,000,000; Census k=3 in about a minute on a busy
-        2-core machine). Used unless ``time_budget`` > 0.
+    iterations : perturbations per search (each of the two); None (default): the
+        budget for n, :func:`ils_iterations` (max(40,000, 3 n); Census k=3 in about 2 s
+        on a busy 2-core machine). Used unless ``time_budget`` > 0.
     threads : 2 (default) runs the two searches side by side, 1 one after the
         other. With ``iterations`` > 0 the result is the same either way.
     start_labels : (n,) labels of a k-partition to start from instead of running
@@ -390,7 +410,7 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
     11.3589 (k=10; seed 1: 11.3438); 60 s budget (the former default) 4.6847, 7.2589, 11.3433;
     200,000 iterations per search (reproducible) IL = 4.6893 (k=3, 10 s), 7.2743
     (k=5, 12 s), 11.3810 (k=10, 29 s; 11.4075 with the re-partitioning search
-    alone); 1,000,000 (the default, :data:`ILS_ITERATIONS`) IL = 4.6926 / 6.0414 /
+    alone); 1,000,000 (a former default, :data:`ILS_ITERATIONS`) IL = 4.6926 / 6.0414 /
     7.2691 / 11.3495 at k = 3 / 4 / 5 / 10 (k=3 in 25-64 s depending on the load,
     k=10 several minutes; more iterations are not always better for one seed: the
     cooling is slower; benchmarks/methods_census.py). The target was 11.30 at k=10 in 120 s: not reached; both searches
@@ -416,6 +436,8 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
     [0, 0, 0, 0, 1, 1, 1]
     """
     t0 = time.perf_counter()
+    if iterations is None:
+        iterations = ils_iterations(X.shape[0])
     if time_budget <= 0 and iterations <= 0:
         raise InvalidParameterError("ils: give a positive time_budget or iterations")
     if time_budget > 0:  # the clock decides how much work is done (not reproducible)
@@ -432,10 +454,22 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
     seed = int(rng.integers(0, 2**63 - 1))
     if n < 2 * k:
         return base
-    part = _Partition(X, base, k)
-    part.descend()
-    fixed = _Partition(X, part.labels, k, part.knn)
+    with phase("ils: local search", total=None):
+        part = _Partition(X, base, k)
+        part.descend()
+        fixed = _Partition(X, part.labels, k, part.knn)
     left = max(0.0, t0 + time_budget - time.perf_counter())
+    with phase("ils: perturbations (two searches)", total=2 * iterations if iterations > 0 else None,
+               unit="iterations"):
+        sse1, labels1, sse2, labels2 = _searches(part, fixed, seed, iterations, left, threads,
+                                                 t0 + time_budget)
+    labels = split_large_groups(X, labels2 if sse2 < sse1 else labels1, k)
+    return labels if _sse(X, labels) <= _sse(X, base) else base
+
+
+def _searches(part: "_Partition", fixed: "_Partition", seed: int, iterations: int, left: float, threads: int,
+              deadline: float) -> tuple[float, np.ndarray, float, np.ndarray]:
+    """The two searches of :func:`ils`, side by side or one after the other."""
     if threads >= 2 and _cpus() >= 2:
         # side by side: each search gets the whole remaining budget (the kernels
         # release the GIL); the results do not depend on the threading
@@ -451,10 +485,8 @@ def ils(X: np.ndarray, k: int, *, rng: np.random.Generator, start: str = "mdav",
                 raise
     else:
         sse1, labels1 = _repartition_search(part, seed, iterations, left * _REPARTITION_SHARE)
-        sse2, labels2 = _kick_search(fixed, seed + 1, iterations,
-                                     t0 + time_budget - time.perf_counter())
-    labels = split_large_groups(X, labels2 if sse2 < sse1 else labels1, k)
-    return labels if _sse(X, labels) <= _sse(X, base) else base
+        sse2, labels2 = _kick_search(fixed, seed + 1, iterations, deadline - time.perf_counter())
+    return sse1, labels1, sse2, labels2
 
 
 def _cpus() -> int:
@@ -531,16 +563,18 @@ def _anneal(part: _Partition, chunk, iterations: int, seconds: float,
         chunk_seconds = time.perf_counter() - t1
         cur = part.resync()  # exact again: no drift across chunks
         done += todo
+        advance(todo)  # the progress display (both searches count into one phase)
     return _sse(part.X, best_labels), best_labels
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mdav-ls", func=mdav_ls, summary="a start partition (MDAV) improved by record moves and swaps until no move lowers SSE; groups of k..2k-1",
+    MethodSpec(name="mdav-ls", cost=CostModel(1.0, 1.3), func=mdav_ls, summary="a start partition (MDAV) improved by record moves and swaps until no move lowers SSE; groups of k..2k-1",
                reference="ours: local search with exact SSE deltas on top of Domingo-Ferrer & Mateo-Sanz (2002), Practical data-oriented microaggregation, IEEE TKDE 14(1)",
                params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),)),
-    MethodSpec(name="ils", func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
+    MethodSpec(name="ils", cost=CostModel(1.0, 0.75, iterations="iterations", default_iterations=40_000, budget=ils_iterations, seconds_param="time_budget"), func=ils, summary="iterated local search: re-partition nearby groups or exchange records between them, re-optimise, keep the best (never worse than the start)",
                reference="ours: iterated local search (Lourenco, Martin & Stuetzle 2003) with simulated-annealing acceptance over mdav-ls; two searches (re-partitions, swap kicks), the better wins",
                params=(ParamSpec("start", "str", "mdav", "method giving the start partition (run with its defaults)"),
                        ParamSpec("time_budget", "float", 0.0, "> 0: seconds for the run instead of iterations (not reproducible across machines)", min=0.0),
-                       ParamSpec("iterations", "int", ILS_ITERATIONS, "perturbations per search (reproducible: same seed, same output on any machine)", min=1),
+                       ParamSpec("iterations", "int", None, "perturbations per search (reproducible: same seed, same output on any machine); "
+                                 "not set: max(40,000, 3 n) (the report states the number used)", min=1),
                        ParamSpec("threads", "int", 2, "2: the two searches run side by side, each for the whole budget; 1: one after the other (same result with iterations)", min=1, max=2))),
 )

@@ -12,7 +12,8 @@ import numpy as np
 from ..mcd import det_mcd, robust_mahalanobis
 from ..partition import canonical_labels
 from ._common import farthest, smallest_m, sq_dist_to
-from ._spec import MethodSpec, method_contract
+from ..progress import advance
+from ._spec import CostModel, MethodSpec, method_contract
 
 __all__ = ["rmd", "det_mcd", "robust_mahalanobis", "SPECS"]
 
@@ -75,11 +76,12 @@ def rmd(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> np.
             labels[rem[grp]] = g
             g += 1
             rem = np.delete(rem, grp)
+            advance(k)  # records grouped (the progress display)
     labels[rem] = g
     return canonical_labels(labels)
 
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="rmd", func=rmd, summary="Groups of k around the records of largest robust (MCD) Mahalanobis distance",
+    MethodSpec(name="rmd", cost=CostModel(1.8, 1.6), func=rmd, summary="Groups of k around the records of largest robust (MCD) Mahalanobis distance",
                reference="Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data using the R package sdcMicro, Journal of Statistical Software 67(4)"),
 )

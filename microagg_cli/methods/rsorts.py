@@ -19,7 +19,8 @@ import numpy as np
 
 from ..partition import canonical_labels
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 from ..mcd import det_mcd
 
 __all__ = [
@@ -204,6 +205,7 @@ def _cut(order: np.ndarray, k: int, labels: np.ndarray, first: int) -> int:
     m = order.size
     n_groups = max(1, m // k)
     labels[order] = first + np.minimum(np.arange(m) // k, n_groups - 1)
+    advance(m)  # records grouped (the progress display)
     return first + n_groups
 
 
@@ -486,16 +488,16 @@ _TEMPL = ("Templ, Kowarik & Meindl (2015), Statistical disclosure control for mi
           "the R package sdcMicro, Journal of Statistical Software 67(4)")
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="mcdpca", func=mcdpca, summary="Sort on the first robust (MCD) principal component, groups of k",
+    MethodSpec(name="mcdpca", cost=CostModel(0.15, 1.2), func=mcdpca, summary="Sort on the first robust (MCD) principal component, groups of k",
                reference=_TEMPL),
-    MethodSpec(name="pppca", func=pppca, summary="Sort on the first projection-pursuit principal component, groups of k",
+    MethodSpec(name="pppca", cost=CostModel(1.0, 1.0), func=pppca, summary="Sort on the first projection-pursuit principal component, groups of k",
                reference=_TEMPL + "; Croux & Ruiz-Gazen (2005), JMVA 95(1)"),
-    MethodSpec(name="clustpca", func=clustpca, summary="k-means clusters, each sorted on its first principal component, groups of k",
+    MethodSpec(name="clustpca", cost=CostModel(0.15, 1.1), func=clustpca, summary="k-means clusters, each sorted on its first principal component, groups of k",
                reference=_TEMPL, params=(_NC,)),
-    MethodSpec(name="clustmcdpca", func=clustmcdpca, summary="k-means clusters, each sorted on its first MCD principal component, groups of k",
+    MethodSpec(name="clustmcdpca", cost=CostModel(0.3, 1.1), func=clustmcdpca, summary="k-means clusters, each sorted on its first MCD principal component, groups of k",
                reference=_TEMPL, params=(_NC,)),
-    MethodSpec(name="clustpppca", func=clustpppca, summary="k-means clusters, each sorted on its first projection-pursuit component, groups of k",
+    MethodSpec(name="clustpppca", cost=CostModel(0.9, 1.0), func=clustpppca, summary="k-means clusters, each sorted on its first projection-pursuit component, groups of k",
                reference=_TEMPL, params=(_NC,)),
-    MethodSpec(name="influence", func=influence, summary="k-means clusters, each sorted on its most influential variable, groups of k",
+    MethodSpec(name="influence", cost=CostModel(0.1, 1.1), func=influence, summary="k-means clusters, each sorted on its most influential variable, groups of k",
                reference=_TEMPL, params=(_NC,)),
 )

@@ -21,7 +21,8 @@ from ._axes import projection_axis, sort_order
 from ._contiguous import check_kernel_input, optimal_sizes
 from ._monge import optimal_sizes_monge, optimal_sizes_smawk
 from ._common import check_k
-from ._spec import MethodSpec, ParamSpec, method_contract
+from ..progress import advance
+from ._spec import CostModel, MethodSpec, ParamSpec, method_contract
 
 __all__ = [
     "optimal_1d",
@@ -117,13 +118,14 @@ def fixed_contiguous_sizes(n: int, k: int) -> np.ndarray:
     return sizes
 
 
-def labels_from_sorted_sizes(order: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def labels_from_sorted_sizes(order: np.ndarray, sizes: np.ndarray, *, count: bool = True) -> np.ndarray:
     """Canonical labels of a partition given as consecutive runs of a permutation.
 
     ``order[pos]`` is the record at sorted position ``pos``; the runs of ``sizes``
     along the sorted positions are the groups. Equal to
     ``partition.canonical_labels`` of the same partition, in O(n + g log g) instead of
-    a full sort of the labels.
+    a full sort of the labels. ``count``: the records count as grouped in the
+    progress display (:func:`microagg_cli.progress.advance`), unless the caller counts.
     """
     order = np.asarray(order, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
@@ -135,6 +137,8 @@ def labels_from_sorted_sizes(order: np.ndarray, sizes: np.ndarray) -> np.ndarray
     rank[np.argsort(first)] = np.arange(g)  # first positions are distinct
     labels = np.empty(order.size, dtype=np.int64)
     labels[order] = np.repeat(rank, sizes)
+    if count:
+        advance(order.size)  # every record grouped (the progress display)
     return labels
 
 
@@ -267,7 +271,8 @@ def individual_ranking(X: np.ndarray, k: int, *, rng: np.random.Generator | None
     for j in range(X.shape[1]):
         order = sort_order(X[:, j])
         sizes = optimal_contiguous_sizes(X[order, j], k) if optimal else fixed
-        out[:, j] = labels_from_sorted_sizes(order, sizes)
+        out[:, j] = labels_from_sorted_sizes(order, sizes, count=False)
+        advance(n * (j + 1) // X.shape[1] - n * j // X.shape[1])  # a column's share of the records
     return out
 
 
@@ -348,6 +353,7 @@ def simple(X: np.ndarray, k: int, *, rng: np.random.Generator | None = None) -> 
     """
     X = _as_matrix(X)
     n = check_k(X, k)
+    advance(n)
     return np.minimum(np.arange(n, dtype=np.int64) // k, n // k - 1)
 
 
@@ -358,15 +364,15 @@ _ORDER = ParamSpec(
 )
 
 SPECS: tuple[MethodSpec, ...] = (
-    MethodSpec(name="optimal-1d", func=optimal_1d, summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
+    MethodSpec(name="optimal-1d", cost=CostModel(0.02, 1.1), func=optimal_1d, summary="exact optimal univariate microaggregation (one attribute; shortest path, groups k..2k-1)",
                reference="Hansen & Mukherjee (2003), A polynomial algorithm for optimal univariate microaggregation, IEEE TKDE 15(4)", max_columns=1),
-    MethodSpec(name="individual-ranking", func=individual_ranking, summary="each attribute grouped on its own (k-anonymous per attribute only)",
+    MethodSpec(name="individual-ranking", cost=CostModel(0.03, 1.1), func=individual_ranking, summary="each attribute grouped on its own (k-anonymous per attribute only)",
                reference="Defays & Nanopoulos (1993), Panels of enterprises and confidentiality: the small aggregates method, Proc. Symposium on Longitudinal Surveys, Statistics Canada", output="column_labels",
                params=(ParamSpec("optimal", "bool", False, "use the exact optimal univariate partition on each attribute"),)),
-    MethodSpec(name="ufs", func=ufs, summary="univariate fixed size: sort records on one axis, consecutive groups of k",
+    MethodSpec(name="ufs", cost=CostModel(0.02, 1.1), func=ufs, summary="univariate fixed size: sort records on one axis, consecutive groups of k",
                reference="Defays & Anwar (1998), Masking microdata using micro-aggregation, Journal of Official Statistics 14(4)",
                params=(_ORDER,
                        ParamSpec("descending", "bool", False, "sort from the largest axis value down"))),
-    MethodSpec(name="simple", func=simple, summary="baseline: consecutive groups of k records in file order",
+    MethodSpec(name="simple", cost=CostModel(0.01, 1.0), func=simple, summary="baseline: consecutive groups of k records in file order",
                reference="Templ, Kowarik & Meindl (2015), Statistical disclosure control for micro-data using the R package sdcMicro, Journal of Statistical Software 67(4)"),
 )

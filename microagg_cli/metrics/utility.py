@@ -20,7 +20,6 @@ from .. import threads
 from ..memo import LastResults, array_key
 
 __all__ = [
-    "lb_nn_load_seconds",
     "SCIPY_SPATIAL_IMPORT_SECONDS",
     "il_sse",
     "il_sse_blocks",
@@ -525,19 +524,57 @@ def _lb_nn_sum(Z: np.ndarray, k: int, *, chunk_cells: int = 1 << 20) -> float:
     return _LB_NN_RESULTS.get((array_key(Z), int(k)), lambda: _lb_nn_sum_of(Z, int(k), chunk_cells))
 
 
+#: Blocks of at most this many pair-columns (n * n * p) get their nearest neighbours by
+#: a direct scan instead of scipy's k-d tree (whose import alone, about 0.2 s, is more
+#: than the scan of a file of a few thousand records: ``sdc protect`` of a small file).
+_LB_NN_SCAN_CELLS = 120_000_000
+
+
+class _Neighbours:
+    """The k nearest distances of rows of ``Z`` among all rows (each row included, at
+    distance 0), sorted ascending: from scipy's k-d tree, or for a small block
+    (:data:`_LB_NN_SCAN_CELLS`) from a direct scan. Either way a row's distances do not
+    depend on which other rows are asked with it."""
+
+    def __init__(self, Z: np.ndarray):
+        self.Z = Z
+        n, p = Z.shape
+        self.tree = None
+        if n * n * max(p, 1) > _LB_NN_SCAN_CELLS:
+            from scipy.spatial import cKDTree  # 0.2 s to import: only when used
+
+            self.tree = cKDTree(Z)
+
+    def query(self, rows: slice, k: int) -> np.ndarray:
+        if self.tree is not None:
+            d, _ = self.tree.query(self.Z[rows], k=k, workers=threads.limit())
+            return d
+        A = self.Z[rows]
+        n, p = self.Z.shape
+        out = np.empty((A.shape[0], k))
+        step = max(1, (1 << 20) // n)
+        for s in range(0, A.shape[0], step):
+            acc = np.zeros((min(step, A.shape[0] - s), n))
+            for j in range(p):  # left to right over the columns, element-wise
+                t = A[s: s + step, j, None] - self.Z[None, :, j]
+                acc += t * t
+            near = np.partition(acc, k - 1, axis=1)[:, :k]
+            near.sort(axis=1)
+            out[s: s + step] = np.sqrt(near)
+        return out
+
+
 def _lb_nn_sum_of(Z: np.ndarray, k: int, chunk_cells: int) -> float:
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Z.shape[0]
     if k <= 1 or n == 0:
         return 0.0
-    tree = cKDTree(Z)
+    nb = _Neighbours(Z)
     rows = max(1, chunk_cells // k)
     total = 0.0
     for start in range(0, n, rows):
-        # the query returns the k nearest data points; the record itself (distance 0)
-        # is the smallest, so the k distances are 0 plus its k-1 nearest others, also
-        # with duplicate rows
-        d, _ = tree.query(Z[start: start + rows], k=k, workers=threads.limit())
+        # the k nearest data points; the record itself (distance 0) is the smallest,
+        # so the k distances are 0 plus its k-1 nearest others, also with duplicate rows
+        d = nb.query(slice(start, start + rows), k)
         total += float((d * d).sum())
     return total / (2.0 * k)
 
@@ -547,18 +584,17 @@ def _lb_nn_sums_of(Z: np.ndarray, ks: Sequence[int], chunk_cells: int) -> dict[i
     nearest distances are the first k of the K nearest (the same sorted values, each
     computed alike, ties included), and each k's sum runs over the same chunks in the
     same order as its own query's, so every figure is the same to the last bit."""
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
     n = Z.shape[0]
     out = {k: 0.0 for k in ks if k <= 1 or n == 0}
     todo = sorted({k for k in ks if k not in out})
     if not todo:
         return out
     K = todo[-1]
-    tree = cKDTree(Z)
+    nb = _Neighbours(Z)
     rows_k = max(1, chunk_cells // K)
     D = np.empty((n, K))
     for start in range(0, n, rows_k):
-        D[start: start + rows_k], _ = tree.query(Z[start: start + rows_k], k=K, workers=threads.limit())
+        D[start: start + rows_k] = nb.query(slice(start, start + rows_k), K)
     for k in todo:
         rows = max(1, chunk_cells // k)
         total = 0.0
@@ -604,42 +640,37 @@ def lb_nn_prepare(X: np.ndarray, ks: Sequence[int], blocks: Sequence[Sequence[in
 
 
 #: What loading scipy's k-d tree (``scipy.spatial``) costs the first time in a process,
-#: seconds on the 2-core reference machine: part of LB_NN's price in a short run.
+#: seconds on the 2-core reference machine: part of LB_NN's estimated price above
+#: :data:`microagg_cli.protection.table.LB_SMALL_ROWS` records.
 SCIPY_SPATIAL_IMPORT_SECONDS = 0.15
 
 
-def lb_nn_load_seconds() -> float:
-    """The seconds :func:`lb_nn` would spend loading its k-d tree code in this process
-    (:data:`SCIPY_SPATIAL_IMPORT_SECONDS`, or 0 once loaded)."""
-    import sys
+#: LB_NN's cost model (:func:`lb_nn_seconds`), fitted on the 2-core reference machine
+#: (Gaussian mixtures, n = 10,000-100,000, p = 2-40, k = 3-10): a k-d tree query costs
+#: about ``LB_KD_NS`` ns per record x log2(n) x 1.28 ** p (it degrades by about 28 % a
+#: column), capped by the brute-force scan's ``LB_BRUTE_NS`` ns per pair and column.
+LB_KD_NS = 60.0
+LB_KD_GROWTH = 1.28
+LB_BRUTE_NS = 1.0
 
-    return 0.0 if "scipy.spatial" in sys.modules else SCIPY_SPATIAL_IMPORT_SECONDS
 
+def lb_nn_seconds(n: int, p: int, k: int) -> float:
+    """Estimated seconds of :func:`lb_nn` on n records of p columns, from n, p and k
+    alone: no timing probe, so the same block always gets the same estimate (and the
+    report's choice to compute the bound does not depend on the machine's load).
 
-def lb_nn_seconds(X: np.ndarray, k: int, *, sample: int = 500) -> float:
-    """Estimated seconds of :func:`lb_nn` on ``X``, measured on a sample.
-
-    Builds the k-d tree of every record (part of the real cost) and times the
-    nearest-neighbour query of ``sample`` evenly spaced records; the estimate is the
-    build time plus the query time scaled to all records. Used by ``sdc protect`` to
-    decide whether the report's bound is cheap enough (:func:`microagg_cli.protection.table.optimality`).
+    Examples
+    --------
+    >>> round(lb_nn_seconds(10_000, 10, 3), 3)
+    0.094
+    >>> lb_nn_seconds(2, 10, 3)
+    0.0
     """
-    from scipy.spatial import cKDTree  # 0.15 s to import: only when used
-    import time
-
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    if n < k or k <= 1:
+    if n < k or k <= 1 or n < 2:
         return 0.0
-    t0 = time.perf_counter()
-    sd = X.std(axis=0)
-    Z = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
-    tree = cKDTree(Z)
-    t1 = time.perf_counter()
-    rows = np.linspace(0, n - 1, min(n, sample)).astype(np.int64)
-    tree.query(Z[rows], k=k, workers=threads.limit())
-    t2 = time.perf_counter()
-    return (t1 - t0) + (t2 - t1) * n / rows.size
+    kd = LB_KD_NS * 1e-9 * n * np.log2(n) * np.sqrt(k / 3.0) * LB_KD_GROWTH ** min(p, 60)
+    brute = LB_BRUTE_NS * 1e-9 * float(n) * n * max(p, 1)
+    return float(min(kd, brute))
 
 
 def lb_nn_blocks(

@@ -223,7 +223,7 @@ def protect_array(
             )
     else:
         check_k(X, k)
-    resolved = resolve_params(spec, params or {}, columns)
+    resolved = spec.budgeted(resolve_params(spec, params or {}, columns), n)
     if scaling is not None:
         mean, scale = (np.asarray(a, dtype=np.float64) for a in scaling)
         Z = (X - mean) / scale

@@ -41,7 +41,7 @@ from ..io import (
 )
 from ..methods import get_method
 from ..metrics import lb_nn
-from ..metrics.utility import lb_nn_load_seconds, lb_nn_seconds
+from ..metrics.utility import SCIPY_SPATIAL_IMPORT_SECONDS, lb_nn_seconds
 from ..progress import phase as progress_phase
 from ..progress import set_done
 from ..partition import canonical_labels, size_histogram, sse, sst, zscore
@@ -261,6 +261,9 @@ def protect_blocks(
         per_stratum = []
         offset = 0
         stratum_results = []
+        if key_codes is None:
+            check_estimate(spec, block, [int(m.size) for m in resolved.members], options.time_limit,
+                           partition_size)
         with progress_phase(f"{block.name}: {block.method}, k={block.k}", total=int(rows_grouped.size)):
             done = [0]
 
@@ -569,15 +572,65 @@ def il_parts(X: np.ndarray, Xp: np.ndarray) -> tuple[float, float]:
     return float(((Z - Zp)[both] ** 2).sum()), float((dev[both] ** 2).sum())
 
 
-#: The report's lower bound LB_NN is computed when it costs at most this share of the
-#: method's time (or less than :data:`LB_FREE_SECONDS`); ``--bound`` / ``--no-bound``
-#: force it either way. Its k-d tree query grows faster than MDAV on spread-out data.
+#: The report's lower bound LB_NN is computed when its estimated cost is at most this
+#: share of the method's estimated time (or less than :data:`LB_FREE_SECONDS`);
+#: ``--bound`` / ``--no-bound`` force it either way. Both are estimates from the block's
+#: n, p and k (:func:`~microagg_cli.metrics.utility.lb_nn_seconds` and the method's
+#: :class:`~microagg_cli.methods.MethodSpec` cost model), never timings: the report of
+#: the same input is the same whatever the machine's load. Its k-d tree query grows
+#: faster than MDAV on spread-out data.
 LB_SHARE = 0.25
 LB_FREE_SECONDS = 0.1
-#: Blocks of at most this many records always get the cost estimate; above it, when
-#: loading the k-d tree code alone (:func:`~microagg_cli.metrics.utility.lb_nn_load_seconds`)
-#: is over the budget, the bound is skipped without loading it.
+#: Above this many records LB_NN's price includes loading scipy's k-d tree code
+#: (:data:`~microagg_cli.metrics.utility.SCIPY_SPATIAL_IMPORT_SECONDS`).
 LB_SMALL_ROWS = 5000
+
+
+#: An estimated method time above this many seconds is announced before the method starts.
+ANNOUNCE_SECONDS = 30.0
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate_block(spec: Any, block: Block, sizes: list[int], partition_size: int | None = None) -> float:
+    """The method's estimated seconds over the block's strata of ``sizes`` records
+    (:meth:`microagg_cli.methods.MethodSpec.estimate_seconds`; parts of at most
+    ``partition_size`` records each when the block is partitioned)."""
+    p, k, params = len(block.columns), int(block.k), dict(block.params)
+    total = 0.0
+    for n in sizes:
+        if partition_size and n > partition_size:
+            parts = -(-n // partition_size)
+            total += parts * spec.estimate_seconds(-(-n // parts), p, k, params)
+        else:
+            total += spec.estimate_seconds(n, p, k, params)
+    return total
+
+
+def check_estimate(spec: Any, block: Block, sizes: list[int], time_limit: float,
+                   partition_size: int | None = None) -> float:
+    """Before a block's method starts: its estimated seconds (:func:`estimate_block`,
+    from n, p, k and the method's cost model; no timing probe), announced on stderr
+    (a warning) when over :data:`ANNOUNCE_SECONDS`; :class:`InvalidParameterError`
+    (exit 2) when over ``time_limit`` seconds (0: no limit)."""
+    estimate = estimate_block(spec, block, sizes, partition_size)
+    if not np.isfinite(estimate):
+        return estimate
+    n = sum(sizes)
+    what = f"block {block.name}: {spec.name} on {n:,} x {len(block.columns)} records, k={block.k}"
+    if time_limit and estimate > time_limit:
+        raise InvalidParameterError(
+            f"{what} is estimated to take about {_duration(estimate)}, over --time-limit {time_limit:g} s; "
+            "raise --time-limit (0 = no limit), or use --partition-size or a faster method (mdav)")
+    if estimate > ANNOUNCE_SECONDS:
+        log.warning("%s: estimated to take about %s", what, _duration(estimate))
+    return estimate
 
 
 def _seconds(x: float) -> str:
@@ -591,13 +644,13 @@ def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float
     LB_NN bounds the IL_SSE of *every* k-partition of the block's records (strata only
     make the best achievable IL larger), so the gap is how far the method can at most
     be from the optimum. ``bound``: ``"auto"`` computes it when its estimated cost
-    (:func:`microagg_cli.metrics.utility.lb_nn_seconds`) is at most
-    :data:`LB_SHARE` of ``method_seconds`` or under :data:`LB_FREE_SECONDS`, else
-    skips it with a note (above :data:`LB_SMALL_ROWS` records the price includes
-    loading scipy's k-d tree, and when that alone is over the budget nothing is
-    loaded or measured; ``method_seconds`` leaves out numba's compiling on a first run,
-    :func:`microagg_cli._jit.compile_seconds`); ``"on"`` always, ``"off"`` never. The choice is recorded
-    in ``lb_nn_policy``.
+    (:func:`microagg_cli.metrics.utility.lb_nn_seconds`, plus loading scipy's k-d tree
+    above :data:`LB_SMALL_ROWS` records) is at most :data:`LB_SHARE` of
+    ``method_seconds`` -- the method's *estimated* seconds on this block
+    (:meth:`microagg_cli.methods.MethodSpec.estimate_seconds`) -- or under
+    :data:`LB_FREE_SECONDS`, else skips it with a note; ``"on"`` always, ``"off"``
+    never. The choice depends on n, p, k and the method only (deterministic) and is
+    recorded in ``lb_nn_policy``.
     """
     policy: dict[str, Any] = {"mode": bound}
     hint = "sdc evaluate ORIGINAL PROTECTED computes it (--bound cg for a certified, tighter one)"
@@ -606,16 +659,14 @@ def optimality(X: np.ndarray, k: int, il: float | None, *, method_seconds: float
                 "lb_nn_policy": policy}
     if bound == "auto":
         budget = max(LB_SHARE * method_seconds, LB_FREE_SECONDS)
-        load = lb_nn_load_seconds()
-        if X.shape[0] > LB_SMALL_ROWS and load > budget:
-            estimate = load  # the rest is not even measured: loading alone is too dear
-        else:
-            estimate = lb_nn_seconds(X, k) + (load if X.shape[0] > LB_SMALL_ROWS else 0.0)
+        n, p = X.shape
+        estimate = lb_nn_seconds(n, p, k) + (SCIPY_SPATIAL_IMPORT_SECONDS if n > LB_SMALL_ROWS else 0.0)
         policy.update(estimated_seconds=estimate, method_seconds=method_seconds, share=LB_SHARE)
         if estimate > budget:
             return {"lb_nn": None, "optimality_gap": None,
                     "lb_nn_skipped": (f"would take about {_seconds(estimate)} s, more than {LB_SHARE:.0%} of "
-                                      f"the method's {_seconds(method_seconds)} s; {hint}, or protect with --bound"),
+                                      f"the method's estimated {_seconds(method_seconds)} s; {hint}, or protect "
+                                      "with --bound"),
                     "lb_nn_policy": policy}
     t0 = time.perf_counter()
     with progress_phase("lower bound LB_NN", total=None):
@@ -687,9 +738,9 @@ def block_stats(
     if values_k:
         stats["k_counts"] = "values"
     if stats.get("sse") is not None:
-        own = stats["seconds"] - sum(p.compile_seconds for p in parts)  # a first run's compiling is no cost of the method
+        estimate = get_method(block.method).estimate_seconds(int(rows.size), X.shape[1], int(block.k), dict(block.params))
         stats.update(optimality(X if rows.size == X.shape[0] else X[rows], block.k, stats["il_sse"],
-                                method_seconds=max(own, 0.0), bound=bound))
+                                method_seconds=estimate, bound=bound))
     if w is not None:
         totals = {}
         for j, col in enumerate(block.columns):

@@ -63,6 +63,7 @@ PROTECT = {
     "missing": ({"missing": "nope"}, {"missing": "complete"}),
     "partition_size": ({"partition_size": 1}, {"partition_size": 12}),
     "bound": ({"bound": "nope"}, {"bound": "on"}),
+    "time_limit": ({"time_limit": -1}, {"time_limit": 30.0}),
     "keys": ({"keys": ["zz"]}, {"keys": ["g"]}),
     "categorical": ({"categorical": ["zz"]}, {"categorical": ["g"]}),
     "ordinal": ({"ordinal": ["zz"]}, {"ordinal": ["g"]}),

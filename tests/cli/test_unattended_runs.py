@@ -429,7 +429,7 @@ def _interrupt_ils(tmp_path, sig, code) -> float:
     out = tmp_path / "out"
     out.mkdir()
     rc, elapsed, err = _signal_run(tmp_path, ["protect", CENSUS, "-o", out / "o.csv", "-k", 3, "-m", "ils",
-                                              "-p", "iterations=100000000", "--report", out / "r.json"],
+                                              "-p", "iterations=100000000", "--time-limit", 0, "--report", out / "r.json"],
                                    sig, "block block1: ils")
     assert rc == code, err
     assert "Error: interrupted; nothing was written" in err and "Traceback" not in err

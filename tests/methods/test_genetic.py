@@ -48,11 +48,35 @@ def test_registered_with_declared_params():
                      "rounds"]
     defaults = spec.validate_params(None)
     assert defaults == {"macro_k": 0, "one_step": False, "chromosomes": 10,
-                        "mutation": 0.1, "crossover": 0.5, "iterations": 10_000, "rounds": 2}
+                        "mutation": 0.1, "crossover": 0.5, "iterations": None, "rounds": 2}
     with pytest.raises(InvalidParameterError):
         spec.validate_params({"mutation": 1.5})
     with pytest.raises(InvalidParameterError):
         spec.validate_params({"chromosomes": 1})
+
+
+def test_default_generations_scale_with_n():
+    """Not set: 4,000,000 / n generations between 300 and 10,000, so the default run's
+    work stays about the same whatever n (a fixed 10,000 took 189 s at 10,000 records);
+    the registry fills it in for the report, and an explicit value is kept."""
+    from microagg_cli.methods.genetic import genetic_generations
+
+    assert [genetic_generations(n) for n in (100, 400, 1_080, 10_000, 13_334, 100_000, 10**6)] == [
+        10_000, 10_000, 3_703, 400, 300, 300, 300]
+    spec = METHODS["genetic"]
+    assert spec.budgeted(spec.validate_params(None), 10_000)["iterations"] == 400
+    assert spec.budgeted(spec.validate_params({"iterations": "7"}), 10_000)["iterations"] == 7
+    # the estimate follows the budget: the same time per record from 13,334 records on
+    at_100k, at_1m = spec.estimate_seconds(100_000, 10, 3), spec.estimate_seconds(10**6, 10, 3)
+    assert at_1m == pytest.approx(10 * at_100k)
+    assert spec.estimate_seconds(10_000, 10, 3, {"iterations": 800}) == pytest.approx(
+        2 * spec.estimate_seconds(10_000, 10, 3))
+
+
+def test_default_generations_used_when_not_set():
+    X = np.random.default_rng(4).normal(size=(60, 2))
+    assert genetic(X, 3, rng=np.random.default_rng(0)).tolist() == genetic(
+        X, 3, rng=np.random.default_rng(0), iterations=10_000).tolist()
 
 
 @pytest.mark.parametrize("macro_k", [4, 7, 3])

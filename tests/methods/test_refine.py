@@ -297,11 +297,27 @@ def test_registered_params():
     assert [p.name for p in METHODS["mdav-ls"].params] == ["start"]
     # reproducible by default: a fixed amount of work, no clock
     assert METHODS["ils"].validate_params(None) == {"start": "mdav", "time_budget": 0.0,
-                                                    "iterations": 1_000_000, "threads": 2}
+                                                    "iterations": None, "threads": 2}
     with pytest.raises(InvalidParameterError):
         METHODS["ils"].validate_params({"iterations": "0"})
     with pytest.raises(InvalidParameterError):
         METHODS["ils"].validate_params({"threads": "3"})
+
+
+def test_ils_default_budget_scales_with_n():
+    """Not set: max(40,000, 3 n) perturbations per search (a fixed 1,000,000 took 80 s at
+    2,000 records and 53-92 s at 10,000); the registry fills it in for the report and
+    keeps an explicit value; the estimate follows the budget."""
+    import microagg_cli.methods.refine as refine
+
+    assert [refine.ils_iterations(n) for n in (10, 1_080, 13_333, 13_334, 100_000)] == [
+        40_000, 40_000, 40_000, 40_002, 300_000]
+    spec = METHODS["ils"]
+    assert spec.budgeted(spec.validate_params(None), 50_000)["iterations"] == 150_000
+    assert spec.budgeted(spec.validate_params({"iterations": "5"}), 50_000)["iterations"] == 5
+    assert spec.estimate_seconds(100_000, 10, 3, {"iterations": 600_000}) == pytest.approx(
+        2 * spec.estimate_seconds(100_000, 10, 3))
+    assert spec.estimate_seconds(100_000, 10, 3, {"time_budget": 42.0}) == 42.0
 
 
 @pytest.mark.parametrize("k", [2, 3])
@@ -500,4 +516,4 @@ def test_ils_time_budget_replaces_the_iterations(monkeypatch):
     ils(X, 3, rng=_rng(), time_budget=5.0, iterations=777)
     assert seen["re-partition"][0] == 0 and 0 < seen["re-partition"][1] <= 5.0
     ils(X, 3, rng=_rng())
-    assert seen["re-partition"][0] == refine.ILS_ITERATIONS == seen["kick"][0]
+    assert seen["re-partition"][0] == refine.ils_iterations(60) == refine.ILS_MIN_ITERATIONS == seen["kick"][0]

@@ -69,13 +69,13 @@ def test_no_bound_with_missing_values(tmp_path):
 
 def test_bound_skipped_when_it_would_cost_more_than_a_quarter_of_the_method(census_table, monkeypatch):
     """The default policy: LB_NN when cheap, else a note (the estimate is faked expensive here)."""
-    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda X, k: 7.5)
+    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda n, p, k: 7.5)
     cols = tuple(census_table.frame.columns)
     plan = BlockPlan((Block("all", cols, "mdav", 3, {}),))
     res = protection.protect_table(census_table, plan)
     st = res.blocks[0].stats
     assert st["lb_nn"] is None and st["optimality_gap"] is None
-    assert st["lb_nn_skipped"].startswith("would take about 7.5 s, more than 25% of the method's")
+    assert st["lb_nn_skipped"].startswith("would take about 7.5 s, more than 25% of the method's estimated")
     assert "sdc evaluate ORIGINAL PROTECTED" in st["lb_nn_skipped"] and "--bound" in st["lb_nn_skipped"]
     assert st["lb_nn_policy"]["mode"] == "auto" and st["lb_nn_policy"]["estimated_seconds"] == 7.5
     assert "lb_nn" not in res.overall
@@ -92,18 +92,23 @@ def test_cheap_bound_is_computed_by_default(census_table):
     assert round(st["lb_nn"], 4) == CENSUS_LB_NN[3] and st["lb_nn_policy"]["estimated_seconds"] < 0.1
 
 
-def test_lb_nn_cost_estimate_is_build_plus_scaled_sample_query(monkeypatch):
-    """The estimate's arithmetic, on a fake clock (no wall-clock assertion in the
-    default run): tree build time plus the query time of the sample scaled to n."""
+def test_lb_nn_cost_estimate_is_a_model_of_n_p_and_k(monkeypatch):
+    """No timing probe: the estimate is arithmetic on n, p and k (a k-d tree's n log n,
+    1.28x a column, capped by the brute-force scan), so a loaded machine cannot change
+    the report's choice."""
     import time
 
+    from microagg_cli.metrics import utility
     from microagg_cli.metrics.utility import lb_nn_seconds
 
-    clock = iter([10.0, 10.25, 10.75])  # start, tree built, sample of 500 queried
-    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
-    est = lb_nn_seconds(np.random.default_rng(0).normal(size=(4_000, 3)), 3)
-    monkeypatch.undo()
-    assert est == pytest.approx(0.25 + 0.5 * 4_000 / 500)
+    monkeypatch.setattr(time, "perf_counter", lambda: pytest.fail("timed"))
+    est = lb_nn_seconds(4_000, 3, 3)
+    assert est == pytest.approx(utility.LB_KD_NS * 1e-9 * 4_000 * np.log2(4_000) * 1.28 ** 3)
+    assert lb_nn_seconds(4_000, 3, 12) == pytest.approx(2 * est)  # sqrt(k / 3)
+    assert lb_nn_seconds(4_000, 4, 3) == pytest.approx(1.28 * est)
+    # many columns: the brute-force scan's n^2 p is the cap
+    assert lb_nn_seconds(10_000, 60, 3) == pytest.approx(utility.LB_BRUTE_NS * 1e-9 * 10_000 ** 2 * 60)
+    assert lb_nn_seconds(1, 3, 3) == 0.0 and lb_nn_seconds(100, 3, 1) == 0.0
 
 
 @pytest.mark.slow  # wall-clock: the estimate against a real run; a loaded machine skews either
@@ -116,7 +121,7 @@ def test_lb_nn_cost_estimate_is_of_the_right_size():
     t0 = time.perf_counter()
     lb_nn(X, 3)
     real = time.perf_counter() - t0
-    est = lb_nn_seconds(X, 3)
+    est = lb_nn_seconds(*X.shape, 3)
     assert real / 5 < est < real * 5
 
 
@@ -142,21 +147,31 @@ def test_cli_report_and_summary_show_the_bound(tmp_path):
     assert "LB_NN" in result.stderr and f"{CENSUS_LB_NN[5]:.4f}" in result.stderr
 
 
-def test_bound_not_even_estimated_when_loading_the_tree_code_is_over_budget(monkeypatch):
-    """A short run on a large block: loading scipy.spatial alone (about 0.15 s) would be
-    over 25 % of the method's time, so neither it nor the estimate runs."""
+def test_bound_charged_for_loading_the_tree_code_above_small_blocks(monkeypatch):
+    """Above LB_SMALL_ROWS records the estimate includes loading scipy.spatial (about
+    0.15 s), whether or not this process has loaded it: the choice is the same in every
+    process; the budget is a share of the method's estimate."""
     from microagg_cli.metrics import utility
 
     X = np.random.default_rng(0).normal(size=(protection.table.LB_SMALL_ROWS + 1, 3))
-    monkeypatch.setattr(protection.table, "lb_nn_load_seconds", lambda: utility.SCIPY_SPATIAL_IMPORT_SECONDS)
-    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda X, k: pytest.fail("estimated"))
+    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda n, p, k: 0.05)
     out = protection.table.optimality(X, 3, 1.0, method_seconds=0.2)
-    assert out["lb_nn"] is None and out["lb_nn_skipped"].startswith("would take about 0.15 s, more than 25% of")
-    assert out["lb_nn_policy"]["estimated_seconds"] == utility.SCIPY_SPATIAL_IMPORT_SECONDS
-    # a longer method run affords it: the estimate then includes the loading
-    monkeypatch.setattr(protection.table, "lb_nn_seconds", lambda X, k: 0.05)
+    assert out["lb_nn"] is None and out["lb_nn_skipped"].startswith("would take about 0.20 s, more than 25% of")
+    assert out["lb_nn_policy"]["estimated_seconds"] == pytest.approx(0.05 + utility.SCIPY_SPATIAL_IMPORT_SECONDS)
+    # a method estimated longer affords it
     out = protection.table.optimality(X, 3, 1.0, method_seconds=2.0)
     assert out["lb_nn"] is not None and out["lb_nn_policy"]["estimated_seconds"] == pytest.approx(0.2)
     # small blocks are not charged for the loading
     out = protection.table.optimality(X[:100], 3, 1.0, method_seconds=0.01)
     assert out["lb_nn"] is not None and out["lb_nn_policy"]["estimated_seconds"] == 0.05
+
+
+def test_bound_policy_uses_the_method_estimate_not_its_time(census_table):
+    """The report's choice is made from the method's cost model, so it is the same on a
+    loaded machine: method_seconds in the policy is the MethodSpec estimate."""
+    from microagg_cli.methods import get_method
+
+    cols = tuple(census_table.frame.columns)
+    st = protection.protect_table(census_table, BlockPlan((Block("all", cols, "md", 3, {}),))).blocks[0].stats
+    n, p = census_table.frame.shape[0], len(cols)
+    assert st["lb_nn_policy"]["method_seconds"] == get_method("md").estimate_seconds(n, p, 3)
