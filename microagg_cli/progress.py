@@ -74,15 +74,23 @@ class Tracker:
 
     # ---------------------------------------------------------------- the pipeline side
 
-    def begin(self, name: str, total: int | None, unit: str) -> None:
+    def begin(self, name: str, total: int | None, unit: str) -> tuple[Any, ...]:
+        """Start a phase; returns the phase it interrupts (for :meth:`end`)."""
         with self._lock:
+            outer = (self.name, self.total, self.unit, int(self.cell[0]), self.phase_started)
             self.name, self.total, self.unit = name, total, unit
             self.cell[0] = 0
             self.phase_started = time.monotonic()
+        return outer
 
-    def end(self) -> None:
+    def end(self, outer: tuple[Any, ...] | None = None) -> None:
+        """End the phase; a phase run inside another (``outer``, from :meth:`begin`)
+        gives the display back to it, its count and clock as they were."""
         with self._lock:
-            self.name = None
+            if outer is None or outer[0] is None:
+                self.name = None
+            else:
+                self.name, self.total, self.unit, self.cell[0], self.phase_started = outer
         self._refresh(final=True)
 
     # ---------------------------------------------------------------- the watcher side
@@ -118,8 +126,14 @@ class Tracker:
         if name is None:
             return None
         verb = " grouped" if unit == "records" else ""
+        rate = done / seconds if seconds > 0 else 0.0
         if total:
-            return f"{name}: {min(done, total):,} / {total:,} {unit}{verb}, {seconds:.0f} s"
+            line = f"{name}: {min(done, total):,} / {total:,} {unit}{verb}, {seconds:.0f} s"
+            if rate > 0 and done < total:  # linear: for MDAV, whose steps get cheaper, at most 2x too long
+                line += f", {rate:,.0f} {unit}/s, about {(total - done) / rate:.0f} s left"
+            return line
+        if done:
+            return f"{name}: {done:,} {unit}{verb}, {rate:,.0f}/s, {seconds:.0f} s"
         return f"{name}: {seconds:.0f} s"
 
     def _refresh(self, final: bool = False) -> None:
@@ -195,16 +209,17 @@ def tracking(tracker: Tracker) -> Iterator[Tracker]:
 
 @contextlib.contextmanager
 def phase(name: str, total: int | None = None, unit: str = "records") -> Iterator[None]:
-    """A phase of the run (``total`` records, or None when unknown)."""
+    """A phase of the run (``total`` records, or None when unknown). A phase inside
+    another shows instead of it until it ends (e.g. a block's local search)."""
     tracker = _tracker()
     if tracker is None:
         yield
         return
-    tracker.begin(name, total, unit)
+    outer = tracker.begin(name, total, unit)
     try:
         yield
     finally:
-        tracker.end()
+        tracker.end(outer)
 
 
 def advance(records: int) -> None:

@@ -158,7 +158,7 @@ def _label_rest(m, alive, labels, idx, g):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med,
-                    D, qc, qn, qo):
+                    D, qc, qn, qo, done):
     """Heterogeneous MDAV on working copies; writes ``labels`` (input order); returns groups.
 
     A numba kernel: its arrays come one by one (no allocation inside, see module doc).
@@ -168,7 +168,8 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
     per-level counts of the remaining records, ``csum`` their coordinate sums; ``idx``
     input index of each working record; ``alive`` working flags; ``bd``/``bi``/``gr``
     (k) scratch; ``cen``/``mode``/``med`` the centroid; ``D`` (m) distances; ``qc``,
-    ``qn``, ``qo`` a query record.
+    ``qn``, ``qo`` a query record; ``done[0]`` counts the records grouped (the progress
+    display reads it).
     """
     m = WT.shape[1]
     pc = WT.shape[0]
@@ -183,6 +184,7 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
             m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
+            done[0] += n_alive
             return _label_rest(m, alive, labels, idx, g)
         # -- centroid: mean, modes (smallest code on ties), lower medians
         _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
@@ -218,6 +220,7 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
                 nb = insert_nearest(bd, bi, nb, k - 1, d, i)
             _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o)
             g, n_alive, dead = g + 1, n_alive - k, dead + k
+            done[0] += k  # records grouped: read by the progress display
             if not three:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
             r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order
@@ -310,7 +313,7 @@ def _exact(i, WT, KNT, wn, KOT, co, qc, qn, qo):
 # A numba kernel: its arrays and scratch buffers come one by one (no objects in nopython mode).
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi,
-                        gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum):
+                        gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum, done):
     """:func:`mixed_mdav_core` with float32 screening and exact float64 confirmation:
     the same partition (every decision is taken on the float64 distances of
     :func:`_fill`, ties by input order), about twice as fast.
@@ -343,6 +346,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
+            done[0] += n_alive
             return _label_rest(m, alive, labels, idx, g)
         # -- centroid: mean, modes (smallest code on ties), lower medians
         _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
@@ -408,6 +412,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
                     nb = insert_nearest(bd, bi, nb, k - 1, d, i)
             _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o)
             g, n_alive, dead = g + 1, n_alive - k, dead + k
+            done[0] += k  # records grouped: read by the progress display
             if not three or step == 1:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
             r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order

@@ -199,6 +199,7 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
     """Run the MDAV kernel on :func:`prepare`'s arrays: the float32-screened one
     (``screened``, when the coordinates are small enough for float32) or the plain
     float64 one; both give the same labels."""
+    from ..progress import counter
     from ._mixed_kernels import mixed_mdav_core, mixed_mdav_screened
 
     n = W.shape[0]
@@ -224,11 +225,10 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
     if screened and big < 1e30 and wsum < 1e30:
         mixed_mdav_screened(WT, KNT, wn, KOT, co, WT.astype(np.float32), wn.astype(np.float32),
                             co.astype(np.float32), *state, *scratch, np.zeros(n, dtype=np.float32), *query,
-                            np.zeros(max(pc, 1), dtype=np.float32), big, wsum)
+                            np.zeros(max(pc, 1), dtype=np.float32), big, wsum, counter())
     else:
-        mixed_mdav_core(WT, KNT, wn, KOT, co, *state, *scratch, np.zeros(n), *query)
+        mixed_mdav_core(WT, KNT, wn, KOT, co, *state, *scratch, np.zeros(n), *query, counter())
     return labels
-    return canonical_labels(labels)
 
 
 def mixed_objective(

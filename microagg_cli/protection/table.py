@@ -186,7 +186,7 @@ def protect_blocks(
     weights, missing, partition_size, bound, keys = options.weights, options.missing, options.partition_size, \
         options.bound, options.keys
     stat = check_run(source.columns, plan, options)
-    check_mixed_options(source.columns, plan, options)
+    check_mixed_options(source.columns, plan, options, mixed_at)
     declared_keys = list(keys or [])
     n = source.n_rows
     w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
@@ -307,7 +307,8 @@ def protect_blocks(
         out = BlockResult(resolved_block, Xp, labels_all if offset else None, stats)
         if key_codes is not None:
             out.keys, out.mixed = released_keys, mixed
-            stats["mixed"] = mixed_stats(mixed, released_keys, released_keys[:, 0] >= 0)
+            stats["mixed"] = mixed_stats(mixed, released_keys, released_keys[:, 0] >= 0, resolved_block.method,
+                                         [r.stats["mixed_search"] for r in stratum_results])
         results.append(out)
         parts.append(il_parts(X, Xp))
         del X

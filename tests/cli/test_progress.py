@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import time
 
 import numpy as np
@@ -29,7 +30,27 @@ def test_heartbeat_lines_name_the_phase_and_the_records(caplog):
             time.sleep(0.3)
     lines = [r.getMessage() for r in caplog.records]
     assert lines and all(ln.startswith("block1: mdav, k=3: 340,000 / 1,000,000 records grouped, ") for ln in lines)
-    assert lines[0].endswith(" s")
+    assert lines[0].endswith(" s left")
+    # the rate and the estimate: the records left at the rate so far
+    m = re.search(r", ([\d,]+) records/s, about (\d+) s left$", lines[-1])
+    rate = int(m.group(1).replace(",", ""))
+    assert 340_000 / 0.35 < rate < 340_000 / 0.04
+    assert abs(int(m.group(2)) - 660_000 / rate) <= 1
+
+
+def test_a_phase_inside_another_gives_the_display_back(caplog):
+    tracker = progress.Tracker("heartbeat", interval=0.02, tick=0.005)
+    with caplog.at_level(logging.INFO, logger="microagg_cli"), progress.tracking(tracker):
+        with progress.phase("block1: ils, k=3", total=100):
+            progress.counter()[0] += 100
+            with progress.phase("block1: local search", unit="kicks"):
+                progress.counter()[0] += 7
+                time.sleep(0.1)
+            assert tracker.name == "block1: ils, k=3" and tracker.cell[0] == 100
+            time.sleep(0.1)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(ln.startswith("block1: local search: 7 kicks, ") for ln in lines)
+    assert lines[-1].startswith("block1: ils, k=3: 100 / 100 records grouped, ")
 
 
 def test_bar_shows_for_a_long_phase_only(monkeypatch):

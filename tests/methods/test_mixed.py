@@ -19,8 +19,8 @@ from microagg_cli.errors import DataError, InvalidParameterError
 from microagg_cli.io import Table
 from microagg_cli.methods.fixed_size import mdav_reference
 from microagg_cli.methods.mixed import check_weights, mixed_mdav, mixed_objective, ordinal_coordinates
-from microagg_cli.methods.mixed_refine import mixed_local_search
-from microagg_cli.partition import aggregate_codes
+from microagg_cli.methods.mixed_refine import mixed_ils, mixed_local_search
+from microagg_cli.partition import aggregate_codes, zscore
 from microagg_cli.protection.block import row_classes
 from microagg_cli.protection.table import protect_table
 from microagg_cli.request import RunOptions
@@ -108,6 +108,68 @@ def test_local_search_never_worse_and_keeps_k(rng):
     assert mixed_objective(Z, better, nominal=nom) < mixed_objective(Z, start, nominal=nom)
 
 
+def test_ils_kicks_lower_the_objective_below_the_descent_and_follow_the_seed():
+    """Household (8 categorical, 4 continuous keys, k = 3): the descent alone stops at
+    a local optimum; the kicks of ils go below it, never above, keep every group
+    k..2k-1, and the same seed gives the same labels."""
+    frame = pd.read_csv(HOUSEHOLD)
+    nom = frame[CATS.split(",")].to_numpy()
+    Z = zscore(frame[["age", "expend", "income", "savings"]].to_numpy(float))[0]
+    start = mixed_mdav(Z, 3, nominal=nom)
+    descent = mixed_local_search(Z, start, 3, nominal=nom)
+    info: dict = {}
+    ils = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(5), iterations=3000, info=info)
+    f = {name: mixed_objective(Z, lab, nominal=nom) for name, lab in
+         (("mdav", start), ("descent", descent), ("ils", ils))}
+    assert f["ils"] < f["descent"] < f["mdav"]
+    assert info["kicks"] == 3000 and 0 < info["kept"] < 3000 and info["stopped"] == "iterations"
+    assert 3 <= np.bincount(ils).min() and np.bincount(ils).max() <= 5
+    again = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(5), iterations=3000)
+    assert again.tolist() == ils.tolist()
+    other = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(6), iterations=3000)
+    assert other.tolist() != ils.tolist()
+    none = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(5), iterations=0)
+    assert none.tolist() == descent.tolist()  # no kick: the descent's partition
+
+
+def test_ils_with_keys_runs_its_search_on_the_mixed_objective(tmp_path):
+    """``-m ils`` with keys is not ``-m mdav`` with keys: the output changes, the report
+    names the kicks and the mixed objective drops below mdav's."""
+    args = ("--columns", "age,expend,income,savings", "--categorical", CATS, "-k", 3, "--seed", 2)
+    reports = {}
+    for m in ("mdav", "ils"):
+        res = run_cli("protect", HOUSEHOLD, "-o", tmp_path / f"{m}.csv", "-r", tmp_path / f"{m}.json",
+                      "-m", m, *args, *(("-p", "iterations=2000") if m == "ils" else ()))
+        assert res.exit_code == 0, res.output
+        reports[m] = json.loads((tmp_path / f"{m}.json").read_text())["blocks"][0]
+    assert (tmp_path / "mdav.csv").read_bytes() != (tmp_path / "ils.csv").read_bytes()
+    s_mdav, s_ils = reports["mdav"]["mixed"]["search"], reports["ils"]["mixed"]["search"]
+    assert reports["ils"]["method"]["name"] == "ils" and "kicks" in reports["ils"]["mixed"]["grouping"]
+    assert s_ils["kicks"] == 2000 and "kicks" not in s_mdav
+    assert s_ils["objective_mdav"] == pytest.approx(s_mdav["objective_mdav"])
+    assert s_ils["objective"] < s_mdav["objective"] < s_mdav["objective_mdav"]
+    # the reported objective is the released partition's
+    out = pd.read_csv(tmp_path / "ils.csv")
+    labels = pd.factorize(pd.MultiIndex.from_frame(out[["age", "expend", "income", "savings", *CATS.split(",")]]
+                                                   .astype(str)))[0]
+    frame = pd.read_csv(HOUSEHOLD)
+    Z = zscore(frame[["age", "expend", "income", "savings"]].to_numpy(float))[0]
+    assert mixed_objective(Z, labels, nominal=frame[CATS.split(",")].to_numpy()) <= s_ils["objective"] + 1e-6
+
+
+def test_local_search_runs_above_fifty_thousand_records():
+    """No size limit: a stratum of 60,000 records is searched (the objective drops)."""
+    rng = np.random.default_rng(3)
+    n = 60_000
+    Z = rng.normal(size=(n, 2))
+    nom = rng.integers(0, 5, size=(n, 2))
+    start = mixed_mdav(Z, 3, nominal=nom)
+    info: dict = {}
+    better = mixed_local_search(Z, start, 3, nominal=nom, info=info)
+    assert info["passes"] >= 1
+    assert mixed_objective(Z, better, nominal=nom) < mixed_objective(Z, start, nominal=nom)
+
+
 def test_weights_validated():
     assert check_weights({"ordinal": 0})["ordinal"] == 0.0
     for bad in ({"nominal": 1}, {"continuous": 0}, {"categorical": -1}, {"ordinal": float("nan")}):
@@ -189,6 +251,9 @@ def test_same_input_same_bytes(tmp_path):
 @pytest.mark.parametrize("args, code, text", [
     (["--engine", "local"], 2, "in memory"),
     (["-m", "vmdav"], 2, "does not group categorical"),
+    (["-m", "mdav-ls"], 2, "does not group categorical"),
+    (["-m", "ils", "-p", "threads=1"], 2, "threads=1 does not apply"),
+    (["-m", "ils", "-p", "start=vmdav"], 2, "start=vmdav does not apply"),
     (["--missing", "available"], 2, "--missing available"),
     (["--partition-size", "1000"], 2, "--partition-size"),
     (["--mixed-weights", "nominal=1"], 2, "unknown role"),
