@@ -157,6 +157,21 @@ def test_ils_with_keys_runs_its_search_on_the_mixed_objective(tmp_path):
     assert mixed_objective(Z, labels, nominal=frame[CATS.split(",")].to_numpy()) <= s_ils["objective"] + 1e-6
 
 
+def test_protect_summary_names_the_two_losses_and_a_stopping_budget(tmp_path):
+    res = run_cli("protect", HOUSEHOLD, "-o", tmp_path / "o.csv", "-r", tmp_path / "r.json", "-k", 3,
+                  "--columns", "income,expend", "--categorical", "urbrur,sex", "-m", "ils",
+                  "-p", "time_budget=0.000001")
+    assert res.exit_code == 0, res.output
+    block = json.loads((tmp_path / "r.json").read_text())["blocks"][0]
+    changed = 100 * block["mixed"]["mean_changed_share"]
+    assert f"block1: numeric IL_SSE {block['il_sse']:.4f}, categories changed {changed:.2f} %" in res.output
+    assert "--mixed-weights categorical=2;" in res.output
+    search = block["mixed"]["search"]
+    assert search["stopped_by_time_budget"] and search["kicks"] < 4096 * 2
+    assert "the ils kicks stopped at -p time_budget" in res.output
+    assert f"mixed objective {search['objective_mdav']:.6g} after MDAV" in res.output
+
+
 def test_local_search_runs_above_fifty_thousand_records():
     """No size limit: a stratum of 60,000 records is searched (the objective drops)."""
     rng = np.random.default_rng(3)
