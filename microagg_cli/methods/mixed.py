@@ -212,7 +212,8 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
         cnt_o[j] = np.bincount(KO[:, j], minlength=co.shape[1])
     labels = np.full(n, -1, dtype=np.int64)
     pc, pn, po = W.shape[1], KN.shape[1], KO.shape[1]
-    WT, KNT, KOT = np.ascontiguousarray(W.T), np.ascontiguousarray(KN.T), np.ascontiguousarray(KO.T)
+    # copies: the kernels compact them in place (the transpose of one column is a view)
+    WT, KNT, KOT = W.T.copy(), KN.T.copy(), KO.T.copy()
     scratch = (np.zeros(k), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
                np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
     query = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))

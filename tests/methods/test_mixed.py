@@ -20,7 +20,7 @@ from microagg_cli.io import Table
 from microagg_cli.methods.fixed_size import mdav_reference
 from microagg_cli.methods.mixed import check_weights, mixed_mdav, mixed_objective, ordinal_coordinates
 from microagg_cli.methods.mixed_refine import mixed_ils, mixed_local_search
-from microagg_cli.partition import aggregate_codes, zscore
+from microagg_cli.partition import aggregate_codes, canonical_labels, zscore
 from microagg_cli.protection.block import row_classes
 from microagg_cli.protection.table import protect_table
 from microagg_cli.request import RunOptions
@@ -170,6 +170,23 @@ def test_protect_summary_names_the_two_losses_and_a_stopping_budget(tmp_path):
     assert search["stopped_by_time_budget"] and search["kicks"] < 4096 * 2
     assert "the ils kicks stopped at -p time_budget" in res.output
     assert f"mixed objective {search['objective_mdav']:.6g} after MDAV" in res.output
+
+
+@pytest.mark.parametrize("screened", [True, False])
+def test_single_columns_are_not_compacted_in_place(rng, screened):
+    """The transpose of one C-ordered column is a view of it: the kernels' working
+    copies must be copies, or the caller's codes (and prepare's W) are compacted."""
+    from microagg_cli.methods.mixed import _group, prepare
+
+    Z = rng.normal(size=(200, 1))
+    ordinal = rng.integers(0, 4, size=(200, 1)).astype(np.int32)
+    kept = ordinal.copy()
+    labels = mixed_mdav(Z, 3, ordinal=ordinal)
+    assert np.array_equal(ordinal, kept)
+    W, KN, wn, KO, co, _ = prepare(Z, None, ordinal, None, None)
+    W0 = W.copy()
+    assert canonical_labels(_group(W, KN, wn, KO, co, 3, screened=screened)).tolist() == labels.tolist()
+    assert np.array_equal(W, W0)
 
 
 def test_local_search_runs_above_fifty_thousand_records():
