@@ -33,7 +33,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "counter", "SHOW_AFTER", "HEARTBEAT_SECONDS"]
+__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "counter", "time_left", "SHOW_AFTER",
+           "HEARTBEAT_SECONDS"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -63,6 +64,7 @@ class Tracker:
         self.name: str | None = None
         self.total: int | None = None
         self.unit = "records"
+        self.work = "linear"
         self.started = time.monotonic()
         self.phase_started = self.started
         self._lock = threading.Lock()
@@ -74,11 +76,11 @@ class Tracker:
 
     # ---------------------------------------------------------------- the pipeline side
 
-    def begin(self, name: str, total: int | None, unit: str) -> tuple[Any, ...]:
+    def begin(self, name: str, total: int | None, unit: str, work: str = "linear") -> tuple[Any, ...]:
         """Start a phase; returns the phase it interrupts (for :meth:`end`)."""
         with self._lock:
-            outer = (self.name, self.total, self.unit, int(self.cell[0]), self.phase_started)
-            self.name, self.total, self.unit = name, total, unit
+            outer = (self.name, self.total, self.unit, int(self.cell[0]), self.phase_started, self.work)
+            self.name, self.total, self.unit, self.work = name, total, unit, work
             self.cell[0] = 0
             self.phase_started = time.monotonic()
         return outer
@@ -90,7 +92,7 @@ class Tracker:
             if outer is None or outer[0] is None:
                 self.name = None
             else:
-                self.name, self.total, self.unit, self.cell[0], self.phase_started = outer
+                self.name, self.total, self.unit, self.cell[0], self.phase_started, self.work = outer
         self._refresh(final=True)
 
     # ---------------------------------------------------------------- the watcher side
@@ -121,7 +123,7 @@ class Tracker:
     def line(self) -> str | None:
         """The heartbeat text of the current phase (None between phases)."""
         with self._lock:
-            name, total, unit, done = self.name, self.total, self.unit, int(self.cell[0])
+            name, total, unit, done, work = self.name, self.total, self.unit, int(self.cell[0]), self.work
             seconds = time.monotonic() - self.phase_started
         if name is None:
             return None
@@ -129,8 +131,8 @@ class Tracker:
         rate = done / seconds if seconds > 0 else 0.0
         if total:
             line = f"{name}: {min(done, total):,} / {total:,} {unit}{verb}, {seconds:.0f} s"
-            if rate > 0 and done < total:  # linear: for MDAV, whose steps get cheaper, at most 2x too long
-                line += f", {rate:,.0f} {unit}/s, about {(total - done) / rate:.0f} s left"
+            if rate > 0 and done < total:
+                line += f", {rate:,.0f} {unit}/s, about {time_left(done, total, seconds, work):.0f} s left"
             return line
         if done:
             return f"{name}: {done:,} {unit}{verb}, {rate:,.0f}/s, {seconds:.0f} s"
@@ -207,15 +209,35 @@ def tracking(tracker: Tracker) -> Iterator[Tracker]:
         _CURRENT = previous
 
 
+def time_left(done: int, total: int, seconds: float, work: str = "linear") -> float:
+    """Seconds left after ``seconds`` for ``done`` of ``total`` units.
+
+    ``work``: ``"linear"`` (every unit costs the same) or ``"quadratic"`` (a unit costs
+    in proportion to the units left, as an MDAV step scans the records left: the work
+    done so far is proportional to total^2 - left^2, the work left to left^2).
+
+    Examples
+    --------
+    >>> time_left(25, 100, 10.0), round(time_left(50, 100, 30.0, "quadratic"), 6)
+    (30.0, 10.0)
+    """
+    left = total - done
+    if work == "quadratic":
+        spent = total * total - left * left
+        return seconds * left * left / spent if spent > 0 else 0.0
+    return seconds * left / done if done > 0 else 0.0
+
+
 @contextlib.contextmanager
-def phase(name: str, total: int | None = None, unit: str = "records") -> Iterator[None]:
+def phase(name: str, total: int | None = None, unit: str = "records", work: str = "linear") -> Iterator[None]:
     """A phase of the run (``total`` records, or None when unknown). A phase inside
-    another shows instead of it until it ends (e.g. a block's local search)."""
+    another shows instead of it until it ends (e.g. a block's local search). ``work``:
+    how the time left is estimated (:func:`time_left`)."""
     tracker = _tracker()
     if tracker is None:
         yield
         return
-    outer = tracker.begin(name, total, unit)
+    outer = tracker.begin(name, total, unit, work)
     try:
         yield
     finally:

@@ -240,7 +240,9 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
     params = dict(block.params)
     ils_args = check_ils_params(params) if spec.name == "ils" else None
     kw = dict(nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o, weights=keys.weights)
-    labels = mixed_mdav(Z, k, **kw)
+    # an MDAV step scans the records left: the time left is estimated on quadratic work
+    with progress_phase(f"{name}: heterogeneous MDAV", total=n, work="quadratic"):
+        labels = mixed_mdav(Z, k, **kw)
     objective = {"mdav": mixed_objective(Z, labels, **kw)}
     info: dict[str, Any] = {}
     with progress_phase(f"{name}: local search on the mixed objective", total=None, unit="records visited"):
