@@ -32,12 +32,14 @@ from ..methods.mixed import MIXED_METHODS, REFERENCE, check_weights, mixed_mdav,
 from ..methods.mixed_refine import KICKS_PER_GROUP, mixed_ils, mixed_local_search
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
+from ..splitting import block_scaling, split_indices
 from ..progress import phase as progress_phase
 from ..request import RunOptions
 from .block import BlockResult, check_named_once, il_sse_observed, row_classes
 
 __all__ = ["MixedKeys", "read_keys", "split_plan", "check_options", "protect_mixed_rows", "released_columns",
-           "TIE_RULE", "MEDIAN_RULE", "mixed_stats", "check_ils_params", "check_method"]
+           "TIE_RULE", "MEDIAN_RULE", "mixed_stats", "check_ils_params", "check_method",
+           "protect_mixed_parts"]
 
 #: How a mode tie is broken (the report and the docs quote it).
 TIE_RULE = "mode; ties: the category met first in the input"
@@ -155,8 +157,6 @@ def check_options(columns: list[str], plan: BlockPlan, options: RunOptions, mixe
         raise InvalidParameterError(
             "--missing available groups on observed values, which mixed keys do not support; use --missing "
             "complete (records with a missing key or value are left out and blanked) or error")
-    if options.partition_size is not None:
-        raise InvalidParameterError("--partition-size is not supported with --categorical/--ordinal keys")
     if mixed_at is not None:
         check_method(plan.blocks[mixed_at])
 
@@ -271,6 +271,74 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
         "mixed_search": {"objective_mdav": objective["mdav"], "objective": objective["final"], **info},
     }
     out = BlockResult(Block(name, tuple(block.columns), spec.name, k, params), Xp, labels, stats)
+    out.keys = released
+    return out
+
+
+def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block: Block, *,
+                        seed: np.random.SeedSequence, stat: str, weights: np.ndarray | None, name: str,
+                        partition_size: int | None, progress: Any = None) -> BlockResult:
+    """:func:`protect_mixed_rows` on one stratum, in parts of at most ``partition_size``
+    records when it holds more (``--partition-size``).
+
+    The parts are cut as the partitioned mode cuts numeric blocks
+    (:func:`microagg_cli.splitting.split_indices` on the records' continuous values
+    z-scored over the stratum: neighbours along principal axes stay together; key
+    classes are not kept whole); part j is grouped on its own with the seed
+    ``SeedSequence(entropy, spawn_key + (j,))``, so the result depends on the part, never
+    on the order. Every group of every part holds k..2k-1 records and is released as one
+    row, so every class of identical released rows -- over the whole file -- holds at
+    least k records (the block loop's k-check counts them again). ``progress`` is told
+    the records of every finished part."""
+    n = X.shape[0]
+    if not partition_size or n <= partition_size:
+        res = protect_mixed_rows(X, codes, keys, block, seed=seed, stat=stat, weights=weights, name=name)
+        if progress is not None:
+            progress(n)
+        return res
+    mean, scale = block_scaling(X)
+    parts = split_indices(np.nan_to_num((X - mean) / scale), int(partition_size), int(block.k))
+    values = np.empty_like(X)
+    released = np.empty(codes.shape, dtype=np.int64)
+    labels = np.full(n, -1, dtype=np.int64)
+    spawn = tuple(seed.spawn_key)
+    results = []
+    offset = 0
+    for j, rows in enumerate(parts):
+        res = protect_mixed_rows(X[rows], codes[rows], keys, block,
+                                 seed=np.random.SeedSequence(seed.entropy, spawn_key=spawn + (j,)), stat=stat,
+                                 weights=None if weights is None else weights[rows], name=f"{name}#part{j + 1}")
+        values[rows] = res.values
+        released[rows] = res.keys
+        labels[rows] = res.labels + offset
+        offset += int(res.labels.max()) + 1
+        results.append(res)
+        if progress is not None:
+            progress(int(rows.size))
+    k = int(block.k)
+    sizes, n_classes = row_classes(np.hstack([values, released.astype(np.float64)]))
+    searches = [r.stats["mixed_search"] for r in results]
+    search: dict[str, Any] = {
+        "objective_mdav": float(sum(x["objective_mdav"] for x in searches)),
+        "objective": float(sum(x["objective"] for x in searches)),
+        "passes": max(int(x.get("passes", 0)) for x in searches),
+    }
+    if any("kicks" in x for x in searches):
+        search.update(kicks=sum(int(x["kicks"]) for x in searches), kept=sum(int(x["kept"]) for x in searches),
+                      stopped="time_budget" if any(x["stopped"] == "time_budget" for x in searches)
+                      else "iterations")
+    Z = zscore(X)[0]
+    stats = dict(results[0].stats)
+    stats.update(
+        n_groups=offset, group_size_histogram={str(s): c for s, c in size_histogram(labels).items()},
+        sse=sse(Z, labels), sst=sst(Z), il_sse=il_sse_observed(X, values), k_prime=n / n_classes,
+        k_min=int(sizes.min()), share_below_k=float((sizes < k).mean()), k_anonymous=bool(sizes.min() >= k),
+        constant_columns=sorted({c for r in results for c in r.stats["constant_columns"]}),
+        seconds=sum(r.stats["seconds"] for r in results), mixed_search=search,
+        partitions={"size": int(partition_size), "count": len(parts), "smallest": int(min(p.size for p in parts)),
+                    "largest": int(max(p.size for p in parts))},
+    )
+    out = BlockResult(results[0].block, values, labels, stats)
     out.keys = released
     return out
 
