@@ -1,5 +1,4 @@
-"""Local search on the mixed objective: moves and swaps between neighbouring groups,
-and the iterated local search of ``ils`` with keys.
+"""Local and iterated local search on the mixed objective: moves, swaps and kicks.
 
 The objective is :func:`microagg_cli.methods.mixed.mixed_objective`, the mixed
 within-group dissimilarity: per group, the squared z-score deviations from the group
