@@ -557,6 +557,28 @@ def test_screened_kernel_gives_the_plain_kernels_labels(rng):
         assert np.bincount(screened).min() >= k
 
 
+def test_partitions_frozen_at_a_few_thousand_records():
+    """The kernel's partitions at a few thousand records, frozen (SHA-256 of the labels
+    of the release before the reference-order query of the farthest record): 6,000
+    generated records (5 continuous + 5 categorical keys, k = 3) and household.csv
+    (4 continuous, 6 categorical, 2 ordinal keys, k = 4)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from mixed import data
+
+    X, cats = data(6000, seed=3)
+    lab = mixed_mdav(zscore(X)[0], 3, nominal=cats)
+    assert hashlib.sha256(lab.astype(np.int64).tobytes()).hexdigest() == \
+        "8e40c90ed47134d8c2d023006e51c6372f0bd4732f53ab762b8b5324ecebb1bc"
+    f = pd.read_csv(HOUSEHOLD)
+    lab = mixed_mdav(zscore(f[["age", "expend", "income", "savings"]].to_numpy(float))[0], 4,
+                     nominal=f[["urbrur", "roof", "walls", "water", "electcon", "sex"]].to_numpy(),
+                     ordinal=f[["hhcivil", "relat"]].to_numpy() - 1)
+    assert hashlib.sha256(lab.astype(np.int64).tobytes()).hexdigest() == \
+        "0f47238cffbedbfb07b5d5b747a26a84f4edb7343cebeaaa003ca3e715109654"
+
+
 def test_coordinates_beyond_float32_fall_back_to_the_plain_kernel(rng, monkeypatch):
     """Coordinates whose squares would overflow float32 are not screened: the plain
     kernel runs (and gives MDAV's groups without keys)."""
