@@ -313,65 +313,118 @@ def _exact(i, WT, KNT, wn, KOT, co, qc, qn, qo):
 # A numba kernel: its arrays and scratch buffers come one by one (no objects in nopython mode).
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi,
-                        gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum, done):
+                        gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum, done, order, dsort, newpos, c0c, c0n,
+                        c0o, st):
     """:func:`mixed_mdav_core` with float32 screening and exact float64 confirmation:
     the same partition (every decision is taken on the float64 distances of
     :func:`_fill`, ties by input order), about twice as fast.
 
-    Each query fills the float32 distances ``D32`` once; one scan then keeps the
-    running farthest record and the running k-1 nearest (an insertion buffer) on exact
-    distances, computed (:func:`_exact`) only for the records whose screened distance
-    comes within ``margin`` of the current farthest or of the current (k-1)-th nearest.
-    With ``u = 2^-24`` and ``P`` attributes, the screened and the exact distance differ
-    by at most ``(P + 7) u (2 (|x|^2 + |q|^2) + sum wn)`` (each squared difference of
-    rounded coordinates by ``6 u (|x_j| + |q_j|)^2``, each float32 addition by ``u`` of
-    the sum, the float64 sum far less); ``big`` bounds ``|x|^2`` over the records (the
+    Each query of the nearest records and of the farthest from ``r`` fills the float32
+    distances ``D32`` once; one scan then keeps the running farthest record and the
+    running k-1 nearest (an insertion buffer) on exact distances, computed
+    (:func:`_exact`) only for the records whose screened distance comes within
+    ``margin`` of the current farthest or of the current (k-1)-th nearest. With
+    ``u = 2^-24`` and ``P`` attributes, the screened and the exact distance differ by at
+    most ``(P + 7) u (2 (|x|^2 + |q|^2) + sum wn)`` (each squared difference of rounded
+    coordinates by ``6 u (|x_j| + |q_j|)^2``, each float32 addition by ``u`` of the sum,
+    the float64 sum far less); ``big`` bounds ``|x|^2`` over the records (the
     continuous and ordinal coordinates), ``wsum`` is ``sum wn``; the margin doubles it.
 
-    The other arrays are those of :func:`mixed_mdav_core`; ``WT32``/``wn32``/``co32``
-    float32 copies, ``qc32`` (pc) float32 scratch.
+    The record farthest from the centroid ``c`` is sought without a pass: the mixed
+    distance is a squared Euclidean distance (a nominal key as its one-hot indicators
+    scaled by ``sqrt(w / 2)``, the centroid's mode as its indicator), so
+    ``sqrt d(x, c) <= sqrt d(x, c0) + sqrt d(c, c0)`` for a reference point ``c0`` (the
+    centroid when the order was made). The records are kept in decreasing
+    ``d(x, c0)`` (``order``, ``dsort``: ``st[4]`` entries from ``st[5]``); the scan
+    stops at the first record whose bound, widened by a relative 1e-9 (far above any
+    rounding), falls below the farthest distance found, so none after it can reach
+    or tie it. When the scans since the order was made exceed the records left, the
+    kernel returns 2 and the caller makes a new order around the current centroid
+    (:func:`microagg_cli.methods.mixed._reference_order`); the compactions carry the
+    order along (``newpos`` scratch).
+
+    ``st`` = (groups, records left, working records, dead among them, order length,
+    order head, records scanned since the order was made) is carried between calls;
+    returns 0 when every record is grouped. The other arrays are those of
+    :func:`mixed_mdav_core`; ``WT32``/``wn32``/``co32`` float32 copies, ``qc32`` (pc)
+    float32 scratch; ``c0c``/``c0n``/``c0o`` the reference point.
     """
-    m = WT.shape[1]
     pc = WT.shape[0]
     pn = KNT.shape[0]
     po = KOT.shape[0]
     P = pc + pn + po
-    n_alive = m
-    dead = 0
-    g = 0
+    g = st[0]
+    n_alive = st[1]
+    m = st[2]
+    dead = st[3]
+    nord = st[4]
+    head = st[5]
+    scanned = st[6]
     while n_alive > 0:
-        # -- compaction (stable) when an eighth has left
+        # -- compaction (stable) when an eighth has left; the order follows
         if dead * 8 > m:
+            c = 0
+            for i in range(m):
+                if alive[i]:
+                    newpos[i] = c
+                    c += 1
+            w = 0
+            for t in range(head, nord):
+                i = order[t]
+                if alive[i]:
+                    order[w] = newpos[i]
+                    dsort[w] = dsort[t]
+                    w += 1
+            nord = w
+            head = 0
             _compact_rows(WT32, alive, m)
             m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
             done[0] += n_alive
-            return _label_rest(m, alive, labels, idx, g)
+            st[0] = g + 1
+            st[1] = 0
+            _label_rest(m, alive, labels, idx, g)
+            return 0
+        if scanned > n_alive:
+            st[0] = g
+            st[1] = n_alive
+            st[2] = m
+            st[3] = dead
+            return 2
         # -- centroid: mean, modes (smallest code on ties), lower medians
         _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
-        # -- r: farthest from the centroid (first in input order on ties)
-        qq = 0.0
+        # -- r: farthest from the centroid (first in input order on ties), by the order
+        delta = 0.0
         for j in range(pc):
-            qc32[j] = cen[j]
-            qq += cen[j] * cen[j]
+            t2 = cen[j] - c0c[j]
+            delta += t2 * t2
+        for j in range(pn):
+            if mode[j] != c0n[j]:
+                delta += wn[j]
         for j in range(po):
-            qq += co[j, med[j]] * co[j, med[j]]
-        margin = 2.0 * (P + 7) * 2.0 ** -24 * (2.0 * (big + qq) + wsum) + 1e-30
-        _fill32(D32, m, WT32, KNT, wn32, KOT, co32, qc32, mode, med)
+            t2 = co[j, med[j]] - co[j, c0o[j]]
+            delta += t2 * t2
+        delta = np.sqrt(delta)
         r = -1
         dmax = -1.0
-        for b0 in range(0, m, BLOCK):
-            b1 = min(b0 + BLOCK, m)
-            hi = _block_range(D32, b0, b1)[1]
-            if hi + margin < dmax:
-                continue  # no record of the block can be farther
-            for i in range(b0, b1):
-                if alive[i] and D32[i] + margin >= dmax:
-                    d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
-                    if d > dmax:
-                        dmax = d
-                        r = i
+        t = head
+        while t < nord:
+            i = order[t]
+            if not alive[i]:
+                if t == head:
+                    head += 1
+                t += 1
+                continue
+            ub = np.sqrt(dsort[t]) + delta
+            if ub * ub * (1.0 + 1e-9) < dmax:
+                break  # no record further on can reach or tie the farthest found
+            d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
+            scanned += 1
+            if d > dmax or (d == dmax and i < r):
+                dmax = d
+                r = i
+            t += 1
         three = n_alive >= 3 * k
         for step in range(2):
             q = r
@@ -416,4 +469,6 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             if not three or step == 1:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
             r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order
-    return g
+    st[0] = g
+    st[1] = 0
+    return 0

@@ -224,12 +224,45 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
         big = float(((W * W).sum(axis=1) + sum(co[j, KO[:, j]] ** 2 for j in range(po))).max())
     wsum = float(wn.sum())
     if screened and big < 1e30 and wsum < 1e30:
-        mixed_mdav_screened(WT, KNT, wn, KOT, co, WT.astype(np.float32), wn.astype(np.float32),
-                            co.astype(np.float32), *state, *scratch, np.zeros(n, dtype=np.float32), *query,
-                            np.zeros(max(pc, 1), dtype=np.float32), big, wsum, counter())
+        order, dsort, newpos = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.int64)
+        c0 = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
+        # groups, records left, working records, dead, order length, order head, scans since the order
+        st = np.array([0, n, n, 0, 0, 0, n + 1], dtype=np.int64)
+        WT32 = WT.astype(np.float32)
+        done = counter()
+        while mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn.astype(np.float32), co.astype(np.float32), *state,
+                                  *scratch, np.zeros(n, dtype=np.float32), *query,
+                                  np.zeros(max(pc, 1), dtype=np.float32), big, wsum, done, order, dsort, newpos,
+                                  *c0, st):
+            _reference_order(WT, KNT, wn, KOT, co, state[3 + 1], cnt_n, cnt_o, state[2], st, order, dsort, *c0)
     else:
         mixed_mdav_core(WT, KNT, wn, KOT, co, *state, *scratch, np.zeros(n), *query, counter())
     return labels
+
+
+def _reference_order(WT, KNT, wn, KOT, co, alive, cnt_n, cnt_o, csum, st, order, dsort, c0c, c0n, c0o) -> None:
+    """A new reference order for the screened kernel: ``c0`` the current centroid (mean,
+    modes with the smallest code on ties, lower medians), the alive working records in
+    decreasing distance to it (``order``, ``dsort``), the scan count reset."""
+    m, n_alive = int(st[2]), int(st[1])
+    pc, pn, po = WT.shape[0], KNT.shape[0], KOT.shape[0]
+    c0c[:pc] = csum / n_alive
+    for j in range(pn):
+        c0n[j] = int(np.argmax(cnt_n[j]))
+    for j in range(po):
+        c0o[j] = int(np.searchsorted(np.cumsum(cnt_o[j]), (n_alive - 1) // 2, side="right"))
+    rows = np.flatnonzero(alive[:m])
+    d = np.zeros(rows.size)
+    for j in range(pc):
+        d += (WT[j, rows] - c0c[j]) ** 2
+    for j in range(pn):
+        d += wn[j] * (KNT[j, rows] != c0n[j])
+    for j in range(po):
+        d += (co[j, KOT[j, rows]] - co[j, c0o[j]]) ** 2
+    sort = np.argsort(-d, kind="stable")
+    order[:rows.size] = rows[sort]
+    dsort[:rows.size] = d[sort]
+    st[4], st[5], st[6] = rows.size, 0, 0
 
 
 def mixed_objective(
