@@ -317,16 +317,7 @@ def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block
             progress(int(rows.size))
     k = int(block.k)
     sizes, n_classes = row_classes(np.hstack([values, released.astype(np.float64)]))
-    searches = [r.stats["mixed_search"] for r in results]
-    search: dict[str, Any] = {
-        "objective_mdav": float(sum(x["objective_mdav"] for x in searches)),
-        "objective": float(sum(x["objective"] for x in searches)),
-        "passes": max(int(x.get("passes", 0)) for x in searches),
-    }
-    if any("kicks" in x for x in searches):
-        search.update(kicks=sum(int(x["kicks"]) for x in searches), kept=sum(int(x["kept"]) for x in searches),
-                      stopped="time_budget" if any(x["stopped"] == "time_budget" for x in searches)
-                      else "iterations")
+    search = _combine([r.stats["mixed_search"] for r in results])
     Z = zscore(X)[0]
     stats = dict(results[0].stats)
     stats.update(
@@ -393,9 +384,10 @@ def mixed_stats(keys: MixedKeys, released: np.ndarray, grouped: np.ndarray, meth
     }
 
 
-def _search_summary(searches: list[dict[str, Any]]) -> dict[str, Any]:
-    """The mixed objective before (MDAV) and after the search, summed over strata, and
-    the work done (passes, kicks, and whether a time budget stopped the kicks)."""
+def _combine(searches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``mixed_search`` stats of several strata or parts as one: the objectives
+    summed (each in its own z-scale), the most passes, the kicks summed, and
+    ``stopped`` ``"time_budget"`` when a budget stopped any."""
     out: dict[str, Any] = {
         "objective_mdav": float(sum(s["objective_mdav"] for s in searches)),
         "objective": float(sum(s["objective"] for s in searches)),
@@ -403,8 +395,19 @@ def _search_summary(searches: list[dict[str, Any]]) -> dict[str, Any]:
     }
     if any("kicks" in s for s in searches):
         out["kicks"] = int(sum(s.get("kicks", 0) for s in searches))
-        out["kicks_kept"] = int(sum(s.get("kept", 0) for s in searches))
-        out["stopped_by_time_budget"] = any(s.get("stopped") == "time_budget" for s in searches)
+        out["kept"] = int(sum(s.get("kept", 0) for s in searches))
+        out["stopped"] = "time_budget" if any(s.get("stopped") == "time_budget" for s in searches) else "iterations"
+    return out
+
+
+def _search_summary(searches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's ``search``: the mixed objective before (MDAV) and after the search,
+    summed over strata and parts, and the work done (passes, kicks, and whether a time
+    budget stopped the kicks)."""
+    out = _combine(searches)
+    if "kicks" in out:
+        out["kicks_kept"] = out.pop("kept")
+        out["stopped_by_time_budget"] = out.pop("stopped") == "time_budget"
     return out
 
 
