@@ -55,7 +55,7 @@ MAX_PASSES = 20
 FULL_SCAN = 5000
 WINDOW = 64
 #: ``ils`` with keys: kicks per group by default (work linear in n).
-KICKS_PER_GROUP = 20
+KICKS_PER_GROUP = 10
 #: Largest pool of groups one kick disturbs, and most record exchanges of one kick.
 MAX_POOL = 6
 MAX_SWAPS = 3
