@@ -33,6 +33,7 @@ from ..methods.mixed_refine import KICKS_PER_GROUP, mixed_ils, mixed_local_searc
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
 from ..splitting import block_scaling, split_indices
+from ..progress import advance as progress_advance
 from ..progress import phase as progress_phase
 from ..request import RunOptions
 from .block import BlockResult, check_named_once, il_sse_observed, row_classes
@@ -243,6 +244,7 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
     # an MDAV step scans the records left: the time left is estimated on quadratic work
     with progress_phase(f"{name}: heterogeneous MDAV", total=n, work="quadratic"):
         labels = mixed_mdav(Z, k, **kw)
+    progress_advance(n)  # the block's phase shows them grouped (the caller then commits the same count)
     objective = {"mdav": mixed_objective(Z, labels, **kw)}
     info: dict[str, Any] = {}
     with progress_phase(f"{name}: local search on the mixed objective", total=None, unit="records visited"):

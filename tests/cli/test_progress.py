@@ -62,6 +62,11 @@ def test_mixed_run_shows_mdav_and_the_search_with_estimates(tmp_path, monkeypatc
     mdav = re.findall(r"block1: heterogeneous MDAV: ([\d,]+) / 40,000 records grouped, .* s left", res.stderr)
     assert mdav and 0 < int(mdav[-1].replace(",", "")) <= n
     assert re.search(r"block1: local search on the mixed objective: [\d,]+ records visited, ", res.stderr)
+    # after MDAV, the block's phase counts its records grouped
+    lines = res.stderr.splitlines()
+    first_mdav = next(i for i, ln in enumerate(lines) if "heterogeneous MDAV: " in ln)
+    later = [ln for ln in lines[first_mdav:] if "block1: mdav, k=3: " in ln]
+    assert later and all("40,000 / 40,000 records grouped" in ln for ln in later)
 
 
 def test_a_phase_inside_another_gives_the_display_back(caplog):
