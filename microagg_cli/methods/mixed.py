@@ -234,16 +234,21 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
                                   *scratch, np.zeros(n, dtype=np.float32), *query,
                                   np.zeros(max(pc, 1), dtype=np.float32), big, wsum, done, order, dsort, newpos,
                                   *c0, st):
-            _reference_order(WT, KNT, wn, KOT, co, state[3 + 1], cnt_n, cnt_o, state[2], st, order, dsort, *c0)
+            _reference_order((WT, KNT, wn, KOT, co), state, st, order, dsort, c0)
     else:
         mixed_mdav_core(WT, KNT, wn, KOT, co, *state, *scratch, np.zeros(n), *query, counter())
     return labels
 
 
-def _reference_order(WT, KNT, wn, KOT, co, alive, cnt_n, cnt_o, csum, st, order, dsort, c0c, c0n, c0o) -> None:
+def _reference_order(data: tuple, state: tuple, st: np.ndarray, order: np.ndarray, dsort: np.ndarray,
+                     c0: tuple) -> None:
     """A new reference order for the screened kernel: ``c0`` the current centroid (mean,
     modes with the smallest code on ties, lower medians), the alive working records in
-    decreasing distance to it (``order``, ``dsort``), the scan count reset."""
+    decreasing distance to it (``order``, ``dsort``), the scan count reset. ``data`` =
+    (WT, KNT, wn, KOT, co) the working copies, ``state`` the kernel's running counts."""
+    WT, KNT, wn, KOT, co = data
+    cnt_n, cnt_o, csum, _idx, alive = state[:5]
+    c0c, c0n, c0o = c0
     m, n_alive = int(st[2]), int(st[1])
     pc, pn, po = WT.shape[0], KNT.shape[0], KOT.shape[0]
     c0c[:pc] = csum / n_alive

@@ -244,7 +244,9 @@ def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
 def _pool_descent(pool, npool, members, sizes, cost, labels, W, KN, wn, KO, co, k, a_buf, b_buf, cnt, cnt_o,
                   mean):
     """Moves and swaps among the groups ``pool[:npool]`` until none lowers their cost
-    (first record in pool order, best change for it); group sizes stay in k..2k-1."""
+    (first record in pool order, best change for it); group sizes stay in k..2k-1.
+
+    A numba kernel: its arrays and scratch buffers come one by one (no allocation inside)."""
     for _ in range(50):
         changed = 0
         for ua in range(npool):
@@ -316,7 +318,9 @@ def _kicks(W, KN, wn, KO, co, labels, k, n_groups, members, sizes, cen, modes, c
            cnt_o, mean, done):
     """One chunk of the iterated local search (module doc), one row of ``draws`` (random
     integers >= 0) per kick; returns the number of kicks kept. ``cen``/``modes`` are kept
-    up to date for the groups a kept kick changed."""
+    up to date for the groups a kept kick changed.
+
+    A numba kernel: its arrays and scratch buffers come one by one (no allocation inside)."""
     pc = W.shape[1]
     pn = KN.shape[1]
     kept = 0
