@@ -32,10 +32,10 @@ from ..methods.mixed import MIXED_METHODS, REFERENCE, check_weights, mixed_mdav,
 from ..methods.mixed_refine import KICKS_PER_GROUP, mixed_ils, mixed_local_search
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
-from ..splitting import block_scaling, split_indices
 from ..progress import advance as progress_advance
 from ..progress import phase as progress_phase
 from ..request import RunOptions
+from ..splitting import block_scaling, split_indices
 from .block import BlockResult, check_named_once, il_sse_observed, row_classes
 
 __all__ = ["MixedKeys", "read_keys", "split_plan", "check_options", "protect_mixed_rows", "released_columns",
