@@ -173,7 +173,11 @@ def mixed_mdav(
     of the remaining records), s the one farthest from r; r's and then s's k-1 nearest
     neighbours form two groups; with 2k..3k-1 left, one group around r and the rest;
     fewer, one group. Ties go to the record first in the input; a mode tie to the
-    category met first in the input. O(n^2 p / k) time, O(n p) memory.
+    category met first in the input. O(n^2 p / k) time, O(n p) memory: the record
+    farthest from the centroid is found from a sorted reference order by the triangle
+    inequality (the mixed distance is a squared Euclidean distance over one-hot keys),
+    the other queries take two screened passes per pair of groups
+    (:mod:`._mixed_kernels`).
 
     References
     ----------
