@@ -40,7 +40,7 @@ from .block import BlockResult, check_named_once, il_sse_observed, row_classes
 
 __all__ = ["MixedKeys", "read_keys", "split_plan", "check_options", "protect_mixed_rows", "released_columns",
            "TIE_RULE", "MEDIAN_RULE", "mixed_stats", "check_ils_params", "check_method",
-           "protect_mixed_parts"]
+           "protect_mixed_parts", "released_cells"]
 
 #: How a mode tie is broken (the report and the docs quote it).
 TIE_RULE = "mode; ties: the category met first in the input"
@@ -416,12 +416,15 @@ def _search_summary(searches: list[dict[str, Any]]) -> dict[str, Any]:
 def released_columns(table: Any, keys: MixedKeys, released: np.ndarray) -> dict[str, Any]:
     """The key columns as released: every record gets the input cell of the first record
     holding its released code (null where the code is -1: not grouped or suppressed)."""
+    return {name: released_cells(table.data.column(name), keys.first_row[j], released[:, j])
+            for j, name in enumerate(keys.names)}
+
+
+def released_cells(column: Any, first_row: np.ndarray, code: np.ndarray) -> Any:
+    """One key column as released: the Arrow ``column``'s cell of the first record
+    holding each record's released ``code`` (``first_row``: per code, that record), null
+    where the code is -1. The streaming engines call it with the column they read."""
     import pyarrow as pa
 
-    out = {}
-    for j, name in enumerate(keys.names):
-        code = released[:, j]
-        rows = np.where(code >= 0, keys.first_row[j][np.maximum(code, 0)], 0)
-        idx = pa.array(rows, mask=code < 0, type=pa.int64())
-        out[name] = table.data.column(name).take(idx)
-    return out
+    rows = np.where(code >= 0, first_row[np.maximum(code, 0)], 0)
+    return column.take(pa.array(rows, mask=code < 0, type=pa.int64()))

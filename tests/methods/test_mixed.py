@@ -309,7 +309,6 @@ def test_same_input_same_bytes(tmp_path):
 
 
 @pytest.mark.parametrize("args, code, text", [
-    (["--engine", "local"], 2, "in memory"),
     (["-m", "vmdav"], 2, "does not group categorical"),
     (["-m", "mdav-ls"], 2, "does not group categorical"),
     (["-m", "ils", "-p", "threads=1"], 2, "threads=1 does not apply"),
