@@ -19,6 +19,7 @@ and the continuous values together.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ from .block import BlockResult, check_named_once, il_sse_observed, row_classes
 
 __all__ = ["MixedKeys", "read_keys", "split_plan", "check_options", "protect_mixed_rows", "released_columns",
            "TIE_RULE", "MEDIAN_RULE", "mixed_stats", "check_ils_params", "check_method",
-           "protect_mixed_parts", "released_cells"]
+           "protect_mixed_parts", "released_cells", "mixed_part_task"]
 
 #: How a mode tie is broken (the report and the docs quote it).
 TIE_RULE = "mode; ties: the category met first in the input"
@@ -209,8 +210,6 @@ def split_plan(plan: BlockPlan, options: RunOptions) -> tuple[BlockPlan, int | N
             raise InvalidParameterError(f"block {b.name!r} holds no continuous column besides the keys")
         blocks = list(plan.blocks)
         blocks[i] = Block(b.name, rest, b.method, b.k, b.params)
-        import dataclasses
-
         return dataclasses.replace(plan, blocks=tuple(blocks) if isinstance(plan.blocks, tuple) else blocks), i
     if len(plan.blocks) != 1:
         raise InvalidParameterError(
@@ -279,7 +278,7 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
 
 def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block: Block, *,
                         seed: np.random.SeedSequence, stat: str, weights: np.ndarray | None, name: str,
-                        partition_size: int | None, progress: Any = None) -> BlockResult:
+                        partition_size: int | None, progress: Any = None, runner: Any = None) -> BlockResult:
     """:func:`protect_mixed_rows` on one stratum, in parts of at most ``partition_size``
     records when it holds more (``--partition-size``).
 
@@ -291,7 +290,9 @@ def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block
     on the order. Every group of every part holds k..2k-1 records and is released as one
     row, so every class of identical released rows -- over the whole file -- holds at
     least k records (the block loop's k-check counts them again). ``progress`` is told
-    the records of every finished part."""
+    the records of every finished part; ``runner`` runs the parts (:func:`mixed_part_task`;
+    :class:`microagg_cli.protection.partitioned.LocalRunner` by default, or the Dask
+    engine's, which may finish them in any order: the result does not depend on it)."""
     n = X.shape[0]
     if not partition_size or n <= partition_size:
         res = protect_mixed_rows(X, codes, keys, block, seed=seed, stat=stat, weights=weights, name=name)
@@ -304,19 +305,26 @@ def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block
     released = np.empty(codes.shape, dtype=np.int64)
     labels = np.full(n, -1, dtype=np.int64)
     spawn = tuple(seed.spawn_key)
-    results = []
+    slim = dataclasses.replace(keys, codes=np.zeros((0, codes.shape[1]), dtype=np.int64), first_row=[])
+    results: list[Any] = [None] * len(parts)
+
+    def on_result(j: int, res: BlockResult) -> None:
+        results[j] = res
+        if progress is not None:
+            progress(int(parts[j].size))
+
+    from .partitioned import LocalRunner
+
+    (runner or LocalRunner()).run(
+        ((mixed_part_task, (X[rows], codes[rows], slim, block, seed.entropy, spawn + (j,), stat,
+                            None if weights is None else weights[rows], f"{name}#part{j + 1}"))
+         for j, rows in enumerate(parts)), on_result)
     offset = 0
-    for j, rows in enumerate(parts):
-        res = protect_mixed_rows(X[rows], codes[rows], keys, block,
-                                 seed=np.random.SeedSequence(seed.entropy, spawn_key=spawn + (j,)), stat=stat,
-                                 weights=None if weights is None else weights[rows], name=f"{name}#part{j + 1}")
+    for rows, res in zip(parts, results):
         values[rows] = res.values
         released[rows] = res.keys
         labels[rows] = res.labels + offset
         offset += int(res.labels.max()) + 1
-        results.append(res)
-        if progress is not None:
-            progress(int(rows.size))
     k = int(block.k)
     sizes, n_classes = row_classes(np.hstack([values, released.astype(np.float64)]))
     search = _combine([r.stats["mixed_search"] for r in results])
@@ -334,6 +342,14 @@ def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block
     out = BlockResult(results[0].block, values, labels, stats)
     out.keys = released
     return out
+
+
+def mixed_part_task(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block: Block, entropy: Any,
+                    spawn_key: tuple[int, ...], stat: str, weights: np.ndarray | None, name: str) -> BlockResult:
+    """Group one part of a stratum (a task: runs in this process or on a Dask worker);
+    ``keys`` needs its roles, levels and weights only."""
+    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
+    return protect_mixed_rows(X, codes, keys, block, seed=seed, stat=stat, weights=weights, name=name)
 
 
 def check_ils_params(params: dict[str, Any]) -> dict[str, Any]:

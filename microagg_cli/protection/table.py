@@ -254,7 +254,7 @@ def protect_blocks(
                         X if every else X[rows], key_codes[rows], mixed, block,
                         seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
                         stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
-                        partition_size=partition_size, progress=part_done)
+                        partition_size=partition_size, progress=part_done, runner=runner)
                     released_keys[rows] = res.keys
                 else:
                     res = protect_rows(
