@@ -310,6 +310,55 @@ def _exact(i, WT, KNT, wn, KOT, co, qc, qn, qo):
     return d
 
 
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _farthest_by_order(n_alive, WT, KNT, wn, KOT, co, alive, cen, mode, med, order, dsort, nord, head, c0c, c0n,
+                       c0o, st):
+    """The alive record farthest from the centroid (ties: the smallest index) by the
+    reference order (see :func:`mixed_mdav_screened`); leaves the new order head in
+    ``st[5]`` and the records scanned in ``st[6]``, and turns the order off (``st[7]``)
+    when one scan covered more than an eighth of the records left: ties or a centroid
+    far from the reference make it cost more than a pass.
+
+    A numba kernel: its arrays come one by one (no objects in nopython mode)."""
+    pc = WT.shape[0]
+    delta = 0.0
+    for j in range(pc):
+        t2 = cen[j] - c0c[j]
+        delta += t2 * t2
+    for j in range(KNT.shape[0]):
+        if mode[j] != c0n[j]:
+            delta += wn[j]
+    for j in range(KOT.shape[0]):
+        t2 = co[j, med[j]] - co[j, c0o[j]]
+        delta += t2 * t2
+    delta = np.sqrt(delta)
+    r = -1
+    dmax = -1.0
+    scanned = 0
+    t = head
+    while t < nord:
+        i = order[t]
+        if not alive[i]:
+            if t == head:
+                head += 1
+            t += 1
+            continue
+        ub = np.sqrt(dsort[t]) + delta
+        if ub * ub * (1.0 + 1e-9) < dmax:
+            break  # no record further on can reach or tie the farthest found
+        d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
+        scanned += 1
+        if d > dmax or (d == dmax and i < r):
+            dmax = d
+            r = i
+        t += 1
+    st[5] = head
+    st[6] = scanned
+    if scanned * 8 > n_alive + 64:
+        st[7] = 1
+    return r
+
+
 # A numba kernel: its arrays and scratch buffers come one by one (no objects in nopython mode).
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi,
@@ -344,7 +393,11 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
     order along (``newpos`` scratch).
 
     ``st`` = (groups, records left, working records, dead among them, order length,
-    order head, records scanned since the order was made) is carried between calls;
+    order head, records scanned since the order was made, 1 once the order is off: see
+    :func:`_farthest_by_order`, the kernel then makes a screened pass as for the other
+    queries; the groups made when the order was made) is carried between calls: when the
+    scans since the order cover the records left within 64 groups, the order is turned
+    off instead of made again;
     returns 0 when every record is grouped. The other arrays are those of
     :func:`mixed_mdav_core`; ``WT32``/``wn32``/``co32`` float32 copies, ``qc32`` (pc)
     float32 scratch; ``c0c``/``c0n``/``c0o`` the reference point.
@@ -386,45 +439,46 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             st[1] = 0
             _label_rest(m, alive, labels, idx, g)
             return 0
-        if scanned > n_alive:
-            st[0] = g
-            st[1] = n_alive
-            st[2] = m
-            st[3] = dead
-            return 2
+        if st[7] == 0 and scanned > n_alive:
+            if g - st[8] < 64 and st[4] > 0:
+                st[7] = 1  # the scans used up an order within a few groups: passes cost less
+            else:
+                st[0] = g
+                st[1] = n_alive
+                st[2] = m
+                st[3] = dead
+                return 2
         # -- centroid: mean, modes (smallest code on ties), lower medians
         _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
-        # -- r: farthest from the centroid (first in input order on ties), by the order
-        delta = 0.0
-        for j in range(pc):
-            t2 = cen[j] - c0c[j]
-            delta += t2 * t2
-        for j in range(pn):
-            if mode[j] != c0n[j]:
-                delta += wn[j]
-        for j in range(po):
-            t2 = co[j, med[j]] - co[j, c0o[j]]
-            delta += t2 * t2
-        delta = np.sqrt(delta)
-        r = -1
-        dmax = -1.0
-        t = head
-        while t < nord:
-            i = order[t]
-            if not alive[i]:
-                if t == head:
-                    head += 1
-                t += 1
-                continue
-            ub = np.sqrt(dsort[t]) + delta
-            if ub * ub * (1.0 + 1e-9) < dmax:
-                break  # no record further on can reach or tie the farthest found
-            d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
-            scanned += 1
-            if d > dmax or (d == dmax and i < r):
-                dmax = d
-                r = i
-            t += 1
+        if st[7] == 1:
+            # -- r: farthest from the centroid (first in input order on ties), by a pass
+            qq = 0.0
+            for j in range(pc):
+                qc32[j] = cen[j]
+                qq += cen[j] * cen[j]
+            for j in range(po):
+                qq += co[j, med[j]] * co[j, med[j]]
+            margin = 2.0 * (P + 7) * 2.0 ** -24 * (2.0 * (big + qq) + wsum) + 1e-30
+            _fill32(D32, m, WT32, KNT, wn32, KOT, co32, qc32, mode, med)
+            r = -1
+            dmax = -1.0
+            for b0 in range(0, m, BLOCK):
+                b1 = min(b0 + BLOCK, m)
+                hi = _block_range(D32, b0, b1)[1]
+                if hi + margin < dmax:
+                    continue  # no record of the block can be farther
+                for i in range(b0, b1):
+                    if alive[i] and D32[i] + margin >= dmax:
+                        d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
+                        if d > dmax:
+                            dmax = d
+                            r = i
+            nord = 0
+        else:
+            r = _farthest_by_order(n_alive, WT, KNT, wn, KOT, co, alive, cen, mode, med, order, dsort, nord,
+                                   head, c0c, c0n, c0o, st)
+            head = st[5]
+            scanned += st[6]
         three = n_alive >= 3 * k
         for step in range(2):
             q = r

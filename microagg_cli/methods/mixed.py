@@ -230,8 +230,9 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
     if screened and big < 1e30 and wsum < 1e30:
         order, dsort, newpos = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.int64)
         c0 = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
-        # groups, records left, working records, dead, order length, order head, scans since the order
-        st = np.array([0, n, n, 0, 0, 0, n + 1], dtype=np.int64)
+        # groups, records left, working records, dead, order length, order head, scans since the order,
+        # order off, groups when the order was made
+        st = np.array([0, n, n, 0, 0, 0, n + 1, 0, 0], dtype=np.int64)
         WT32 = WT.astype(np.float32)
         done = counter()
         while mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn.astype(np.float32), co.astype(np.float32), *state,
@@ -271,7 +272,7 @@ def _reference_order(data: tuple, state: tuple, st: np.ndarray, order: np.ndarra
     sort = np.argsort(-d, kind="stable")
     order[:rows.size] = rows[sort]
     dsort[:rows.size] = d[sort]
-    st[4], st[5], st[6] = rows.size, 0, 0
+    st[4], st[5], st[6], st[8] = rows.size, 0, 0, st[0]
 
 
 def mixed_objective(

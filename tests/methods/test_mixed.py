@@ -578,6 +578,25 @@ def test_partitions_frozen_at_a_few_thousand_records():
         "0f47238cffbedbfb07b5d5b747a26a84f4edb7343cebeaaa003ca3e715109654"
 
 
+def test_reference_order_turned_off_on_ties_gives_the_same_labels(rng, monkeypatch):
+    """With ties everywhere (categorical keys of two levels only) the scans of the
+    reference order cover the records left within a few groups: the order is made once
+    and turned off (screened passes instead), with the plain kernel's labels; on
+    clustered data it is kept (a few orders for thousands of groups), same labels."""
+    from microagg_cli.methods import mixed as mixed_module
+
+    made = []
+    real = mixed_module._reference_order
+    monkeypatch.setattr(mixed_module, "_reference_order", lambda *a: made.append(1) or real(*a))
+    n = 3000
+    for Z, nom, most in ((np.zeros((n, 0)), rng.integers(0, 2, (n, 3)), 2),
+                         (rng.normal(size=(n, 3)) + 4 * rng.integers(0, 5, (n, 1)), rng.integers(0, 4, (n, 2)), 20)):
+        made.clear()
+        args = mixed_module.prepare(Z, nom, None, None, None)[:5]
+        assert mixed_module._group(*args, 3).tolist() == mixed_module._group(*args, 3, screened=False).tolist()
+        assert 1 <= len(made) <= most
+
+
 def test_coordinates_beyond_float32_fall_back_to_the_plain_kernel(rng, monkeypatch):
     """Coordinates whose squares would overflow float32 are not screened: the plain
     kernel runs (and gives MDAV's groups without keys)."""
