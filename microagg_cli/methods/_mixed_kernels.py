@@ -315,9 +315,7 @@ def _farthest_by_order(n_alive, WT, KNT, wn, KOT, co, alive, cen, mode, med, ord
                        c0o, st):
     """The alive record farthest from the centroid (ties: the smallest index) by the
     reference order (see :func:`mixed_mdav_screened`); leaves the new order head in
-    ``st[5]`` and the records scanned in ``st[6]``, and turns the order off (``st[7]``)
-    when one scan covered more than an eighth of the records left: ties or a centroid
-    far from the reference make it cost more than a pass.
+    ``st[5]`` and the records scanned in ``st[6]``.
 
     A numba kernel: its arrays come one by one (no objects in nopython mode)."""
     pc = WT.shape[0]
@@ -354,8 +352,6 @@ def _farthest_by_order(n_alive, WT, KNT, wn, KOT, co, alive, cen, mode, med, ord
         t += 1
     st[5] = head
     st[6] = scanned
-    if scanned * 8 > n_alive + 64:
-        st[7] = 1
     return r
 
 
@@ -441,7 +437,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             return 0
         if st[7] == 0 and scanned > n_alive:
             if g - st[8] < 64 and st[4] > 0:
-                st[7] = 1  # the scans used up an order within a few groups: passes cost less
+                st[7] = 1  # an order used up within a few groups (ties): screened passes cost less
             else:
                 st[0] = g
                 st[1] = n_alive
@@ -479,6 +475,8 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
                                    head, c0c, c0n, c0o, st)
             head = st[5]
             scanned += st[6]
+            if st[6] * 8 > n_alive + 64:
+                scanned = n_alive + 1  # a long scan: the centroid has left the reference, make a new order
         three = n_alive >= 3 * k
         for step in range(2):
             q = r
