@@ -436,7 +436,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             _label_rest(m, alive, labels, idx, g)
             return 0
         if st[7] == 0 and scanned > n_alive:
-            if g - st[8] < 64 and st[4] > 0:
+            if g - st[8] < st[9] and st[4] > 0:
                 st[7] = 1  # an order used up within a few groups (ties): screened passes cost less
             else:
                 st[0] = g

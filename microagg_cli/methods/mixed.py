@@ -198,6 +198,10 @@ def mixed_mdav(
     return canonical_labels(_group(W, KN, wn, KO, co, int(k), screened=True))
 
 
+#: The screened kernel turns its reference order off when one is used up within fewer groups.
+REFERENCE_GROUPS = 64
+
+
 def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np.ndarray, k: int,
            screened: bool = True) -> np.ndarray:
     """Run the MDAV kernel on :func:`prepare`'s arrays: the float32-screened one
@@ -232,7 +236,7 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
         c0 = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
         # groups, records left, working records, dead, order length, order head, scans since the order,
         # order off, groups when the order was made
-        st = np.array([0, n, n, 0, 0, 0, n + 1, 0, 0], dtype=np.int64)
+        st = np.array([0, n, n, 0, 0, 0, n + 1, 0, 0, REFERENCE_GROUPS], dtype=np.int64)
         WT32 = WT.astype(np.float32)
         done = counter()
         while mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn.astype(np.float32), co.astype(np.float32), *state,
