@@ -435,7 +435,7 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             st[1] = 0
             _label_rest(m, alive, labels, idx, g)
             return 0
-        if st[7] == 0 and scanned > n_alive:
+        if st[7] == 0 and scanned > st[10] * n_alive:
             if g - st[8] < st[9] and st[4] > 0:
                 st[7] = 1  # an order used up within a few groups (ties): screened passes cost less
             else:
@@ -475,8 +475,8 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
                                    head, c0c, c0n, c0o, st)
             head = st[5]
             scanned += st[6]
-            if st[6] * 8 > n_alive + 64:
-                scanned = n_alive + 1  # a long scan: the centroid has left the reference, make a new order
+            if st[6] * st[11] > n_alive + 64:
+                scanned = st[10] * n_alive + 1  # a long scan: the centroid has left the reference, a new order
         three = n_alive >= 3 * k
         for step in range(2):
             q = r
