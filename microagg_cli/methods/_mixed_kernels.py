@@ -476,7 +476,10 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
             head = st[5]
             scanned += st[6]
             if st[6] * st[11] > n_alive + 64:
-                scanned = st[10] * n_alive + 1  # a long scan: the centroid has left the reference, a new order
+                if st[12]:
+                    scanned = st[10] * n_alive + 1  # a long scan: a new order (or off, see above)
+                else:
+                    st[7] = 1  # one scan covered a large share: passes cost less from here on
         three = n_alive >= 3 * k
         for step in range(2):
             q = r

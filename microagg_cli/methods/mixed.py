@@ -201,9 +201,13 @@ def mixed_mdav(
 #: The screened kernel turns its reference order off when one is used up within fewer groups.
 REFERENCE_GROUPS = 64
 #: A new reference order when the scans since the last one have covered this many times the
-#: records left, or one scan more than 1 / REFERENCE_LONG of them.
+#: records left; the order is turned off when one scan covers more than 1 / REFERENCE_LONG of
+#: them (at 1,000,000 records: 468 CPU s when such a scan asked for a new order instead).
 REFERENCE_SCANS = 1
 REFERENCE_LONG = 8
+#: 1: a long scan asks for a new order (turned off only under REFERENCE_GROUPS); 0: it
+#: turns the order off.
+REFERENCE_RENEW = 1
 
 
 def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np.ndarray, k: int,
@@ -240,8 +244,8 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
         c0 = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
         # groups, records left, working records, dead, order length, order head, scans since the order,
         # order off, groups when the order was made
-        st = np.array([0, n, n, 0, 0, 0, n + 1, 0, 0, REFERENCE_GROUPS, REFERENCE_SCANS, REFERENCE_LONG],
-                      dtype=np.int64)
+        st = np.array([0, n, n, 0, 0, 0, n + 1, 0, 0, REFERENCE_GROUPS, REFERENCE_SCANS, REFERENCE_LONG,
+                       REFERENCE_RENEW], dtype=np.int64)
         WT32 = WT.astype(np.float32)
         done = counter()
         while mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn.astype(np.float32), co.astype(np.float32), *state,
