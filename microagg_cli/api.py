@@ -140,9 +140,6 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         plan = plan.with_passthrough(req.passthrough)
         req = req.replace(plan=plan)
     streamed = req.engine is not None or req.scheduler is not None
-    if (streamed or (str(input) != "-" and Path(input).is_dir())) and (run.categorical or run.ordinal):
-        raise InvalidParameterError("--categorical/--ordinal keys are grouped in memory: leave out --engine/"
-                                    "--scheduler (and give a file, not a dataset directory)")
     if streamed and str(input) != "-" and not Path(input).is_dir() \
             and detect_format(input, read.input_format) in STAT_FORMATS:  # read whole: no row batches
         raise InvalidParameterError("--engine/--scheduler stream CSV and Parquet files; an SPSS, Stata or SAS "

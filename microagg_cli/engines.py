@@ -98,6 +98,7 @@ from .engines_dask import (
     import_distributed,
     peak_rss_bytes,
     protect_thin,
+    replaced_slice,
     thin_reason,
     workers_can_open,
     write_parquet_rows,
@@ -105,6 +106,7 @@ from .engines_dask import (
 from .progress import advance
 from .progress import phase as progress_phase
 from .protection import LocalRunner, ProtectResult, protect_blocks
+from .protection.mixed import released_cells
 from .protection.run import HYGIENE_KEY, build_report
 from .protection.table import check_id_column, check_keys, check_options, check_run, overall_stats
 
@@ -453,7 +455,7 @@ def _write_pass(
             with CsvWriter(fh, schema, delimiter=delimiter, decimal=decimal) as writer:
                 row0 = 0
                 for rows, batch in _batches(src, 0, read_cols):
-                    arrays = [pa.array(replaced[f.name][row0:row0 + rows], type=f.type, from_pandas=True)
+                    arrays = [replaced_slice(replaced[f.name], row0, rows, f.type)
                               if f.name in replaced else batch.column(batch.schema.get_field_index(f.name))
                               for f in schema]
                     writer.write(pa.Table.from_arrays(arrays, schema=schema))
@@ -582,6 +584,8 @@ def protect_stream(
                            n_rows=n)
         if thin is None and keys:
             thin = "--keys (checked on the client with the protected values)"
+        if thin is None and (run.categorical or run.ordinal):
+            thin = "categorical/ordinal keys (grouped on the client, in parts with --partition-size)"
     with contextlib.ExitStack() as stack:
         if engine == "dask":
             client, description = stack.enter_context(dask_client(scheduler, **dict(cluster or {})))
@@ -605,6 +609,11 @@ def protect_stream(
 
         # pass 2: every column, batch by batch
         replaced = {col: res.values[:, j] for res in results for j, col in enumerate(res.block.columns)}
+        for res in results:  # categorical/ordinal keys: each record gets an input cell (Arrow, its type kept)
+            if res.keys is not None:
+                for j, name in enumerate(res.mixed.names):
+                    column = StreamColumns(src)._table(src.read_column(name)).data.column(name)
+                    replaced[name] = released_cells(column, res.mixed.first_row[j], res.keys[:, j]).combine_chunks()
         if id_column is not None:
             rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=HYGIENE_KEY))
             ids = rng.permutation(n) + 1

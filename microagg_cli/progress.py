@@ -33,7 +33,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "Shrinking", "counter", "SHOW_AFTER", "HEARTBEAT_SECONDS"]
+__all__ = ["Tracker", "tracking", "silenced", "phase", "advance", "set_done", "Shrinking", "counter", "time_left",
+           "SHOW_AFTER", "HEARTBEAT_SECONDS"]
 
 log = logging.getLogger("microagg_cli")
 
@@ -63,6 +64,7 @@ class Tracker:
         self.name: str | None = None
         self.total: int | None = None
         self.unit = "records"
+        self.work = "linear"
         self.started = time.monotonic()
         self.phase_started = self.started
         self._lock = threading.Lock()
@@ -71,27 +73,26 @@ class Tracker:
         self._bar: Any = None
         self._task: Any = None
         self._shown: str | None = None
-        self._outer: list[tuple[str, int | None, str, int, float]] = []  # phases a nested one interrupted
 
     # ---------------------------------------------------------------- the pipeline side
 
-    def begin(self, name: str, total: int | None, unit: str) -> None:
-        """Start a phase; one started inside another (a method's iterations inside its
-        block) is shown until it ends, then the outer one again, with its count."""
+    def begin(self, name: str, total: int | None, unit: str, work: str = "linear") -> tuple[Any, ...]:
+        """Start a phase; returns the phase it interrupts (for :meth:`end`)."""
         with self._lock:
-            if self.name is not None:
-                self._outer.append((self.name, self.total, self.unit, int(self.cell[0]), self.phase_started))
-            self.name, self.total, self.unit = name, total, unit
+            outer = (self.name, self.total, self.unit, int(self.cell[0]), self.phase_started, self.work)
+            self.name, self.total, self.unit, self.work = name, total, unit, work
             self.cell[0] = 0
             self.phase_started = time.monotonic()
+        return outer
 
-    def end(self) -> None:
+    def end(self, outer: tuple[Any, ...] | None = None) -> None:
+        """End the phase; a phase run inside another (``outer``, from :meth:`begin`)
+        gives the display back to it, its count and clock as they were."""
         with self._lock:
-            if self._outer:
-                self.name, self.total, self.unit, done, self.phase_started = self._outer.pop()
-                self.cell[0] = done
-            else:
+            if outer is None or outer[0] is None:
                 self.name = None
+            else:
+                self.name, self.total, self.unit, self.cell[0], self.phase_started, self.work = outer
         self._refresh(final=True)
 
     def add(self, records: int) -> None:
@@ -132,13 +133,19 @@ class Tracker:
     def line(self) -> str | None:
         """The heartbeat text of the current phase (None between phases)."""
         with self._lock:
-            name, total, unit, done = self.name, self.total, self.unit, int(self.cell[0])
+            name, total, unit, done, work = self.name, self.total, self.unit, int(self.cell[0]), self.work
             seconds = time.monotonic() - self.phase_started
         if name is None:
             return None
         verb = " grouped" if unit == "records" else ""
+        rate = done / seconds if seconds > 0 else 0.0
         if total:
-            return f"{name}: {min(done, total):,} / {total:,} {unit}{verb}, {seconds:.0f} s"
+            line = f"{name}: {min(done, total):,} / {total:,} {unit}{verb}, {seconds:.0f} s"
+            if rate > 0 and done < total:
+                line += f", {rate:,.0f} {unit}/s, about {time_left(done, total, seconds, work):.0f} s left"
+            return line
+        if done:
+            return f"{name}: {done:,} {unit}{verb}, {rate:,.0f}/s, {seconds:.0f} s"
         return f"{name}: {seconds:.0f} s"
 
     def _refresh(self, final: bool = False) -> None:
@@ -212,18 +219,39 @@ def tracking(tracker: Tracker) -> Iterator[Tracker]:
         _CURRENT = previous
 
 
+def time_left(done: int, total: int, seconds: float, work: str = "linear") -> float:
+    """Seconds left after ``seconds`` for ``done`` of ``total`` units.
+
+    ``work``: ``"linear"`` (every unit costs the same) or ``"quadratic"`` (a unit costs
+    in proportion to the units left, as an MDAV step scans the records left: the work
+    done so far is proportional to total^2 - left^2, the work left to left^2).
+
+    Examples
+    --------
+    >>> time_left(25, 100, 10.0), round(time_left(50, 100, 30.0, "quadratic"), 6)
+    (30.0, 10.0)
+    """
+    left = total - done
+    if work == "quadratic":
+        spent = total * total - left * left
+        return seconds * left * left / spent if spent > 0 else 0.0
+    return seconds * left / done if done > 0 else 0.0
+
+
 @contextlib.contextmanager
-def phase(name: str, total: int | None = None, unit: str = "records") -> Iterator[None]:
-    """A phase of the run (``total`` records, or None when unknown)."""
+def phase(name: str, total: int | None = None, unit: str = "records", work: str = "linear") -> Iterator[None]:
+    """A phase of the run (``total`` records, or None when unknown). A phase inside
+    another shows instead of it until it ends (e.g. a block's local search). ``work``:
+    how the time left is estimated (:func:`time_left`)."""
     tracker = _tracker()
     if tracker is None:
         yield
         return
-    tracker.begin(name, total, unit)
+    outer = tracker.begin(name, total, unit, work)
     try:
         yield
     finally:
-        tracker.end()
+        tracker.end(outer)
 
 
 def advance(records: int) -> None:
@@ -238,6 +266,16 @@ def set_done(records: int) -> None:
     tracker = _tracker()
     if tracker is not None:
         tracker.set(records)
+
+
+def counter() -> np.ndarray:
+    """The int64 cell of the current phase's records done, for compiled kernels to write
+    (a scratch cell nobody reads when no tracker is installed)."""
+    tracker = _tracker()
+    if tracker is None:
+        _SCRATCH[0] = 0
+        return _SCRATCH
+    return tracker.cell
 
 
 class Shrinking:
@@ -258,13 +296,3 @@ class Shrinking:
         if remaining < self.left:
             advance(self.left - remaining)
             self.left = remaining
-
-
-def counter() -> np.ndarray:
-    """The int64 cell of the current phase's records done, for compiled kernels to write
-    (a scratch cell nobody reads when no tracker is installed)."""
-    tracker = _tracker()
-    if tracker is None:
-        _SCRATCH[0] = 0
-        return _SCRATCH
-    return tracker.cell

@@ -654,6 +654,13 @@ class CompareRequest(_Request):
     categorical: list[str] | None = opt(
         None, "Categorical key columns grouped with the protected columns in every cell (mdav, ils): adds "
               "the mean share of changed categories and the smallest class over every released key.")
+    mixed_weights: Mapping[str, Any] | None = opt(
+        None, "With keys: the mixed distance's role weights, ROLE=W[,W...] (categorical=0.2,0.5,2): a role "
+              "given several weights makes an axis of the grid; the HTML report plots numeric IL against "
+              "the categories changed and marks the dominated cells.")
+    keys_sets: list[list[str]] | None = opt(
+        None, "Sets of categorical keys separated by ';' (\"a,b;a,b,c\"): each set makes an axis of the "
+              "grid (instead of --categorical).")
     preset: str | None = opt(
         None, "Reproduce a literature experiment on the sample data (see --list-presets); --methods, "
               "-k, --mic1d-k, --plans and --strategies override its parts.")
@@ -689,6 +696,10 @@ class CompareRequest(_Request):
         _check_seed(self.seed)
         if self.plans and self.strategies:
             raise InvalidParameterError("give either --plans or --strategies, not both")
+        if self.keys_sets and self.categorical:
+            raise InvalidParameterError("give either --categorical or --keys-sets, not both")
+        if self.mixed_weights and not (self.categorical or self.keys_sets):
+            raise InvalidParameterError("--mixed-weights needs --categorical or --keys-sets")
         if self.block_size is not None and not self.strategies:
             raise InvalidParameterError("--block-size applies to --strategies only")
         _check_max_scenarios(self.max_scenarios)

@@ -182,12 +182,13 @@ def _check_mixed() -> tuple[str, str]:
     never raises."""
     from .methods.fixed_size import mdav_reference
     from .methods.mixed import mixed_mdav, mixed_objective
-    from .methods.mixed_refine import mixed_local_search
+    from .methods.mixed_refine import mixed_ils, mixed_local_search
 
     n = 300
     X = _data(n, 2)
     nominal = (np.abs(np.round(X * 3)) % 4).astype(np.int64)
-    what = f"mixed MDAV = MDAV without keys; with 2 keys groups >= {_K}, local search never worse ({n} records)"
+    what = (f"mixed MDAV = MDAV without keys; with 2 keys groups >= {_K}, local search and ils's kicks never "
+            f"worse ({n} records)")
     if not np.array_equal(mixed_mdav(X, _K), mdav_reference(X, _K)):
         return what, "without keys the partition differs from MDAV's reference"
     start = mixed_mdav(X, _K, nominal=nominal)
@@ -196,6 +197,11 @@ def _check_mixed() -> tuple[str, str]:
         return what, f"a group below k = {_K}"
     if mixed_objective(X, labels, nominal=nominal) > mixed_objective(X, start, nominal=nominal) * (1 + 1e-12):
         return what, "the local search raised the mixed objective"
+    kicked = mixed_ils(X, start, _K, nominal=nominal, rng=np.random.default_rng(0), iterations=200)
+    if np.bincount(kicked).min() < _K:
+        return what, f"ils: a group below k = {_K}"
+    if mixed_objective(X, kicked, nominal=nominal) > mixed_objective(X, labels, nominal=nominal) * (1 + 1e-12):
+        return what, "ils's kicks raised the mixed objective above the local search's"
     return what, ""
 
 

@@ -50,6 +50,8 @@ PARSE = {
     "strategies": lambda value, _values: _list(value, "--strategies"),
     "columns": _names,
     "categorical": _names,
+    "mixed_weights": lambda value, _values: comparison.parse_weight_axes(value),
+    "keys_sets": lambda value, _values: None if value is None else [split_names(v) for v in value.split(";")],
     "known": lambda value, _values: parse_known(value),
     "dr_weights": lambda value, _values: parse_weights(value, "--dr-weights"),
     "score_weights": lambda value, _values: parse_weights(value, "--score-weights"),
@@ -77,6 +79,8 @@ def _presets_text() -> str:
 @field_option(C, "block_size", "--block-size", type=int, metavar="S")
 @field_option(C, "columns", "-c", "--columns", metavar="A,B,C")
 @field_option(C, "categorical", "--categorical", metavar="COL[,COL]")
+@field_option(C, "mixed_weights", "--mixed-weights", metavar="ROLE=W[,W...]")
+@field_option(C, "keys_sets", "--keys-sets", metavar="A,B;A,B,C")
 @field_option(C, "preset", "--preset", type=click.Choice(list(comparison.PRESETS)))
 @field_option(C, "known", "--known", multiple=True, metavar="A,B,C", default=())
 @field_option(C, "max_scenarios", "--max-scenarios", type=int, show_default=True, metavar="N")

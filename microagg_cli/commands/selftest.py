@@ -33,7 +33,8 @@ def selftest_command(methods, all_methods, fmt, quiet, verbose):
     than MDAV's). METHOD risk checks the kernels of the risk measures (sdc evaluate,
     the reports' risk section): DLD by layers of scenarios must equal brute force.
     METHOD mixed checks those of sdc protect --categorical: heterogeneous MDAV must give
-    MDAV's partition without keys, and its local search never a worse grouping.
+    MDAV's partition without keys, its local search and ils's kicks never a worse
+    grouping.
     Without METHOD: mdav, the default of sdc protect.
 
     Exit code 0 when every check passes, 1 when one fails (a bug: please report it

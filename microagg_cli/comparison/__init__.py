@@ -51,6 +51,7 @@ from ..report.compare import (  # rendering lives in report/; re-exported for ca
 )
 from .cells import DEFAULT_MAX_SCENARIOS, Cell, EvalOptions, MethodChoice, PlanChoice, build_cells, check_cells
 from .cells import file_plans, parse_method, run_cell, saved_name, single_plan, strategy_plans
+from .cells import MixedChoice, mark_dominated, mixed_choices, parse_weight_axes
 from .document import (COMPARE_SCHEMA_VERSION, build_document, check_grid_gates, raise_for_gates,
                        raise_for_grid_gates)
 from .entry import compare_file, compare_table, grid_options, output_format, plan_cells
@@ -79,6 +80,10 @@ __all__ = [
     "output_format",
     "plan_cells",
     "parse_method",
+    "parse_weight_axes",
+    "mixed_choices",
+    "mark_dominated",
+    "MixedChoice",
     "print_tables",
     "raise_for_gates",
     "raise_for_grid_gates",

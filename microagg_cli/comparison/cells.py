@@ -60,6 +60,10 @@ __all__ = [
     "Cell",
     "EvalOptions",
     "MethodChoice",
+    "MixedChoice",
+    "mixed_choices",
+    "parse_weight_axes",
+    "mark_dominated",
     "ORIGINAL_CACHES",
     "OriginalWork",
     "PlanChoice",
@@ -132,13 +136,89 @@ class PlanChoice:
 
 
 @dataclass(frozen=True)
+class MixedChoice:
+    """The categorical keys of a cell and the mixed distance's role weights; ``label``
+    names what varies over the grid (empty when nothing does)."""
+
+    keys: tuple[str, ...]
+    weights: tuple[tuple[str, float], ...] = ()
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class Cell:
-    """One combination: ``index`` (its position in the grid), method, k, plan."""
+    """One combination: ``index`` (its position in the grid), method, k, plan, and with
+    categorical keys the keys and weights (``mixed``)."""
 
     index: int
     method: MethodChoice
     k: int
     plan: PlanChoice
+    mixed: MixedChoice | None = None
+
+
+def parse_weight_axes(value: str | Mapping[str, Any] | None) -> dict[str, list[float]] | None:
+    """``"categorical=0.2,0.5,2,ordinal=1"`` -> ``{"categorical": [0.2, 0.5, 2.0],
+    "ordinal": [1.0]}``: a number after a role's weight is another weight of that role.
+    A mapping passes with each value made a list.
+
+    >>> parse_weight_axes("categorical=0.2,0.5,2,ordinal=1")
+    {'categorical': [0.2, 0.5, 2.0], 'ordinal': [1.0]}
+    """
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {str(r): [float(w) for w in (v if isinstance(v, (list, tuple)) else [v])] for r, v in value.items()}
+    out: dict[str, list[float]] = {}
+    role = None
+    for item in str(value).split(","):
+        name, sep, num = item.rpartition("=")
+        if sep:
+            role = name.strip().lower()
+            if role in out:
+                raise InvalidParameterError(f"--mixed-weights: role {role!r} given twice")
+            out[role] = []
+        if role is None:
+            raise InvalidParameterError(f"--mixed-weights expects ROLE=W[,W...][,ROLE=W...], got {value!r}")
+        try:
+            out[role].append(float(num))
+        except ValueError:
+            raise InvalidParameterError(f"--mixed-weights: {num.strip()!r} is not a number") from None
+    return out
+
+
+def mixed_choices(keys_sets: Sequence[Sequence[str]], weights: Mapping[str, Sequence[float]] | None
+                  ) -> list[MixedChoice]:
+    """Every combination of a key set and one weight per role (the grid's mixed axes),
+    each checked (:func:`microagg_cli.methods.mixed.check_weights`)."""
+    import itertools
+
+    from ..methods.mixed import check_weights
+
+    roles = list(weights or {})
+    axes = [list(dict.fromkeys(weights[r])) for r in roles] if weights else []
+    out = []
+    for i, keys in enumerate(keys_sets):
+        for combo in itertools.product(*axes):
+            w = dict(zip(roles, combo))
+            check_weights(w)
+            parts = [f"keys{i + 1}"] if len(keys_sets) > 1 else []
+            parts += [f"{r[:3]}={v:g}" for r, v, ax in zip(roles, combo, axes) if len(ax) > 1]
+            out.append(MixedChoice(tuple(keys), tuple(w.items()), " ".join(parts)))
+    return out
+
+
+def mark_dominated(rows: Sequence[dict[str, Any]]) -> None:
+    """Set ``dominated`` on every row with both losses (``il_sse``, ``categorical_changed``):
+    True when another row of the same plan, k and key set (the same protection: k on the
+    same keys) has neither loss higher and one lower."""
+    pts = [r for r in rows if r.get("il_sse") is not None and r.get("categorical_changed") is not None]
+    for r in pts:
+        r["dominated"] = any(
+            o is not r and o["plan"] == r["plan"] and o["k"] == r["k"] and o.get("keys") == r.get("keys")
+            and o["il_sse"] <= r["il_sse"] and o["categorical_changed"] <= r["categorical_changed"]
+            and (o["il_sse"] < r["il_sse"] or o["categorical_changed"] < r["categorical_changed"])
+            for o in pts)
 
 
 @dataclass(frozen=True)
@@ -209,8 +289,10 @@ def build_cells(
     plans: Sequence[PlanChoice],
     *,
     mic1d_ks: Sequence[int] | None = None,
+    mixed: Sequence[MixedChoice] = (),
 ) -> list[Cell]:
-    """Every cell of the grid, ordered by plan, then method (as given), then k.
+    """Every cell of the grid, ordered by plan, then method (as given), then the mixed
+    choices (key set, then weights), then k.
 
     Methods whose k counts values (``mic1d``) take ``mic1d_ks``; without them they
     take ``ks`` (as numbers of values: little protection, see the log warning).
@@ -241,8 +323,9 @@ def build_cells(
         for m in methods:
             if m.plans and plan.name not in m.plans:
                 continue
-            for k in (value_ks if (m.values_k and value_ks) else ks):
-                cells.append(Cell(len(cells), m, k, plan))
+            for mx in (mixed or [None]):
+                for k in (value_ks if (m.values_k and value_ks) else ks):
+                    cells.append(Cell(len(cells), m, k, plan, mx))
     return cells
 
 
@@ -423,8 +506,10 @@ def run_cell(
         t0 = time.perf_counter()
         # bound "off": the protection's own LB_NN (and its cost estimate) is not a figure
         # of the row; the evaluation below measures LB_NN
-        result = protect_table(table, plan, RunOptions(seed=options.seed, bound="off",
-                                                       categorical=list(options.categorical) or None))
+        keys = list(cell.mixed.keys) if cell.mixed is not None else list(options.categorical)
+        result = protect_table(table, plan, RunOptions(
+            seed=options.seed, bound="off", categorical=keys or None,
+            mixed_weights=dict(cell.mixed.weights) if cell.mixed is not None and cell.mixed.weights else None))
         t1 = time.perf_counter()
         X = numeric_matrix(table, names)
         Xp = np.column_stack([r.values for r in result.blocks])
@@ -466,7 +551,8 @@ def run_cell(
         "cell": cell.index,
         "plan": cell.plan.name,
         "method": spec.name,
-        "label": cell.method.label or spec.name,
+        "label": (cell.method.label or spec.name) + (f" {cell.mixed.label}" if cell.mixed and cell.mixed.label
+                                                     else ""),
         "params": dict(cell.method.params),
         "k": cell.k,
         "k_counts": "values" if cell.method.values_k else "records",
@@ -492,25 +578,27 @@ def run_cell(
         "warnings": warnings,
         "saved": saved,
         "seconds": {"protect": t1 - t0, "evaluate": t2 - t1},
-        **_mixed_row(result, options, cell.k),
+        **_mixed_row(result, keys, cell.k),
     }
 
 
-def _mixed_row(result: Any, options: EvalOptions, k: int) -> dict[str, Any]:
-    """A grid with categorical keys: the mean share of changed categories (%), the
-    smallest class over every released key (the block loop's k-check), and over the
-    released categorical keys alone the global risk (expected re-identifications, % of
-    the records, 1 / f_k per record) and the records violating k-anonymity."""
-    if not options.categorical:
+def _mixed_row(result: Any, keys: Sequence[str], k: int) -> dict[str, Any]:
+    """A grid with categorical keys: the keys and weights, the mean share of changed
+    categories (%), the smallest class over every released key (the block loop's
+    k-check), and over the released categorical keys alone the global risk (expected
+    re-identifications, % of the records, 1 / f_k per record) and the records violating
+    k-anonymity."""
+    if not keys:
         return {}
     from ..metrics.keyrisk import key_summary
 
     held = [r for r in result.blocks if r.keys is not None]
     mixed = held[0].stats["mixed"] if held else {}
     share = mixed.get("mean_changed_share")
-    keys = key_summary(held[0].keys, k) if held else None
+    risk = key_summary(held[0].keys, k) if held else None
     return {"categorical_changed": None if share is None else 100.0 * share,
             "k_released": min(r.stats["k_released"]["k_min"] for r in held) if held else None,
-            "key_risk": keys["global_risk_percent"] if keys else None,
-            "key_violations": keys["violations"] if keys else None}
+            "key_risk": risk["global_risk_percent"] if risk else None,
+            "key_violations": risk["violations"] if risk else None,
+            "keys": list(keys), "mixed_weights": mixed.get("weights")}
 

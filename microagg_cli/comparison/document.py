@@ -19,7 +19,7 @@ from ..methods import get_method
 from ..request import (COMPARE_EXACT_MAX, COMPARE_LINKAGE_SCENARIOS, COMPARE_LINKAGE_WINDOWS, COMPARE_RISK_SAMPLE,
                        CompareRequest)
 from ..metrics import METRICS
-from .cells import Cell, EvalOptions, PlanChoice
+from .cells import Cell, EvalOptions, PlanChoice, mark_dominated
 from .presets import Preset
 
 __all__ = ["COMPARE_SCHEMA_VERSION", "build_document", "check_grid_gates", "raise_for_grid_gates",
@@ -72,6 +72,7 @@ def build_document(
         if c.k not in entry["k_values"]:
             entry["k_values"].append(c.k)
     done = [r for r in rows if r is not None]
+    mark_dominated(done)
     fp = file_fingerprint(table)
     return {
         "schema_version": COMPARE_SCHEMA_VERSION,

@@ -32,11 +32,14 @@ from .cells import (
     Cell,
     EvalOptions,
     MethodChoice,
+    MixedChoice,
     PlanChoice,
     build_cells,
     check_cells,
     file_plans,
+    mixed_choices,
     parse_method,
+    parse_weight_axes,
     saved_name,
     single_plan,
     strategy_plans,
@@ -95,7 +98,7 @@ def grid_options(request: CompareRequest) -> tuple[Preset | None, list[MethodCho
         max_scenarios=None if max_scenarios is None else int(max_scenarios),
         dr_weights=dict(dr_weights) if dr_weights else None,
         score_weights=dict(score_weights) if score_weights else None,
-        categorical=tuple(r.categorical or ()),
+        categorical=tuple(dict.fromkeys(c for keys in key_sets(r) for c in keys)),
     )
     if options.categorical:
         from ..methods.mixed import MIXED_METHODS
@@ -105,6 +108,13 @@ def grid_options(request: CompareRequest) -> tuple[Preset | None, list[MethodCho
                 raise InvalidParameterError(f"--categorical: method {c.name!r} does not group categorical keys; "
                                             f"use {' or '.join(MIXED_METHODS)}")
     return pre, choices, ks, vks, options
+
+
+def key_sets(request: CompareRequest) -> list[list[str]]:
+    """The grid's sets of categorical keys: ``keys_sets``, or ``categorical`` as one set."""
+    if request.keys_sets:
+        return [list(keys) for keys in request.keys_sets]
+    return [list(request.categorical)] if request.categorical else []
 
 
 def plan_cells(
@@ -120,6 +130,7 @@ def plan_cells(
     columns: Sequence[str] | None,
     seed: int,
     roles: Sequence[str] = (),
+    mixed: Sequence[MixedChoice] = (),
 ) -> list[Cell]:
     """The grid's plans (given, proposed by strategies, the preset's, or one block of the
     columns) and its cells, checked against ``table``."""
@@ -151,7 +162,7 @@ def plan_cells(
             plan_choices = list(pre.plans)
         else:
             plan_choices = [single_plan(cols)]
-    cells = build_cells(choices, ks, plan_choices, mic1d_ks=vks)
+    cells = build_cells(choices, ks, plan_choices, mic1d_ks=vks, mixed=mixed)
     check_cells(table, cells)
     return cells
 
@@ -178,7 +189,18 @@ def _cells(table: Table, pre: Preset | None, choices: Sequence[MethodChoice], ks
            vks: Sequence[int] | None, request: CompareRequest) -> list[Cell]:
     return plan_cells(table, pre, choices, ks, vks, plans=request.plans, strategies=request.strategies,
                       block_size=request.block_size, columns=request.columns, seed=request.seed,
-                      roles=request.categorical or ())
+                      roles=[c for keys in key_sets(request) for c in keys],
+                      mixed=_mixed(request))
+
+
+def _mixed(request: CompareRequest) -> list[MixedChoice]:
+    """The mixed axes: one choice per key set and combination of weights (none without
+    keys, and one without a weight list or several key sets: the rows keep their label)."""
+    sets = key_sets(request)
+    if not sets:
+        return []
+    weights = parse_weight_axes(request.mixed_weights)
+    return mixed_choices(sets, weights)
 
 
 def compare_file(

@@ -24,6 +24,7 @@ from .thin import (
     ReadSpec,
     ThinRun,
     WriteSpec,
+    replaced_slice,
     temp_beside,
     thin_reason,
     workers_can_open,
@@ -32,5 +33,5 @@ from .thin import (
 
 __all__ = [
     "DASK_INSTALL_HINT", "DaskRunner", "dask_client", "import_distributed", "peak_rss_bytes", "protect_thin",
-    "ReadSpec", "ThinRun", "WriteSpec", "temp_beside", "thin_reason", "workers_can_open", "write_parquet_rows",
+    "ReadSpec", "ThinRun", "WriteSpec", "replaced_slice", "temp_beside", "thin_reason", "workers_can_open", "write_parquet_rows",
 ]

@@ -77,7 +77,7 @@ from ..protection.table import optimality
 
 __all__ = [
     "UNIT_CHUNKS", "CANDIDATES", "THIN_LB_ROWS", "N_BUCKETS", "DIGITS", "ReadSpec", "thin_reason",
-    "read_rows", "write_parquet_rows", "ThinRun", "can_open", "workers_can_open",
+    "read_rows", "write_parquet_rows", "replaced_slice", "ThinRun", "can_open", "workers_can_open",
 ]
 
 log = logging.getLogger("microagg_cli")
@@ -395,6 +395,16 @@ def run_optimality(k: int, il: float | None, method_seconds: float, bound: str, 
 # ---------------------------------------------------------------------------- writing
 
 
+def replaced_slice(values: Any, row0: int, rows: int, type: Any) -> Any:
+    """Rows ``row0 .. row0 + rows`` of a replaced column as an Arrow array of ``type``:
+    a numpy array converted (NaN as null), an Arrow array (released key cells) sliced."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.Array):
+        return values.slice(row0, rows)
+    return pa.array(values[row0:row0 + rows], type=type, from_pandas=True)
+
+
 def write_parquet_rows(writer: Any, schema: Any, batches: Iterable[tuple[int, Any]],
                        replaced: Mapping[str, np.ndarray], row0: int, *, row_group_rows: int,
                        advance: Callable[[int], None] | None = None) -> int:
@@ -421,7 +431,7 @@ def write_parquet_rows(writer: Any, schema: Any, batches: Iterable[tuple[int, An
         arrays = []
         for field in schema:
             if field.name in replaced:
-                arrays.append(pa.array(replaced[field.name][row0:row0 + rows], type=field.type, from_pandas=True))
+                arrays.append(replaced_slice(replaced[field.name], row0, rows, field.type))
             else:
                 arrays.append(batch.column(batch.schema.get_field_index(field.name)))
         pending.append(pa.RecordBatch.from_arrays(arrays, schema=schema))

@@ -158,7 +158,7 @@ def _label_rest(m, alive, labels, idx, g):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi, gr, cen, mode, med,
-                    D, qc, qn, qo):
+                    D, qc, qn, qo, done):
     """Heterogeneous MDAV on working copies; writes ``labels`` (input order); returns groups.
 
     A numba kernel: its arrays come one by one (no allocation inside, see module doc).
@@ -168,7 +168,8 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
     per-level counts of the remaining records, ``csum`` their coordinate sums; ``idx``
     input index of each working record; ``alive`` working flags; ``bd``/``bi``/``gr``
     (k) scratch; ``cen``/``mode``/``med`` the centroid; ``D`` (m) distances; ``qc``,
-    ``qn``, ``qo`` a query record.
+    ``qn``, ``qo`` a query record; ``done[0]`` counts the records grouped (the progress
+    display reads it).
     """
     m = WT.shape[1]
     pc = WT.shape[0]
@@ -183,6 +184,7 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
             m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
+            done[0] += n_alive
             return _label_rest(m, alive, labels, idx, g)
         # -- centroid: mean, modes (smallest code on ties), lower medians
         _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
@@ -218,6 +220,7 @@ def mixed_mdav_core(WT, KNT, wn, KOT, co, cnt_n, cnt_o, csum, idx, alive, labels
                 nb = insert_nearest(bd, bi, nb, k - 1, d, i)
             _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o)
             g, n_alive, dead = g + 1, n_alive - k, dead + k
+            done[0] += k  # records grouped: read by the progress display
             if not three:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
             r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order
@@ -307,67 +310,176 @@ def _exact(i, WT, KNT, wn, KOT, co, qc, qn, qo):
     return d
 
 
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _farthest_by_order(n_alive, WT, KNT, wn, KOT, co, alive, cen, mode, med, order, dsort, nord, head, c0c, c0n,
+                       c0o, st):
+    """The alive record farthest from the centroid (ties: the smallest index) by the
+    reference order (see :func:`mixed_mdav_screened`); leaves the new order head in
+    ``st[5]`` and the records scanned in ``st[6]``.
+
+    A numba kernel: its arrays come one by one (no objects in nopython mode)."""
+    pc = WT.shape[0]
+    delta = 0.0
+    for j in range(pc):
+        t2 = cen[j] - c0c[j]
+        delta += t2 * t2
+    for j in range(KNT.shape[0]):
+        if mode[j] != c0n[j]:
+            delta += wn[j]
+    for j in range(KOT.shape[0]):
+        t2 = co[j, med[j]] - co[j, c0o[j]]
+        delta += t2 * t2
+    delta = np.sqrt(delta)
+    r = -1
+    dmax = -1.0
+    scanned = 0
+    t = head
+    while t < nord:
+        i = order[t]
+        if not alive[i]:
+            if t == head:
+                head += 1
+            t += 1
+            continue
+        ub = np.sqrt(dsort[t]) + delta
+        if ub * ub * (1.0 + 1e-9) < dmax:
+            break  # no record further on can reach or tie the farthest found
+        d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
+        scanned += 1
+        if d > dmax or (d == dmax and i < r):
+            dmax = d
+            r = i
+        t += 1
+    st[5] = head
+    st[6] = scanned
+    return r
+
+
 # A numba kernel: its arrays and scratch buffers come one by one (no objects in nopython mode).
 @njit(cache=True, nogil=True, _nrt=False)
 def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, csum, idx, alive, labels, k, bd, bi,
-                        gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum):
+                        gr, cen, mode, med, D32, qc, qn, qo, qc32, big, wsum, done, order, dsort, newpos, c0c, c0n,
+                        c0o, st):
     """:func:`mixed_mdav_core` with float32 screening and exact float64 confirmation:
     the same partition (every decision is taken on the float64 distances of
     :func:`_fill`, ties by input order), about twice as fast.
 
-    Each query fills the float32 distances ``D32`` once; one scan then keeps the
-    running farthest record and the running k-1 nearest (an insertion buffer) on exact
-    distances, computed (:func:`_exact`) only for the records whose screened distance
-    comes within ``margin`` of the current farthest or of the current (k-1)-th nearest.
-    With ``u = 2^-24`` and ``P`` attributes, the screened and the exact distance differ
-    by at most ``(P + 7) u (2 (|x|^2 + |q|^2) + sum wn)`` (each squared difference of
-    rounded coordinates by ``6 u (|x_j| + |q_j|)^2``, each float32 addition by ``u`` of
-    the sum, the float64 sum far less); ``big`` bounds ``|x|^2`` over the records (the
+    Each query of the nearest records and of the farthest from ``r`` fills the float32
+    distances ``D32`` once; one scan then keeps the running farthest record and the
+    running k-1 nearest (an insertion buffer) on exact distances, computed
+    (:func:`_exact`) only for the records whose screened distance comes within
+    ``margin`` of the current farthest or of the current (k-1)-th nearest. With
+    ``u = 2^-24`` and ``P`` attributes, the screened and the exact distance differ by at
+    most ``(P + 7) u (2 (|x|^2 + |q|^2) + sum wn)`` (each squared difference of rounded
+    coordinates by ``6 u (|x_j| + |q_j|)^2``, each float32 addition by ``u`` of the sum,
+    the float64 sum far less); ``big`` bounds ``|x|^2`` over the records (the
     continuous and ordinal coordinates), ``wsum`` is ``sum wn``; the margin doubles it.
 
-    The other arrays are those of :func:`mixed_mdav_core`; ``WT32``/``wn32``/``co32``
-    float32 copies, ``qc32`` (pc) float32 scratch.
+    The record farthest from the centroid ``c`` is sought without a pass: the mixed
+    distance is a squared Euclidean distance (a nominal key as its one-hot indicators
+    scaled by ``sqrt(w / 2)``, the centroid's mode as its indicator), so
+    ``sqrt d(x, c) <= sqrt d(x, c0) + sqrt d(c, c0)`` for a reference point ``c0`` (the
+    centroid when the order was made). The records are kept in decreasing
+    ``d(x, c0)`` (``order``, ``dsort``: ``st[4]`` entries from ``st[5]``); the scan
+    stops at the first record whose bound, widened by a relative 1e-9 (far above any
+    rounding), falls below the farthest distance found, so none after it can reach
+    or tie it. When the scans since the order was made exceed the records left, the
+    kernel returns 2 and the caller makes a new order around the current centroid
+    (:func:`microagg_cli.methods.mixed._reference_order`); the compactions carry the
+    order along (``newpos`` scratch).
+
+    ``st`` = (groups, records left, working records, dead among them, order length,
+    order head, records scanned since the order was made, 1 once the order is off: see
+    :func:`_farthest_by_order`, the kernel then makes a screened pass as for the other
+    queries; the groups made when the order was made) is carried between calls: when the
+    scans since the order cover the records left within 64 groups, the order is turned
+    off instead of made again;
+    returns 0 when every record is grouped. The other arrays are those of
+    :func:`mixed_mdav_core`; ``WT32``/``wn32``/``co32`` float32 copies, ``qc32`` (pc)
+    float32 scratch; ``c0c``/``c0n``/``c0o`` the reference point.
     """
-    m = WT.shape[1]
     pc = WT.shape[0]
     pn = KNT.shape[0]
     po = KOT.shape[0]
     P = pc + pn + po
-    n_alive = m
-    dead = 0
-    g = 0
+    g = st[0]
+    n_alive = st[1]
+    m = st[2]
+    dead = st[3]
+    nord = st[4]
+    head = st[5]
+    scanned = st[6]
     while n_alive > 0:
-        # -- compaction (stable) when an eighth has left
+        # -- compaction (stable) when an eighth has left; the order follows
         if dead * 8 > m:
+            c = 0
+            for i in range(m):
+                if alive[i]:
+                    newpos[i] = c
+                    c += 1
+            w = 0
+            for t in range(head, nord):
+                i = order[t]
+                if alive[i]:
+                    order[w] = newpos[i]
+                    dsort[w] = dsort[t]
+                    w += 1
+            nord = w
+            head = 0
             _compact_rows(WT32, alive, m)
             m = _compact(m, alive, idx, WT, KNT, KOT)
             dead = 0
         if n_alive < 2 * k:
-            return _label_rest(m, alive, labels, idx, g)
+            done[0] += n_alive
+            st[0] = g + 1
+            st[1] = 0
+            _label_rest(m, alive, labels, idx, g)
+            return 0
+        if st[7] == 0 and scanned > st[10] * n_alive:
+            if g - st[8] < st[9] and st[4] > 0:
+                st[7] = 1  # an order used up within a few groups (ties): screened passes cost less
+            else:
+                st[0] = g
+                st[1] = n_alive
+                st[2] = m
+                st[3] = dead
+                return 2
         # -- centroid: mean, modes (smallest code on ties), lower medians
         _centroid(n_alive, csum, cnt_n, cnt_o, cen, mode, med)
-        # -- r: farthest from the centroid (first in input order on ties)
-        qq = 0.0
-        for j in range(pc):
-            qc32[j] = cen[j]
-            qq += cen[j] * cen[j]
-        for j in range(po):
-            qq += co[j, med[j]] * co[j, med[j]]
-        margin = 2.0 * (P + 7) * 2.0 ** -24 * (2.0 * (big + qq) + wsum) + 1e-30
-        _fill32(D32, m, WT32, KNT, wn32, KOT, co32, qc32, mode, med)
-        r = -1
-        dmax = -1.0
-        for b0 in range(0, m, BLOCK):
-            b1 = min(b0 + BLOCK, m)
-            hi = _block_range(D32, b0, b1)[1]
-            if hi + margin < dmax:
-                continue  # no record of the block can be farther
-            for i in range(b0, b1):
-                if alive[i] and D32[i] + margin >= dmax:
-                    d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
-                    if d > dmax:
-                        dmax = d
-                        r = i
+        if st[7] == 1:
+            # -- r: farthest from the centroid (first in input order on ties), by a pass
+            qq = 0.0
+            for j in range(pc):
+                qc32[j] = cen[j]
+                qq += cen[j] * cen[j]
+            for j in range(po):
+                qq += co[j, med[j]] * co[j, med[j]]
+            margin = 2.0 * (P + 7) * 2.0 ** -24 * (2.0 * (big + qq) + wsum) + 1e-30
+            _fill32(D32, m, WT32, KNT, wn32, KOT, co32, qc32, mode, med)
+            r = -1
+            dmax = -1.0
+            for b0 in range(0, m, BLOCK):
+                b1 = min(b0 + BLOCK, m)
+                hi = _block_range(D32, b0, b1)[1]
+                if hi + margin < dmax:
+                    continue  # no record of the block can be farther
+                for i in range(b0, b1):
+                    if alive[i] and D32[i] + margin >= dmax:
+                        d = _exact(i, WT, KNT, wn, KOT, co, cen, mode, med)
+                        if d > dmax:
+                            dmax = d
+                            r = i
+            nord = 0
+        else:
+            r = _farthest_by_order(n_alive, WT, KNT, wn, KOT, co, alive, cen, mode, med, order, dsort, nord,
+                                   head, c0c, c0n, c0o, st)
+            head = st[5]
+            scanned += st[6]
+            if st[6] * st[11] > n_alive + 64:
+                if st[12]:
+                    scanned = st[10] * n_alive + 1  # a long scan: a new order (or off, see above)
+                else:
+                    st[7] = 1  # one scan covered a large share: passes cost less from here on
         three = n_alive >= 3 * k
         for step in range(2):
             q = r
@@ -408,7 +520,10 @@ def mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn32, co32, cnt_n, cnt_o, cs
                     nb = insert_nearest(bd, bi, nb, k - 1, d, i)
             _take(q, bi, k, g, gr, alive, labels, idx, WT, KNT, KOT, csum, cnt_n, cnt_o)
             g, n_alive, dead = g + 1, n_alive - k, dead + k
+            done[0] += k  # records grouped: read by the progress display
             if not three or step == 1:
                 break  # 2k <= remaining < 3k: one group around r, the rest form the last
             r = _next_alive(s, alive, m)  # s joined r's group: the next remaining record in input order
-    return g
+    st[0] = g
+    st[1] = 0
+    return 0

@@ -173,7 +173,11 @@ def mixed_mdav(
     of the remaining records), s the one farthest from r; r's and then s's k-1 nearest
     neighbours form two groups; with 2k..3k-1 left, one group around r and the rest;
     fewer, one group. Ties go to the record first in the input; a mode tie to the
-    category met first in the input. O(n^2 p / k) time, O(n p) memory.
+    category met first in the input. O(n^2 p / k) time, O(n p) memory: the record
+    farthest from the centroid is found from a sorted reference order by the triangle
+    inequality (the mixed distance is a squared Euclidean distance over one-hot keys),
+    the other queries take two screened passes per pair of groups
+    (:mod:`._mixed_kernels`).
 
     References
     ----------
@@ -194,11 +198,24 @@ def mixed_mdav(
     return canonical_labels(_group(W, KN, wn, KO, co, int(k), screened=True))
 
 
+#: The screened kernel turns its reference order off when one is used up within fewer groups.
+REFERENCE_GROUPS = 64
+#: A new reference order when the scans since the last one have covered this many times the
+#: records left; the order is turned off when one scan covers more than 1 / REFERENCE_LONG of
+#: them (at 1,000,000 records: 468 CPU s when such a scan asked for a new order instead).
+REFERENCE_SCANS = 1
+REFERENCE_LONG = 8
+#: 1: a long scan asks for a new order (turned off only under REFERENCE_GROUPS); 0: it
+#: turns the order off.
+REFERENCE_RENEW = 1
+
+
 def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np.ndarray, k: int,
            screened: bool = True) -> np.ndarray:
     """Run the MDAV kernel on :func:`prepare`'s arrays: the float32-screened one
     (``screened``, when the coordinates are small enough for float32) or the plain
     float64 one; both give the same labels."""
+    from ..progress import counter
     from ._mixed_kernels import mixed_mdav_core, mixed_mdav_screened
 
     n = W.shape[0]
@@ -211,7 +228,8 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
         cnt_o[j] = np.bincount(KO[:, j], minlength=co.shape[1])
     labels = np.full(n, -1, dtype=np.int64)
     pc, pn, po = W.shape[1], KN.shape[1], KO.shape[1]
-    WT, KNT, KOT = np.ascontiguousarray(W.T), np.ascontiguousarray(KN.T), np.ascontiguousarray(KO.T)
+    # copies: the kernels compact them in place (the transpose of one column is a view)
+    WT, KNT, KOT = W.T.copy(), KN.T.copy(), KO.T.copy()
     scratch = (np.zeros(k), np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
                np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
     query = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
@@ -222,13 +240,52 @@ def _group(W: np.ndarray, KN: np.ndarray, wn: np.ndarray, KO: np.ndarray, co: np
         big = float(((W * W).sum(axis=1) + sum(co[j, KO[:, j]] ** 2 for j in range(po))).max())
     wsum = float(wn.sum())
     if screened and big < 1e30 and wsum < 1e30:
-        mixed_mdav_screened(WT, KNT, wn, KOT, co, WT.astype(np.float32), wn.astype(np.float32),
-                            co.astype(np.float32), *state, *scratch, np.zeros(n, dtype=np.float32), *query,
-                            np.zeros(max(pc, 1), dtype=np.float32), big, wsum)
+        order, dsort, newpos = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.int64)
+        c0 = (np.zeros(max(pc, 1)), np.zeros(max(pn, 1), dtype=np.int64), np.zeros(max(po, 1), dtype=np.int64))
+        # groups, records left, working records, dead, order length, order head, scans since the order,
+        # order off, groups when the order was made
+        st = np.array([0, n, n, 0, 0, 0, n + 1, 0, 0, REFERENCE_GROUPS, REFERENCE_SCANS, REFERENCE_LONG,
+                       REFERENCE_RENEW], dtype=np.int64)
+        WT32 = WT.astype(np.float32)
+        done = counter()
+        while mixed_mdav_screened(WT, KNT, wn, KOT, co, WT32, wn.astype(np.float32), co.astype(np.float32), *state,
+                                  *scratch, np.zeros(n, dtype=np.float32), *query,
+                                  np.zeros(max(pc, 1), dtype=np.float32), big, wsum, done, order, dsort, newpos,
+                                  *c0, st):
+            _reference_order((WT, KNT, wn, KOT, co), state, st, order, dsort, c0)
     else:
-        mixed_mdav_core(WT, KNT, wn, KOT, co, *state, *scratch, np.zeros(n), *query)
+        mixed_mdav_core(WT, KNT, wn, KOT, co, *state, *scratch, np.zeros(n), *query, counter())
     return labels
-    return canonical_labels(labels)
+
+
+def _reference_order(data: tuple, state: tuple, st: np.ndarray, order: np.ndarray, dsort: np.ndarray,
+                     c0: tuple) -> None:
+    """A new reference order for the screened kernel: ``c0`` the current centroid (mean,
+    modes with the smallest code on ties, lower medians), the alive working records in
+    decreasing distance to it (``order``, ``dsort``), the scan count reset. ``data`` =
+    (WT, KNT, wn, KOT, co) the working copies, ``state`` the kernel's running counts."""
+    WT, KNT, wn, KOT, co = data
+    cnt_n, cnt_o, csum, _idx, alive = state[:5]
+    c0c, c0n, c0o = c0
+    m, n_alive = int(st[2]), int(st[1])
+    pc, pn, po = WT.shape[0], KNT.shape[0], KOT.shape[0]
+    c0c[:pc] = csum / n_alive
+    for j in range(pn):
+        c0n[j] = int(np.argmax(cnt_n[j]))
+    for j in range(po):
+        c0o[j] = int(np.searchsorted(np.cumsum(cnt_o[j]), (n_alive - 1) // 2, side="right"))
+    rows = np.flatnonzero(alive[:m])
+    d = np.zeros(rows.size)
+    for j in range(pc):
+        d += (WT[j, rows] - c0c[j]) ** 2
+    for j in range(pn):
+        d += wn[j] * (KNT[j, rows] != c0n[j])
+    for j in range(po):
+        d += (co[j, KOT[j, rows]] - co[j, c0o[j]]) ** 2
+    sort = np.argsort(-d, kind="stable")
+    order[:rows.size] = rows[sort]
+    dsort[:rows.size] = d[sort]
+    st[4], st[5], st[6], st[8] = rows.size, 0, 0, st[0]
 
 
 def mixed_objective(

@@ -7,7 +7,7 @@ The keys are read once (:func:`read_keys`: integer codes, the first record holdi
 category), join exactly one block of the plan (:func:`split_plan`), are grouped with
 that block's continuous columns in every stratum (:func:`protect_mixed_rows`, running
 :func:`microagg_cli.methods.mixed.mixed_mdav` then the local search of
-:mod:`microagg_cli.methods.mixed_refine`, for ``mdav`` and ``ils`` alike), and are released by taking, for every
+:mod:`microagg_cli.methods.mixed_refine`; ``ils`` adds its seeded kicks), and are released by taking, for every
 record, the cell of the first record in the input holding its group's mode or median
 category (:func:`released_columns`): the released cell is a cell of the input, byte
 for byte -- CSV text as written, SPSS/Stata codes with their value labels.
@@ -19,6 +19,7 @@ and the continuous values together.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,15 +29,19 @@ import numpy as np
 from ..blocking import Block, BlockPlan
 from ..errors import DataError, InvalidParameterError, PrivacyCheckError
 from ..methods import get_method
-from ..methods.mixed import MIXED_METHODS, REFERENCE, check_weights, mixed_mdav
-from ..methods.mixed_refine import MAX_RECORDS, mixed_local_search
+from ..methods.mixed import MIXED_METHODS, REFERENCE, check_weights, mixed_mdav, mixed_objective
+from ..methods.mixed_refine import KICKS_PER_GROUP, mixed_ils, mixed_local_search
 from ..partition import aggregate, aggregate_codes, canonical_labels, check_min_group_size, size_histogram, sse, sst
 from ..partition import zscore
+from ..progress import advance as progress_advance
+from ..progress import phase as progress_phase
 from ..request import RunOptions
+from ..splitting import block_scaling, split_indices
 from .block import BlockResult, check_named_once, il_sse_observed, row_classes
 
 __all__ = ["MixedKeys", "read_keys", "split_plan", "check_options", "protect_mixed_rows", "released_columns",
-           "TIE_RULE", "MEDIAN_RULE", "mixed_stats"]
+           "TIE_RULE", "MEDIAN_RULE", "mixed_stats", "check_ils_params", "check_method",
+           "protect_mixed_parts", "released_cells", "mixed_part_task"]
 
 #: How a mode tie is broken (the report and the docs quote it).
 TIE_RULE = "mode; ties: the category met first in the input"
@@ -127,8 +132,10 @@ def read_keys(source: Any, options: RunOptions) -> MixedKeys | None:
                      check_weights(options.mixed_weights))
 
 
-def check_options(columns: list[str], plan: BlockPlan, options: RunOptions) -> None:
-    """The key columns exist, are named once, have no other role; the options fit."""
+def check_options(columns: list[str], plan: BlockPlan, options: RunOptions, mixed_at: int | None = None) -> None:
+    """The key columns exist, are named once, have no other role; the options fit; the
+    block the keys join (``mixed_at``, :func:`split_plan`) runs a method that groups them
+    with parameters it honours (before any block runs)."""
     cats, ords = list(options.categorical or []), list(options.ordinal or [])
     if not cats and not ords:
         if options.mixed_weights:
@@ -152,8 +159,26 @@ def check_options(columns: list[str], plan: BlockPlan, options: RunOptions) -> N
         raise InvalidParameterError(
             "--missing available groups on observed values, which mixed keys do not support; use --missing "
             "complete (records with a missing key or value are left out and blanked) or error")
-    if options.partition_size is not None:
-        raise InvalidParameterError("--partition-size is not supported with --categorical/--ordinal keys")
+    if mixed_at is not None:
+        check_method(plan.blocks[mixed_at])
+
+
+def check_method(block: Block) -> str:
+    """The method of the block the keys join, if it groups keys (``mdav``, ``ils``) with
+    parameters it honours; otherwise :class:`InvalidParameterError` (exit code 2), so
+    that no report names a method that did not run."""
+    spec = get_method(block.method)
+    if spec.name not in MIXED_METHODS:
+        raise InvalidParameterError(
+            f"method {spec.name!r} does not group categorical/ordinal keys; use {' or '.join(MIXED_METHODS)}")
+    params = dict(block.params)
+    if spec.name == "ils":
+        check_ils_params(params)
+    elif params:
+        raise InvalidParameterError(
+            f"mdav with categorical/ordinal keys runs heterogeneous MDAV and a local search on the mixed "
+            f"objective, and takes no parameters (got {', '.join(sorted(params))})")
+    return spec.name
 
 
 def split_plan(plan: BlockPlan, options: RunOptions) -> tuple[BlockPlan, int | None]:
@@ -185,8 +210,6 @@ def split_plan(plan: BlockPlan, options: RunOptions) -> tuple[BlockPlan, int | N
             raise InvalidParameterError(f"block {b.name!r} holds no continuous column besides the keys")
         blocks = list(plan.blocks)
         blocks[i] = Block(b.name, rest, b.method, b.k, b.params)
-        import dataclasses
-
         return dataclasses.replace(plan, blocks=tuple(blocks) if isinstance(plan.blocks, tuple) else blocks), i
     if len(plan.blocks) != 1:
         raise InvalidParameterError(
@@ -202,10 +225,7 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
 
     Returns a :class:`BlockResult` whose ``keys`` holds the released codes (n, q); the
     privacy invariant is verified on the whole released row (values and keys)."""
-    spec = get_method(block.method)
-    if spec.name not in MIXED_METHODS:
-        raise InvalidParameterError(
-            f"method {spec.name!r} does not group categorical/ordinal keys; use {' or '.join(MIXED_METHODS)}")
+    spec = get_method(check_method(block))
     k = int(block.k)
     n = X.shape[0]
     if n < k:
@@ -217,10 +237,21 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
     ordinal = codes[:, keys.ordinal]
     levels_o = [keys.levels[j] for j in keys.ordinal]
     t0 = time.perf_counter()
-    labels = mixed_mdav(Z, k, nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o, weights=keys.weights)
     params = dict(block.params)
-    labels = mixed_local_search(Z, labels, k, nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o,
-                                weights=keys.weights, params=params, seed=seed)
+    ils_args = check_ils_params(params) if spec.name == "ils" else None
+    kw = dict(nominal=nominal, ordinal=ordinal, ordinal_levels=levels_o, weights=keys.weights)
+    # an MDAV step scans the records left: the time left is estimated on quadratic work
+    with progress_phase(f"{name}: heterogeneous MDAV", total=n, work="quadratic"):
+        labels = mixed_mdav(Z, k, **kw)
+    progress_advance(n)  # the block's phase shows them grouped (the caller then commits the same count)
+    objective = {"mdav": mixed_objective(Z, labels, **kw)}
+    info: dict[str, Any] = {}
+    with progress_phase(f"{name}: local search on the mixed objective", total=None, unit="records visited"):
+        if ils_args is None:
+            labels = mixed_local_search(Z, labels, k, params=params, info=info, **kw)
+        else:
+            labels = mixed_ils(Z, labels, k, rng=np.random.default_rng(seed), info=info, **ils_args, **kw)
+    objective["final"] = mixed_objective(Z, labels, **kw)
     seconds = time.perf_counter() - t0
     labels = canonical_labels(labels)
     check_min_group_size(labels, k, where=f"block {name!r}")
@@ -238,15 +269,120 @@ def protect_mixed_rows(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block:
         "il_sse": il_sse_observed(X, Xp), "k_prime": n / n_classes, "k_min": int(sizes.min()),
         "share_below_k": float((sizes < k).mean()), "k_anonymous": bool(sizes.min() >= k),
         "constant_columns": [block.columns[j] for j in np.flatnonzero(constant)], "seconds": seconds,
+        "mixed_search": {"objective_mdav": objective["mdav"], "objective": objective["final"], **info},
     }
     out = BlockResult(Block(name, tuple(block.columns), spec.name, k, params), Xp, labels, stats)
     out.keys = released
     return out
 
 
-def mixed_stats(keys: MixedKeys, released: np.ndarray, grouped: np.ndarray) -> dict[str, Any]:
-    """The block report's ``mixed`` entry: roles, weights, rules and, per key, the share
-    of grouped records whose released category differs from their own (no values)."""
+def protect_mixed_parts(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block: Block, *,
+                        seed: np.random.SeedSequence, stat: str, weights: np.ndarray | None, name: str,
+                        partition_size: int | None, progress: Any = None, runner: Any = None) -> BlockResult:
+    """:func:`protect_mixed_rows` on one stratum, in parts of at most ``partition_size``
+    records when it holds more (``--partition-size``).
+
+    The parts are cut as the partitioned mode cuts numeric blocks
+    (:func:`microagg_cli.splitting.split_indices` on the records' continuous values
+    z-scored over the stratum: neighbours along principal axes stay together; key
+    classes are not kept whole); part j is grouped on its own with the seed
+    ``SeedSequence(entropy, spawn_key + (j,))``, so the result depends on the part, never
+    on the order. Every group of every part holds k..2k-1 records and is released as one
+    row, so every class of identical released rows -- over the whole file -- holds at
+    least k records (the block loop's k-check counts them again). ``progress`` is told
+    the records of every finished part; ``runner`` runs the parts (:func:`mixed_part_task`;
+    :class:`microagg_cli.protection.partitioned.LocalRunner` by default, or the Dask
+    engine's, which may finish them in any order: the result does not depend on it)."""
+    n = X.shape[0]
+    if not partition_size or n <= partition_size:
+        res = protect_mixed_rows(X, codes, keys, block, seed=seed, stat=stat, weights=weights, name=name)
+        if progress is not None:
+            progress(n)
+        return res
+    mean, scale = block_scaling(X)
+    parts = split_indices(np.nan_to_num((X - mean) / scale), int(partition_size), int(block.k))
+    values = np.empty_like(X)
+    released = np.empty(codes.shape, dtype=np.int64)
+    labels = np.full(n, -1, dtype=np.int64)
+    spawn = tuple(seed.spawn_key)
+    slim = dataclasses.replace(keys, codes=np.zeros((0, codes.shape[1]), dtype=np.int64), first_row=[])
+    results: list[Any] = [None] * len(parts)
+
+    def on_result(j: int, res: BlockResult) -> None:
+        results[j] = res
+        if progress is not None:
+            progress(int(parts[j].size))
+
+    from .partitioned import LocalRunner
+
+    (runner or LocalRunner()).run(
+        ((mixed_part_task, (X[rows], codes[rows], slim, block, seed.entropy, spawn + (j,), stat,
+                            None if weights is None else weights[rows], f"{name}#part{j + 1}"))
+         for j, rows in enumerate(parts)), on_result)
+    offset = 0
+    for rows, res in zip(parts, results):
+        values[rows] = res.values
+        released[rows] = res.keys
+        labels[rows] = res.labels + offset
+        offset += int(res.labels.max()) + 1
+    k = int(block.k)
+    sizes, n_classes = row_classes(np.hstack([values, released.astype(np.float64)]))
+    search = _combine([r.stats["mixed_search"] for r in results])
+    Z = zscore(X)[0]
+    stats = dict(results[0].stats)
+    stats.update(
+        n_groups=offset, group_size_histogram={str(s): c for s, c in size_histogram(labels).items()},
+        sse=sse(Z, labels), sst=sst(Z), il_sse=il_sse_observed(X, values), k_prime=n / n_classes,
+        k_min=int(sizes.min()), share_below_k=float((sizes < k).mean()), k_anonymous=bool(sizes.min() >= k),
+        constant_columns=sorted({c for r in results for c in r.stats["constant_columns"]}),
+        seconds=sum(r.stats["seconds"] for r in results), mixed_search=search,
+        partitions={"size": int(partition_size), "count": len(parts), "smallest": int(min(p.size for p in parts)),
+                    "largest": int(max(p.size for p in parts))},
+    )
+    out = BlockResult(results[0].block, values, labels, stats)
+    out.keys = released
+    return out
+
+
+def mixed_part_task(X: np.ndarray, codes: np.ndarray, keys: MixedKeys, block: Block, entropy: Any,
+                    spawn_key: tuple[int, ...], stat: str, weights: np.ndarray | None, name: str) -> BlockResult:
+    """Group one part of a stratum (a task: runs in this process or on a Dask worker);
+    ``keys`` needs its roles, levels and weights only."""
+    seed = np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key))
+    return protect_mixed_rows(X, codes, keys, block, seed=seed, stat=stat, weights=weights, name=name)
+
+
+def check_ils_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``ils``'s parameters that apply to the mixed search (``iterations``: kicks,
+    ``time_budget``), as :func:`microagg_cli.methods.mixed_refine.mixed_ils` keywords;
+    the others are refused (exit code 2): ``start`` other than mdav (the mixed search
+    starts from heterogeneous MDAV) and ``threads`` (it runs in one thread)."""
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if name == "start" and value == "mdav":
+            continue
+        if name == "iterations":
+            out["iterations"] = int(value)
+        elif name == "time_budget":
+            out["time_budget"] = float(value)
+        else:
+            raise InvalidParameterError(
+                f"ils with categorical/ordinal keys: parameter {name}={value} does not apply (the mixed search "
+                "starts from heterogeneous MDAV and runs in one thread; it takes iterations and time_budget)")
+    return out
+
+
+def mixed_stats(keys: MixedKeys, released: np.ndarray, grouped: np.ndarray, method: str = "mdav",
+                searches: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The block report's ``mixed`` entry: roles, weights, rules, the search run (per
+    stratum: ``searches``, the ``mixed_search`` stats of :func:`protect_mixed_rows`) and,
+    per key, the share of grouped records whose released category differs from their
+    own (no values)."""
+    grouping = ("heterogeneous MDAV, then a local search on the mixed objective (moves and swaps between "
+                "neighbouring groups until none helps; never worse than the MDAV start)")
+    if method == "ils":
+        grouping += (f", then iterated local search: seeded kicks (default {KICKS_PER_GROUP} per group), each "
+                     "kept only if the mixed objective drops")
     rows = np.flatnonzero(grouped)
     changed = {}
     for j, name in enumerate(keys.names):
@@ -258,24 +394,53 @@ def mixed_stats(keys: MixedKeys, released: np.ndarray, grouped: np.ndarray) -> d
         "distance": ("w_continuous * squared z-score differences + w_ordinal * squared differences of the "
                      "z-scored mid-ranks + w_categorical * mismatches (0/1)"),
         "release": {"categorical": TIE_RULE, "ordinal": MEDIAN_RULE},
-        "grouping": "heterogeneous MDAV, then a local search on the mixed objective (moves and swaps "
-                    "between neighbouring groups; never worse than the MDAV start; skipped in strata of more "
-                    f"than {MAX_RECORDS} records)",
+        "grouping": grouping,
         "reference": REFERENCE,
         "changed_share": changed,
         "mean_changed_share": float(np.mean([v for v in changed.values() if v is not None])) if rows.size else None,
+        **({"search": _search_summary(searches)} if searches else {}),
     }
+
+
+def _combine(searches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``mixed_search`` stats of several strata or parts as one: the objectives
+    summed (each in its own z-scale), the most passes, the kicks summed, and
+    ``stopped`` ``"time_budget"`` when a budget stopped any."""
+    out: dict[str, Any] = {
+        "objective_mdav": float(sum(s["objective_mdav"] for s in searches)),
+        "objective": float(sum(s["objective"] for s in searches)),
+        "passes": max(int(s.get("passes", 0)) for s in searches),
+    }
+    if any("kicks" in s for s in searches):
+        out["kicks"] = int(sum(s.get("kicks", 0) for s in searches))
+        out["kept"] = int(sum(s.get("kept", 0) for s in searches))
+        out["stopped"] = "time_budget" if any(s.get("stopped") == "time_budget" for s in searches) else "iterations"
+    return out
+
+
+def _search_summary(searches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's ``search``: the mixed objective before (MDAV) and after the search,
+    summed over strata and parts, and the work done (passes, kicks, and whether a time
+    budget stopped the kicks)."""
+    out = _combine(searches)
+    if "kicks" in out:
+        out["kicks_kept"] = out.pop("kept")
+        out["stopped_by_time_budget"] = out.pop("stopped") == "time_budget"
+    return out
 
 
 def released_columns(table: Any, keys: MixedKeys, released: np.ndarray) -> dict[str, Any]:
     """The key columns as released: every record gets the input cell of the first record
     holding its released code (null where the code is -1: not grouped or suppressed)."""
+    return {name: released_cells(table.data.column(name), keys.first_row[j], released[:, j])
+            for j, name in enumerate(keys.names)}
+
+
+def released_cells(column: Any, first_row: np.ndarray, code: np.ndarray) -> Any:
+    """One key column as released: the Arrow ``column``'s cell of the first record
+    holding each record's released ``code`` (``first_row``: per code, that record), null
+    where the code is -1. The streaming engines call it with the column they read."""
     import pyarrow as pa
 
-    out = {}
-    for j, name in enumerate(keys.names):
-        code = released[:, j]
-        rows = np.where(code >= 0, keys.first_row[j][np.maximum(code, 0)], 0)
-        idx = pa.array(rows, mask=code < 0, type=pa.int64())
-        out[name] = table.data.column(name).take(idx)
-    return out
+    rows = np.where(code >= 0, first_row[np.maximum(code, 0)], 0)
+    return column.take(pa.array(rows, mask=code < 0, type=pa.int64()))

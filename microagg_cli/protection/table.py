@@ -48,7 +48,7 @@ from ..partition import canonical_labels, size_histogram, sse, sst, zscore
 from ..survey import nan_zscore, resolve_small_strata, stratify
 from .block import BlockResult, block_seed, check_named_once, check_weights, il_sse_observed, resolve_params, row_classes
 from .mixed import check_options as check_mixed_options
-from .mixed import mixed_stats, protect_mixed_rows, read_keys, released_columns, split_plan
+from .mixed import mixed_stats, protect_mixed_parts, read_keys, released_columns, split_plan
 from .partitioned import protect_rows
 from ..request import BOUND_MODES, MISSING_POLICIES, SMALL_STRATA_POLICIES, ProtectRequest, RunOptions, default
 
@@ -211,7 +211,7 @@ def protect_blocks(
     weights, missing, partition_size, bound, keys = options.weights, options.missing, options.partition_size, \
         options.bound, options.keys
     stat = check_run(source.columns, plan, options)
-    check_mixed_options(source.columns, plan, options)
+    check_mixed_options(source.columns, plan, options, mixed_at)
     declared_keys = list(keys or [])
     n = source.n_rows
     w = check_weights(source.numeric([weights])[:, 0], n) if weights else None
@@ -278,12 +278,12 @@ def protect_blocks(
                 every = rows.size == n  # one stratum holding every record: no copies
                 sname = block.name if not strata else f"{block.name}[{'/'.join(key)}]"
                 if key_codes is not None:
-                    res = protect_mixed_rows(
+                    res = protect_mixed_parts(
                         X if every else X[rows], key_codes[rows], mixed, block,
                         seed=block_seed(seed, i, all_strata.keys.index(key) if strata else None),
-                        stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname)
+                        stat=stat, weights=None if w is None else (w if every else w[rows]), name=sname,
+                        partition_size=partition_size, progress=part_done, runner=runner)
                     released_keys[rows] = res.keys
-                    part_done(int(rows.size))
                 else:
                     res = protect_rows(
                         X if every else X[rows], block,
@@ -339,7 +339,8 @@ def protect_blocks(
         out = BlockResult(resolved_block, Xp, labels_all if offset else None, stats)
         if key_codes is not None:
             out.keys, out.mixed = released_keys, mixed
-            stats["mixed"] = mixed_stats(mixed, released_keys, released_keys[:, 0] >= 0)
+            stats["mixed"] = mixed_stats(mixed, released_keys, released_keys[:, 0] >= 0, resolved_block.method,
+                                         [r.stats["mixed_search"] for r in stratum_results])
         results.append(out)
         parts.append(il_parts(X, Xp))
         del X

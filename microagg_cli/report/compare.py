@@ -53,13 +53,14 @@ _MAP_STEPS = (1, 2, 2.5, 3, 4, 5, 6, 8, 10)
 
 
 #: Columns of grids with categorical keys (``sdc compare --categorical``): the mean share
-#: of changed categories (%), the smallest class over every released key, and over the
+#: of changed categories (%), the smallest class over every released key, over the
 #: released categorical keys the global risk (% expected re-identifications) and the
-#: records violating k-anonymity (f_k < k).
+#: records violating k-anonymity (f_k < k), and whether the cell is dominated on the front.
 MIXED_MEASURES: tuple[tuple[str, str, int], ...] = (("categorical_changed", "cat. changed %", 2),
                                                     ("k_released", "k_min keys", 0),
                                                     ("key_risk", "key risk %", 3),
-                                                    ("key_violations", "keys f_k<k", 0))
+                                                    ("key_violations", "keys f_k<k", 0),
+                                                    ("dominated", "dominated", 0))
 
 
 def _measures(doc: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
@@ -228,15 +229,19 @@ def _legend_rows(items: list[tuple[str, float]], x0: float, right: float) -> lis
 
 
 def risk_utility_svg(doc: Mapping[str, Any], *, x_key: str = "il_sse", x_name: str = "IL_SSE",
-                     width: int = 760, height: int = 460) -> str | None:
-    """The risk-utility map as inline SVG: x = information loss, y = DR, one labelled
-    marker per cell; colour = method, shape = plan. None when no row has both values.
+                     width: int = 760, height: int = 460, y_key: str = "dr",
+                     y_text: str = "DR (%), disclosure risk", title: str | None = None,
+                     hollow_dominated: bool = False) -> str | None:
+    """The risk-utility map as inline SVG: x = information loss, y = DR (``y_key``), one
+    labelled marker per cell; colour = method, shape = plan; with ``hollow_dominated`` a
+    row marked ``dominated`` (:func:`microagg_cli.comparison.mark_dominated`) is drawn
+    hollow. None when no row has both values.
 
     Labels never overlap one another or a marker: each goes to the first free place
     around its marker, further out with a leader line when the near ones are taken
     (:meth:`microagg_cli.report.svg.Svg.place`).
     """
-    pts = [r for r in doc["rows"] if r.get(x_key) is not None and r.get("dr") is not None]
+    pts = [r for r in doc["rows"] if r.get(x_key) is not None and r.get(y_key) is not None]
     if not pts:
         return None
     methods = list(dict.fromkeys(r["label"] for r in doc["rows"]))
@@ -244,16 +249,18 @@ def risk_utility_svg(doc: Mapping[str, Any], *, x_key: str = "il_sse", x_name: s
     color = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
     shape = {p: i for i, p in enumerate(plans)}
     xmax = nice_max(max(r[x_key] for r in pts) * 1.08, _MAP_STEPS)
-    ymax = nice_max(max(r["dr"] for r in pts) * 1.08, _MAP_STEPS)
+    ymax = nice_max(max(r[y_key] for r in pts) * 1.08, _MAP_STEPS)
     x0, y0 = 62.0, 36.0
     method_rows = _legend_rows([(m, 24 + text_width(m, 11)) for m in methods], x0, width - 10.0)
     plan_rows = (_legend_rows([(f"plan {p}", 30 + text_width(f"plan {p}", 11)) for p in plans], x0, width - 10.0)
                  if len(plans) > 1 else [])
     legend_rows = len(method_rows) + len(plan_rows)
     w, h = width - x0 - 24.0, height - y0 - 58.0 - 18.0 * legend_rows
-    title = f"Risk-utility map: {x_name} against DR"
-    svg = Svg(width, height, title, f"one marker per cell: {x_name} (x, lower is better) and DR (y, lower is "
-                                    "better); colour = method, shape = plan")
+    y_name = y_text.split(" (")[0]
+    title = title or f"Risk-utility map: {x_name} against DR"
+    svg = Svg(width, height, title, f"one marker per cell: {x_name} (x, lower is better) and {y_name} (y, lower "
+                                    "is better); colour = method, shape = plan"
+                                    + ("; hollow = dominated" if hollow_dominated else ""))
 
     def px(v: float) -> float:
         return x0 + w * v / xmax
@@ -272,13 +279,16 @@ def risk_utility_svg(doc: Mapping[str, Any], *, x_key: str = "il_sse", x_name: s
     svg.add("line", x1=f"{x0:.1f}", x2=f"{x0:.1f}", y1=f"{y0:.1f}", y2=f"{y0 + h:.1f}", stroke="#888")
     svg.add("line", x1=f"{x0:.1f}", x2=f"{x0 + w:.1f}", y1=f"{y0 + h:.1f}", y2=f"{y0 + h:.1f}", stroke="#888")
     svg.text(x0 + w / 2, y0 + h + 34, f"{x_name} (%), information loss", size=12)
-    svg.text(16, y0 + h / 2, "DR (%), disclosure risk", size=12, rotate=-90)
-    xy = [(px(r[x_key]), py(r["dr"])) for r in pts]
+    svg.text(16, y0 + h / 2, y_text, size=12, rotate=-90)
+    xy = [(px(r[x_key]), py(r[y_key])) for r in pts]
     for r, (x, y) in zip(pts, xy):
         tip = (f"{r['label']}, k={_k_text(r)}, plan {r['plan']}: IL_SSE {fixed(r['il_sse'], 4)}, "
                f"IL_score {fixed(r['il_score'])}, DR {fixed(r['dr'])}, score {fixed(r['score'])}, "
-               f"k' {fixed(r['k_prime'])}")
-        svg.raw(marker(shape[r["plan"]], x, y, color[r["label"]], tip))
+               f"k' {fixed(r['k_prime'])}"
+               + (f", categories changed {fixed(r['categorical_changed'])} %" if "categorical_changed" in r else "")
+               + (", dominated" if hollow_dominated and r.get("dominated") else ""))
+        svg.raw(marker(shape[r["plan"]], x, y, color[r["label"]], tip,
+                       hollow=hollow_dominated and bool(r.get("dominated"))))
         svg.obstacle((x - 7, y - 7, x + 7, y + 7))
     # labels after every marker, so that none covers a marker drawn later
     bounds = (x0, y0 - 4, x0 + w + 20, y0 + h)
@@ -329,6 +339,12 @@ def render_html(doc: Mapping[str, Any]) -> str:
             figs.append((svg, f"Each marker is one cell (method, k, plan): lower left is better. x = {label}, "
                               "y = DR = 0.25 DLD + 0.25 PLD + 0.5 ID (means over the intruder scenarios). "
                               "Hover a marker for its figures."))
+    front = risk_utility_svg(doc, y_key="categorical_changed", y_text="categories changed (%)",
+                             title="The mixed trade-off: IL_SSE against categories changed", hollow_dominated=True)
+    if front:
+        figs.append((front, "Each marker is one cell (method, key set, weights, k): lower left is better. "
+                            "x = numeric IL_SSE, y = mean share of categories changed over the keys. A hollow "
+                            "marker is dominated: another cell of the same plan, k and key set loses less on both."))
     h.figures(figs)
     h.add("<h2>Results</h2>")
     for p in doc["plans"]:

@@ -62,6 +62,9 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
     keys = cols.get("categorical", []) + cols.get("ordinal", [])
     if keys:
         console.print(f"released as each group's mode / median category: {', '.join(keys)}", markup=False)
+        for b in rep["blocks"]:
+            if b.get("mixed"):
+                _print_mixed(b, console)
     passed = check.get("not_covered", cols["passthrough"])
     console.print(f"passed through unchanged{' (not covered by the k check)' if passed else ''}: "
                   f"{', '.join(passed) if passed else 'none'}", markup=False)
@@ -80,6 +83,30 @@ def print_protect_summary(rep: dict[str, Any], console: Any = None) -> None:
                                                       else ""), markup=False)
     if "evaluation" in rep:
         print_risk_summary(rep["evaluation"], console)
+
+
+def _print_mixed(b: dict[str, Any], console: Any) -> None:
+    """A mixed block's two losses, the search's work, and where the trade-off is."""
+    mx = b["mixed"]
+    changed = mx.get("mean_changed_share")
+    w = mx["weights"]["categorical"]
+    console.print(f"{b['name']}: numeric IL_SSE {fmt(b['il_sse'])}, categories changed "
+                  f"{'-' if changed is None else f'{100 * changed:.2f} %'} (mean over the keys) at "
+                  f"--mixed-weights categorical={w:g}; a lower weight loses less numeric information and "
+                  "changes more categories: sdc compare with the same keys and --mixed-weights "
+                  "categorical=0.2,0.5,2 --html shows the front",
+                  markup=False, highlight=False)
+    s = mx.get("search")
+    if not s:
+        return
+    line = (f"{b['name']}: mixed objective {s['objective_mdav']:.6g} after MDAV, {s['objective']:.6g} after "
+            f"the local search ({s['passes']} pass(es)")
+    if "kicks" in s:
+        line += f", {s['kicks']:,} ils kicks, {s['kicks_kept']:,} kept"
+    console.print(line + ")", markup=False, highlight=False)
+    if s.get("stopped_by_time_budget"):
+        console.print(f"{b['name']}: the ils kicks stopped at -p time_budget before their iterations; raise it, "
+                      "or drop it to run the iterations (reproducible)", markup=False, highlight=False)
 
 
 def _print_statfile(rep: dict[str, Any], console: Any) -> None:

@@ -211,11 +211,13 @@ def axes(svg: Svg, x0: float, y0: float, w: float, h: float, ymax: float, ylabel
     svg.text(14, y0 + h / 2, ylabel, size=11, rotate=-90)
 
 
-def marker(shape: int, x: float, y: float, color: str, tip: str) -> str:
-    """One marker (shape by plan: circle, square, triangle, diamond, ...) with a tooltip."""
+def marker(shape: int, x: float, y: float, color: str, tip: str, hollow: bool = False) -> str:
+    """One marker (shape by plan: circle, square, triangle, diamond, ...) with a tooltip;
+    ``hollow``: an outline only (a dominated point)."""
     r = 5.5
     title = f"<title>{escape(tip)}</title>"
-    style = f'fill="{color}" fill-opacity="0.85" stroke="#fff" stroke-width="1"'
+    style = (f'fill="none" stroke="{color}" stroke-width="1.5"' if hollow
+             else f'fill="{color}" fill-opacity="0.85" stroke="#fff" stroke-width="1"')
     s = shape % 4
     if s == 0:
         return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" {style}>{title}</circle>'

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import time
 
 import numpy as np
 import pandas as pd
+import pytest
 from rich.console import Console
 
 from conftest import run_cli
@@ -29,7 +31,57 @@ def test_heartbeat_lines_name_the_phase_and_the_records(caplog):
             time.sleep(0.3)
     lines = [r.getMessage() for r in caplog.records]
     assert lines and all(ln.startswith("block1: mdav, k=3: 340,000 / 1,000,000 records grouped, ") for ln in lines)
-    assert lines[0].endswith(" s")
+    assert lines[0].endswith(" s left")
+    # the rate and the estimate: the records left at the rate so far
+    m = re.search(r", ([\d,]+) records/s, about (\d+) s left$", lines[-1])
+    rate = int(m.group(1).replace(",", ""))
+    assert 340_000 / 0.35 < rate < 340_000 / 0.04
+    assert abs(int(m.group(2)) - 660_000 / rate) <= 1
+
+
+def test_time_left_linear_and_quadratic():
+    assert progress.time_left(25, 100, 10.0) == 30.0
+    # quadratic: a quarter of the records grouped is 1 - 0.75^2 = 7/16 of the work
+    assert progress.time_left(25, 100, 7.0, "quadratic") == pytest.approx(9.0)
+    assert progress.time_left(100, 100, 7.0, "quadratic") == 0.0
+
+
+def test_mixed_run_shows_mdav_and_the_search_with_estimates(tmp_path, monkeypatch, caplog):
+    """A mixed protect run: MDAV's records grouped with a time left, then the local
+    search's records visited, inside the block's phase."""
+    monkeypatch.setattr(progress, "HEARTBEAT_SECONDS", 0.0)
+    monkeypatch.setattr(progress.Tracker, "__init__", _fast_tick(progress.Tracker.__init__))
+    rng = np.random.default_rng(0)
+    n = 40_000
+    frame = pd.DataFrame(rng.normal(size=(n, 3)), columns=list("abc"))
+    frame["c"] = rng.integers(0, 6, n)
+    frame.to_parquet(tmp_path / "in.parquet")
+    res = run_cli("protect", tmp_path / "in.parquet", "-o", tmp_path / "o.parquet", "-k", 3, "-v",
+                  "--columns", "a,b", "--categorical", "c")
+    assert res.exit_code == 0, res.output
+    mdav = re.findall(r"block1: heterogeneous MDAV: ([\d,]+) / 40,000 records grouped, .* s left", res.stderr)
+    assert mdav and 0 < int(mdav[-1].replace(",", "")) <= n
+    assert re.search(r"block1: local search on the mixed objective: [\d,]+ records visited, ", res.stderr)
+    # after MDAV, the block's phase counts its records grouped
+    lines = res.stderr.splitlines()
+    first_mdav = next(i for i, ln in enumerate(lines) if "heterogeneous MDAV: " in ln)
+    later = [ln for ln in lines[first_mdav:] if "block1: mdav, k=3: " in ln]
+    assert later and all("40,000 / 40,000 records grouped" in ln for ln in later)
+
+
+def test_a_phase_inside_another_gives_the_display_back(caplog):
+    tracker = progress.Tracker("heartbeat", interval=0.02, tick=0.005)
+    with caplog.at_level(logging.INFO, logger="microagg_cli"), progress.tracking(tracker):
+        with progress.phase("block1: ils, k=3", total=100):
+            progress.counter()[0] += 100
+            with progress.phase("block1: local search", unit="kicks"):
+                progress.counter()[0] += 7
+                time.sleep(0.1)
+            assert tracker.name == "block1: ils, k=3" and tracker.cell[0] == 100
+            time.sleep(0.1)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(ln.startswith("block1: local search: 7 kicks, ") for ln in lines)
+    assert lines[-1].startswith("block1: ils, k=3: 100 / 100 records grouped, ")
 
 
 def test_bar_shows_for_a_long_phase_only(monkeypatch):

@@ -110,3 +110,7 @@ def test_mixed_check_passes_and_can_fail(monkeypatch):
     monkeypatch.setattr(mixed_refine, "mixed_local_search", lambda X, labels, k, **kw: np.roll(labels, 1))
     (bad,) = selftest.run_self_test(["mixed"])
     assert not bad.passed and "raised the mixed objective" in bad.message
+    monkeypatch.undo()
+    monkeypatch.setattr(mixed_refine, "mixed_ils", lambda X, labels, k, **kw: np.roll(labels, 1))
+    (bad,) = selftest.run_self_test(["mixed"])
+    assert not bad.passed and "ils's kicks raised the mixed objective" in bad.message

@@ -399,3 +399,35 @@ def test_cli_dask_default_local_cluster_of_processes(tmp_path):
     eng = json.loads((tmp_path / "r.json").read_text())["engine"]
     assert eng["scheduler"] == "local cluster" and eng["processes"] is True and eng["n_workers"] == 2
     assert all(w["address"].startswith("tcp://127.0.0.1:") for w in eng["workers"])
+
+
+def test_mixed_keys_through_both_engines_give_the_in_memory_bytes(tmp_path, dask_cluster):
+    """Categorical and ordinal keys with strata, weights and --partition-size: the local
+    and Dask engines write the bytes of the in-memory run (the keys are grouped on the
+    client, each key cell taken from the input), and k holds over the whole released
+    file (strata, keys and values)."""
+    from microagg_cli import api
+
+    from pathlib import Path
+
+    df = pd.read_csv(Path(__file__).resolve().parents[2] / "sample_data" / "household.csv")
+    src = tmp_path / "hh.parquet"
+    df.to_parquet(src)
+    opts = dict(k=3, columns=["age", "expend", "income", "savings"], categorical=["roof", "walls", "water", "sex"],
+                ordinal=["hhcivil"], strata=["urbrur"], weights="sampling_weight", partition_size=700, seed=4)
+    api.protect(src, tmp_path / "memory.parquet", **opts)
+    api.protect(src, tmp_path / "local.parquet", engine="local", **opts)
+    rep = api.protect(src, tmp_path / "dask.parquet", engine="dask", scheduler=dask_cluster,
+                      report=tmp_path / "r.json", **opts)
+    data = (tmp_path / "memory.parquet").read_bytes()
+    assert (tmp_path / "local.parquet").read_bytes() == data == (tmp_path / "dask.parquet").read_bytes()
+    assert rep["engine"]["mode"] == "client reads the rows and ships them to the workers"
+    out = pd.read_parquet(tmp_path / "dask.parquet")
+    cols = ["urbrur", "roof", "walls", "water", "sex", "hhcivil", "age", "expend", "income", "savings"]
+    assert out.groupby(cols, dropna=False).size().min() >= 3
+    assert rep["blocks"][0]["k_released"]["k_min"] >= 3
+    assert out["roof"].dtype == df["roof"].dtype and set(out["roof"]) <= set(df["roof"])
+    # without strata and weights, the keys are why the client groups
+    rep = api.protect(src, tmp_path / "d2.parquet", engine="dask", scheduler=dask_cluster, k=3,
+                      columns=["age", "expend"], categorical=["roof", "sex"], partition_size=700)
+    assert "categorical/ordinal keys" in rep["engine"]["mode_reason"]

@@ -19,8 +19,8 @@ from microagg_cli.errors import DataError, InvalidParameterError
 from microagg_cli.io import Table
 from microagg_cli.methods.fixed_size import mdav_reference
 from microagg_cli.methods.mixed import check_weights, mixed_mdav, mixed_objective, ordinal_coordinates
-from microagg_cli.methods.mixed_refine import mixed_local_search
-from microagg_cli.partition import aggregate_codes
+from microagg_cli.methods.mixed_refine import mixed_ils, mixed_local_search
+from microagg_cli.partition import aggregate_codes, canonical_labels, zscore
 from microagg_cli.protection.block import row_classes
 from microagg_cli.protection.table import protect_table
 from microagg_cli.request import RunOptions
@@ -112,6 +112,130 @@ def test_local_search_never_worse_and_keeps_k(rng):
     assert mixed_objective(Z, better, nominal=nom) < mixed_objective(Z, start, nominal=nom)
 
 
+def test_ils_kicks_lower_the_objective_below_the_descent_and_follow_the_seed():
+    """Household (8 categorical, 4 continuous keys, k = 3): the descent alone stops at
+    a local optimum; the kicks of ils go below it, never above, keep every group
+    k..2k-1, and the same seed gives the same labels."""
+    frame = pd.read_csv(HOUSEHOLD)
+    nom = frame[CATS.split(",")].to_numpy()
+    Z = zscore(frame[["age", "expend", "income", "savings"]].to_numpy(float))[0]
+    start = mixed_mdav(Z, 3, nominal=nom)
+    descent = mixed_local_search(Z, start, 3, nominal=nom)
+    info: dict = {}
+    ils = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(5), iterations=3000, info=info)
+    f = {name: mixed_objective(Z, lab, nominal=nom) for name, lab in
+         (("mdav", start), ("descent", descent), ("ils", ils))}
+    assert f["ils"] < f["descent"] < f["mdav"]
+    assert info["kicks"] == 3000 and 0 < info["kept"] < 3000 and info["stopped"] == "iterations"
+    assert 3 <= np.bincount(ils).min() and np.bincount(ils).max() <= 5
+    again = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(5), iterations=3000)
+    assert again.tolist() == ils.tolist()
+    other = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(6), iterations=3000)
+    assert other.tolist() != ils.tolist()
+    none = mixed_ils(Z, start, 3, nominal=nom, rng=np.random.default_rng(5), iterations=0)
+    assert none.tolist() == descent.tolist()  # no kick: the descent's partition
+
+
+def test_ils_with_keys_runs_its_search_on_the_mixed_objective(tmp_path):
+    """``-m ils`` with keys is not ``-m mdav`` with keys: the output changes, the report
+    names the kicks and the mixed objective drops below mdav's."""
+    args = ("--columns", "age,expend,income,savings", "--categorical", CATS, "-k", 3, "--seed", 2,
+            "--drop", "ori_hid")
+    reports = {}
+    for m in ("mdav", "ils"):
+        res = run_cli("protect", HOUSEHOLD, "-o", tmp_path / f"{m}.csv", "-r", tmp_path / f"{m}.json",
+                      "-m", m, *args, *(("-p", "iterations=2000") if m == "ils" else ()))
+        assert res.exit_code == 0, res.output
+        reports[m] = json.loads((tmp_path / f"{m}.json").read_text())["blocks"][0]
+    assert (tmp_path / "mdav.csv").read_bytes() != (tmp_path / "ils.csv").read_bytes()
+    s_mdav, s_ils = reports["mdav"]["mixed"]["search"], reports["ils"]["mixed"]["search"]
+    assert reports["ils"]["method"]["name"] == "ils" and "kicks" in reports["ils"]["mixed"]["grouping"]
+    assert s_ils["kicks"] == 2000 and "kicks" not in s_mdav
+    assert s_ils["objective_mdav"] == pytest.approx(s_mdav["objective_mdav"])
+    assert s_ils["objective"] < s_mdav["objective"] < s_mdav["objective_mdav"]
+    # the reported objective is the released partition's
+    out = pd.read_csv(tmp_path / "ils.csv")
+    labels = pd.factorize(pd.MultiIndex.from_frame(out[["age", "expend", "income", "savings", *CATS.split(",")]]
+                                                   .astype(str)))[0]
+    frame = pd.read_csv(HOUSEHOLD)
+    Z = zscore(frame[["age", "expend", "income", "savings"]].to_numpy(float))[0]
+    assert mixed_objective(Z, labels, nominal=frame[CATS.split(",")].to_numpy()) <= s_ils["objective"] + 1e-6
+
+
+def test_protect_summary_names_the_two_losses_and_a_stopping_budget(tmp_path):
+    res = run_cli("protect", HOUSEHOLD, "-o", tmp_path / "o.csv", "-r", tmp_path / "r.json", "-k", 3,
+                  "--columns", "income,expend", "--categorical", "urbrur,sex", "-m", "ils",
+                  "-p", "time_budget=0.000001", "--drop", "ori_hid", "--passthrough", OTHER_CODES + ",age,savings")
+    assert res.exit_code == 0, res.output
+    block = json.loads((tmp_path / "r.json").read_text())["blocks"][0]
+    changed = 100 * block["mixed"]["mean_changed_share"]
+    assert f"block1: numeric IL_SSE {block['il_sse']:.4f}, categories changed {changed:.2f} %" in res.output
+    assert "--mixed-weights categorical=2;" in res.output
+    search = block["mixed"]["search"]
+    assert search["stopped_by_time_budget"] and search["kicks"] < 4096 * 2
+    assert "the ils kicks stopped at -p time_budget" in res.output
+    assert f"mixed objective {search['objective_mdav']:.6g} after MDAV" in res.output
+
+
+@pytest.mark.parametrize("screened", [True, False])
+def test_single_columns_are_not_compacted_in_place(rng, screened):
+    """The transpose of one C-ordered column is a view of it: the kernels' working
+    copies must be copies, or the caller's codes (and prepare's W) are compacted."""
+    from microagg_cli.methods.mixed import _group, prepare
+
+    Z = rng.normal(size=(200, 1))
+    ordinal = rng.integers(0, 4, size=(200, 1)).astype(np.int32)
+    kept = ordinal.copy()
+    labels = mixed_mdav(Z, 3, ordinal=ordinal)
+    assert np.array_equal(ordinal, kept)
+    W, KN, wn, KO, co, _ = prepare(Z, None, ordinal, None, None)
+    W0 = W.copy()
+    assert canonical_labels(_group(W, KN, wn, KO, co, 3, screened=screened)).tolist() == labels.tolist()
+    assert np.array_equal(W, W0)
+
+
+def test_partition_size_with_keys_strata_and_weights(tmp_path):
+    """``--partition-size`` with keys: every stratum above the size is grouped in parts;
+    k holds over the whole released file (strata, keys and values together); the same
+    command gives the same bytes, and a size above every stratum the unpartitioned run."""
+    args = ("--columns", "age,expend,income,savings", "--categorical", "roof,walls,water,sex",
+            "--ordinal", "hhcivil", "--strata", "urbrur", "--weights", "sampling_weight", "-k", 3,
+            "--drop", "ori_hid", "--passthrough", "electcon,relat")
+    outs = []
+    for i, size in enumerate(("700", "700", "100000")):
+        res = run_cli("protect", HOUSEHOLD, "-o", tmp_path / f"o{i}.csv", "-r", tmp_path / f"r{i}.json",
+                      "--partition-size", size, *args)
+        assert res.exit_code == 0, res.output
+        outs.append((tmp_path / f"o{i}.csv").read_bytes())
+    plain = run_cli("protect", HOUSEHOLD, "-o", tmp_path / "plain.csv", *args)
+    assert plain.exit_code == 0, plain.output
+    assert outs[0] == outs[1] and outs[2] == (tmp_path / "plain.csv").read_bytes() != outs[0]
+    block = json.loads((tmp_path / "r0.json").read_text())["blocks"][0]
+    parts = block["partitions"]
+    # urbrur 1 (646 records) is grouped whole, urbrur 2 (3,934) in parts of at most 700
+    assert parts.count(None) == 1
+    part = next(p for p in parts if p is not None)
+    assert part["count"] == 8 and part["smallest"] >= 3 and part["largest"] <= 700
+    out = pd.read_csv(tmp_path / "o0.csv", dtype=str)
+    cols = ["urbrur", "roof", "walls", "water", "sex", "hhcivil", "age", "expend", "income", "savings"]
+    sizes = out.groupby(cols, dropna=False).size()
+    assert sizes.min() >= 3
+    assert out["sampling_weight"].tolist() == pd.read_csv(HOUSEHOLD, dtype=str)["sampling_weight"].tolist()
+
+
+def test_local_search_runs_above_fifty_thousand_records():
+    """No size limit: a stratum of 60,000 records is searched (the objective drops)."""
+    rng = np.random.default_rng(3)
+    n = 60_000
+    Z = rng.normal(size=(n, 2))
+    nom = rng.integers(0, 5, size=(n, 2))
+    start = mixed_mdav(Z, 3, nominal=nom)
+    info: dict = {}
+    better = mixed_local_search(Z, start, 3, nominal=nom, info=info)
+    assert info["passes"] >= 1
+    assert mixed_objective(Z, better, nominal=nom) < mixed_objective(Z, start, nominal=nom)
+
+
 def test_weights_validated():
     assert check_weights({"ordinal": 0})["ordinal"] == 0.0
     for bad in ({"nominal": 1}, {"continuous": 0}, {"categorical": -1}, {"ordinal": float("nan")}):
@@ -193,10 +317,11 @@ def test_same_input_same_bytes(tmp_path):
 
 
 @pytest.mark.parametrize("args, code, text", [
-    (["--engine", "local"], 2, "in memory"),
     (["-m", "vmdav"], 2, "does not group categorical"),
+    (["-m", "mdav-ls"], 2, "does not group categorical"),
+    (["-m", "ils", "-p", "threads=1"], 2, "threads=1 does not apply"),
+    (["-m", "ils", "-p", "start=vmdav"], 2, "start=vmdav does not apply"),
     (["--missing", "available"], 2, "--missing available"),
-    (["--partition-size", "1000"], 2, "--partition-size"),
     (["--mixed-weights", "nominal=1"], 2, "unknown role"),
     (["--ordinal", "urbrur"], 2, "given two roles"),
     (["--keys", "sex"], 2, "given two roles"),
@@ -438,6 +563,47 @@ def test_screened_kernel_gives_the_plain_kernels_labels(rng):
         screened = _group(*prepare(Z, nom, ordi, levels, weights)[:5], k, screened=True)
         assert screened.tolist() == plain.tolist(), (trial, n, k, pc, pn, po)
         assert np.bincount(screened).min() >= k
+
+
+def test_partitions_frozen_at_a_few_thousand_records():
+    """The kernel's partitions at a few thousand records, frozen (SHA-256 of the labels
+    of the release before the reference-order query of the farthest record): 6,000
+    generated records (5 continuous + 5 categorical keys, k = 3) and household.csv
+    (4 continuous, 6 categorical, 2 ordinal keys, k = 4)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from mixed import data
+
+    X, cats = data(6000, seed=3)
+    lab = mixed_mdav(zscore(X)[0], 3, nominal=cats)
+    assert hashlib.sha256(lab.astype(np.int64).tobytes()).hexdigest() == \
+        "8e40c90ed47134d8c2d023006e51c6372f0bd4732f53ab762b8b5324ecebb1bc"
+    f = pd.read_csv(HOUSEHOLD)
+    lab = mixed_mdav(zscore(f[["age", "expend", "income", "savings"]].to_numpy(float))[0], 4,
+                     nominal=f[["urbrur", "roof", "walls", "water", "electcon", "sex"]].to_numpy(),
+                     ordinal=f[["hhcivil", "relat"]].to_numpy() - 1)
+    assert hashlib.sha256(lab.astype(np.int64).tobytes()).hexdigest() == \
+        "0f47238cffbedbfb07b5d5b747a26a84f4edb7343cebeaaa003ca3e715109654"
+
+
+def test_reference_order_turned_off_on_ties_gives_the_same_labels(rng, monkeypatch):
+    """With ties everywhere (categorical keys of two levels only) the scans of the
+    reference order cover the records left within a few groups: the order is made once
+    and turned off (screened passes instead), with the plain kernel's labels; on
+    clustered data it is kept (a few orders for thousands of groups), same labels."""
+    from microagg_cli.methods import mixed as mixed_module
+
+    made = []
+    real = mixed_module._reference_order
+    monkeypatch.setattr(mixed_module, "_reference_order", lambda *a: made.append(1) or real(*a))
+    n = 3000
+    for Z, nom, most in ((np.zeros((n, 0)), rng.integers(0, 2, (n, 3)), 2),
+                         (rng.normal(size=(n, 3)) + 4 * rng.integers(0, 5, (n, 1)), rng.integers(0, 4, (n, 2)), 20)):
+        made.clear()
+        args = mixed_module.prepare(Z, nom, None, None, None)[:5]
+        assert mixed_module._group(*args, 3).tolist() == mixed_module._group(*args, 3, screened=False).tolist()
+        assert 1 <= len(made) <= most
 
 
 def test_coordinates_beyond_float32_fall_back_to_the_plain_kernel(rng, monkeypatch):

@@ -18,13 +18,14 @@ class Recorder(progress.Tracker):
         super().__init__("off")
         self.events: list[tuple[str, str | None, int | None, int]] = []
 
-    def begin(self, name, total, unit):
-        super().begin(name, total, unit)
+    def begin(self, name, total, unit, work="linear"):
+        outer = super().begin(name, total, unit, work)
         self.events.append(("begin", name, total, 0))
+        return outer
 
-    def end(self):
+    def end(self, outer=None):
         self.events.append(("end", self.name, self.total, int(self.cell[0])))
-        super().end()
+        super().end(outer)
 
     def add(self, records):
         super().add(records)
