@@ -112,13 +112,19 @@ def table_key_risk(table: Table, request: RiskRequest, *, rda: Any = None) -> di
     w = _weights(table, weights_col) if weights_col is not None else None
     hh = _households(table, r.household_id, w) if r.household_id is not None else None
     sens = {c: _sensitive_codes(table, c) for c in (r.sensitive or [])}
-    options = KeyRiskOptions(k=r.k, l=r.l, risk_method=r.risk_method, max_combination_size=r.max_combination_size,
+    size = r.max_combination_size
+    levels = {c: lv for c, lv in (rda.idlevels() if rda is not None else {}).items() if c in keys}
+    if size is None and levels:  # mu-ARGUS identification levels: a key of level L joins combinations of up to L keys
+        size = max(levels.values())
+    options = KeyRiskOptions(k=r.k, l=r.l, risk_method=r.risk_method, max_combination_size=size,
                              suda=r.suda, suda_max_size=r.suda_max_size, dis_fraction=r.dis_fraction, top=r.top)
     out = key_risk(codes, keys, weights=w, household=hh, sensitive=sens, options=options)
     rec = out.pop("records")
     out["parameters"].update({"keys": keys, "weights": weights_col, "household_id": r.household_id,
                               "sensitive": list(r.sensitive or []), "top": r.top,
-                              "metadata": getattr(rda, "name", None)})
+                              "metadata": getattr(rda, "name", None),
+                              "combination_size_from": ("--max-combination-size" if r.max_combination_size is not None
+                                                        else "the .rda <IDLEVEL>" if levels else "default")})
     out["per_key"] = [{"key": name, "categories": len(cats), "missing": int((codes[:, j] < 0).sum())}
                       for j, (name, (_c, cats)) in enumerate(zip(keys, coded))]
     out["top_records"] = _top_records(rec, codes, [cats for _c, cats in coded], keys, r.top, r.internal)

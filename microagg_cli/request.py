@@ -863,8 +863,8 @@ class RiskRequest(_Request):
                     "and 5-anonymity are always reported).")
     l: int = opt(2, "l-diversity threshold: records in key classes with fewer distinct sensitive values.")  # noqa: E741
     max_combination_size: int | None = opt(
-        None, "Check every combination of up to N keys for unsafe cells (mu-ARGUS's identification level; "
-              "default min(3, keys)).")
+        None, "Check every combination of up to N keys for unsafe cells (default: the largest <IDLEVEL> of the "
+              "keys in the --metadata .rda, else min(3, keys)).")
     suda: bool = opt(True, "Compute SUDA2 (minimal sample uniques, DIS-SUDA scores); --no-suda skips it.")
     suda_max_size: int | None = opt(
         None, "Largest minimal sample unique SUDA2 searches (default: every key up to 10 keys, else 3).")

@@ -39,6 +39,8 @@ class RdaVariable:
     role: str | None
     missing: tuple[str, ...] = ()
     decimals: int | None = None
+    #: ``<IDLEVEL>``: how identifying the key is (1 most); None when not given
+    idlevel: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ class RdaMetadata:
 
     def roles(self) -> dict[str, str]:
         return {v.name: v.role for v in self.variables if v.role is not None}
+
+    def idlevels(self) -> dict[str, int]:
+        """``{variable: <IDLEVEL>}`` of the variables that give one."""
+        return {v.name: v.idlevel for v in self.variables if v.idlevel is not None}
 
     def missing_codes(self) -> dict[str, tuple[str, ...]]:
         return {v.name: v.missing for v in self.variables if v.missing}
@@ -117,7 +123,7 @@ def parse_rda(text: str, name: str = "<metadata>") -> RdaMetadata:
             elif "<NUMERIC>" in tags:
                 role = "continuous"
             variables.append(RdaVariable(current["name"], current["line"], role, tuple(current["missing"]),
-                                         current.get("decimals")))
+                                         current.get("decimals"), current.get("idlevel")))
 
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
@@ -152,6 +158,8 @@ def parse_rda(text: str, name: str = "<metadata>") -> RdaMetadata:
                 raise DataError(f"{name}, line {number}: {head} needs an integer, got {args[0]!r}")
             if tag == "<DECIMALS>":
                 current["decimals"] = int(args[0])
+            if tag == "<IDLEVEL>":
+                current["idlevel"] = int(args[0])
             current["tags"].add(tag)
             continue
         if raw[:1].isspace():

@@ -165,3 +165,20 @@ def test_a_mixed_release_holds_k_and_lowers_the_risk(tmp_path):
     row = json.loads(grid.read_text())["rows"][0]
     assert row["key_violations"] == 0
     assert 0 < row["key_risk"] < before["global"]["percent"]
+
+
+def test_rda_identification_levels_bound_the_combinations(tmp_path):
+    rda = tmp_path / "m.rda"
+    rda.write_text('<SEPARATOR> ","\nurbrur 1\n  <RECODABLE>\n  <IDLEVEL> 1\nwater 1\n  <RECODABLE>\n  <IDLEVEL> 2\n'
+                   'sex 1\n  <RECODABLE>\n  <IDLEVEL> 2\nage 2\n  <RECODABLE>\n  <IDLEVEL> 2\n')
+    rep = tmp_path / "r.json"
+    assert run_cli("risk", HOUSEHOLD, "--metadata", rda, "--report", rep, "-q", "--no-suda").exit_code == 0
+    doc = json.loads(rep.read_text())
+    assert doc["parameters"]["combination_size_from"] == "the .rda <IDLEVEL>"
+    # 4 keys at most level 2: every pair and single key (4 + 6 = 10), none of 3 keys
+    assert doc["combinations"]["max_size"] == 2 and doc["combinations"]["count"] == 10
+    assert max(r["size"] for r in doc["combinations"]["rows"]) == 2
+    assert run_cli("risk", HOUSEHOLD, "--metadata", rda, "--report", rep, "-q", "-f", "--no-suda",
+                   "--max-combination-size", 3).exit_code == 0
+    doc = json.loads(rep.read_text())
+    assert doc["combinations"]["max_size"] == 3 and doc["parameters"]["combination_size_from"] == "--max-combination-size"

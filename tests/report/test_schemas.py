@@ -32,7 +32,7 @@ PINNED = {
     "compare": ("1.3", "3667b47ce2617436796532ca54b33883bb9b31c24295b68a513ec9ddbe3d2667"),
     "blocks": ("1.0", "ddda8deeb494e264bb244c173cc79b22387ce0530eb75f148b4f34490be48cb8"),
     "roles": ("1.1", "a8e025cb057da7cff5725917c3ab50c56e5deace3d8c98009044227097a89fee"),  # 1.1: metadata
-    "risk": ("1.0", "390b62aa05ce48c5c0d1739ab6297ef37d63c973a526df3b451410c570902e91"),
+    "risk": ("1.0", "78e9f54edd07c5cd823e883a918b0fd19cb7a3add12793ca34e1b6750d6860e5"),
 }
 
 
