@@ -414,7 +414,8 @@ def test_mixed_keys_through_both_engines_give_the_in_memory_bytes(tmp_path, dask
     src = tmp_path / "hh.parquet"
     df.to_parquet(src)
     opts = dict(k=3, columns=["age", "expend", "income", "savings"], categorical=["roof", "walls", "water", "sex"],
-                ordinal=["hhcivil"], strata=["urbrur"], weights="sampling_weight", partition_size=700, seed=4)
+                ordinal=["hhcivil"], strata=["urbrur"], weights="sampling_weight", partition_size=700, seed=4,
+                drop=["ori_hid"], passthrough=["electcon", "relat", "household_weights"])
     api.protect(src, tmp_path / "memory.parquet", **opts)
     api.protect(src, tmp_path / "local.parquet", engine="local", **opts)
     rep = api.protect(src, tmp_path / "dask.parquet", engine="dask", scheduler=dask_cluster,
@@ -429,5 +430,7 @@ def test_mixed_keys_through_both_engines_give_the_in_memory_bytes(tmp_path, dask
     assert out["roof"].dtype == df["roof"].dtype and set(out["roof"]) <= set(df["roof"])
     # without strata and weights, the keys are why the client groups
     rep = api.protect(src, tmp_path / "d2.parquet", engine="dask", scheduler=dask_cluster, k=3,
-                      columns=["age", "expend"], categorical=["roof", "sex"], partition_size=700)
+                      columns=["age", "expend"], categorical=["roof", "sex"], partition_size=700, drop=["ori_hid"],
+                      passthrough=["urbrur", "walls", "water", "electcon", "relat", "hhcivil", "income", "savings",
+                                   "sampling_weight", "household_weights"])
     assert "categorical/ordinal keys" in rep["engine"]["mode_reason"]
