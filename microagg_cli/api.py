@@ -332,6 +332,16 @@ def evaluate_request(original: str | Path, protected: str | Path, request: Evalu
     return rep
 
 
+def _read_with_rda(input: str | Path, read: Any, metadata: Any) -> tuple[Any, Any]:
+    """The input read as its ``.rda`` says (a free-format file's separator), and the ``.rda``
+    (None without ``metadata``)."""
+    rda = load_rda(metadata) if metadata is not None else None
+    fmt = detect_format(input, read.input_format)
+    if rda is not None and rda.separator and read.delimiter is None and fmt == "csv":
+        read = read.replace(delimiter=rda.separator)
+    return read_table(input, read, fmt=fmt), rda
+
+
 def compare(input: str | Path, *, progress: Any = None, **options: Any) -> dict[str, Any]:
     """Protect ``input`` with every method x k x plan combination and evaluate each one.
 
@@ -479,12 +489,7 @@ def roles_request(input: str | Path, request: RolesRequest) -> dict[str, Any]:
     out_path = None
     if r.output is not None:
         out_path = check_output_path(r.output, force=r.force, inputs=(src,), what="roles file")
-    rda = load_rda(r.metadata) if r.metadata is not None else None
-    read = r.read
-    fmt = detect_format(input, read.input_format)
-    if rda is not None and rda.separator and read.delimiter is None and fmt == "csv":
-        read = read.replace(delimiter=rda.separator)
-    table = read_table(input, read, fmt=fmt)
+    table, rda = _read_with_rda(input, r.read, r.metadata)
     if rda is not None:
         from .roles.rda import check_fits
 
@@ -548,12 +553,7 @@ def risk_request(input: str | Path, request: RiskRequest) -> dict[str, Any]:
         html_path = check_output_path(r.html, force=r.force, inputs=srcs, what="HTML report")
         if rep_path is not None and rep_path.resolve() == html_path.resolve():
             raise InvalidParameterError("the JSON and the HTML report are the same file")
-    rda = load_rda(r.metadata) if r.metadata is not None else None
-    read = r.read
-    fmt = detect_format(input, read.input_format)
-    if rda is not None and rda.separator and read.delimiter is None and fmt == "csv":
-        read = read.replace(delimiter=rda.separator)
-    table = read_table(input, read, fmt=fmt)
+    table, rda = _read_with_rda(input, r.read, r.metadata)
     body = table_key_risk(table, r, rda=rda)
     fingerprint = file_fingerprint(table)
     rep: dict[str, Any] = {"schema_version": RISK_SCHEMA_VERSION,

@@ -127,10 +127,7 @@ def _columns(
         if name not in prot_numeric:
             skipped.append(name)
             continue
-        a, _ = column_values(orig, name)
-        b, _ = column_values(prot, name)
-        if order is not None:
-            b = b[order]
+        a, b = _paired_values(orig, prot, order, name)
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         (unchanged if same.all() else names).append(name)
     if not names:
@@ -147,6 +144,13 @@ def _columns(
     return names, [("block1", names, None)], info
 
 
+def _paired_values(orig: Table, prot: Table, order: np.ndarray | None, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A column's values in the original and, paired record by record, in the protected file."""
+    a, _ = column_values(orig, name)
+    b, _ = column_values(prot, name)
+    return a, (b if order is None else b[order])
+
+
 def released_codes(orig: Table, prot: Table, order: np.ndarray | None, *, exclude: Sequence[str] = ()) -> list[str]:
     """Columns of a default evaluation that are keys, not continuous attributes: code-like in
     the original (:func:`microagg_cli.roles.column_evidence`), changed, and released as codes
@@ -160,12 +164,8 @@ def released_codes(orig: Table, prot: Table, order: np.ndarray | None, *, exclud
             continue
         if column_evidence(orig, name).suspect != "code":
             continue
-        a, _ = column_values(orig, name)
-        b, _ = column_values(prot, name)
-        if order is not None:
-            b = b[order]
-        same = (a == b) | (np.isnan(a) & np.isnan(b))
-        if same.all():
+        a, b = _paired_values(orig, prot, order, name)
+        if ((a == b) | (np.isnan(a) & np.isnan(b))).all():
             continue
         if np.isin(b[~np.isnan(b)], a[~np.isnan(a)]).all():
             out.append(name)
