@@ -10,7 +10,10 @@ The reports come from ``sample_data/`` (run through ``python -m microagg_cli``):
 - ``sdc evaluate`` of a one-block protection (every intruder scenario), of a blocked
   one (per-block tables, labels 1G/2G/3G) and with ``--bound cg`` (lb_cg columns);
 - ``sdc compare`` of a grid with close points (``mic1d`` at k = 300 and 900, the
-  labels that used to overlap) and of two blocking plans (marker shapes, legend rows).
+  labels that used to overlap), of two blocking plans (marker shapes, legend rows) and
+  of the mixed trade-off (two key sets x two category weights: the front, dominated
+  cells hollow);
+- ``sdc risk`` of the household survey's keys (distributions, combinations, records).
 
 ``sdc protect`` and ``sdc blocks`` write no HTML page, so there is nothing of theirs to
 render. Each page is opened in Chromium (playwright driving the system ``chromium``)
@@ -173,6 +176,11 @@ def make_reports(work: Path) -> list[Path]:
         "--max-scenarios", 8, "--html", "compare.html", "--format", "json", "-o", "compare.json", "-q", cwd=work)
     sdc("compare", census, "--strategies", "correlated,cross", "--block-size", 3, "--k", "3,5",
         "--methods", "mdav,pcp", "--max-scenarios", 8, "--html", "compare-plans.html", "-q", cwd=work)
+    household = SAMPLE / "household.csv"
+    sdc("compare", household, "--columns", "income,expend", "-k", 3, "--keys-sets", "urbrur,sex,water;urbrur,sex",
+        "--mixed-weights", "categorical=0.2,2", "--max-scenarios", 4, "--html", "compare-front.html", "-q", cwd=work)
+    sdc("risk", household, "--keys", "urbrur,water,sex,age", "--weights", "sampling_weight", "--household-id",
+        "ori_hid", "--sensitive", "hhcivil", "--html", "risk.html", "-q", cwd=work)
     return sorted(work.glob("*.html"))
 
 
