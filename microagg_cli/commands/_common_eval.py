@@ -15,11 +15,12 @@ from ._options import check_delimiter, field_option, split_quoted
 from ..request import GATE_ON
 from ..request import EvaluateRequest as E
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, ThresholdExceeded
 from ..statfiles import INPUT_FORMATS  # SPSS, Stata and SAS files too
 from ..metrics import GATE_ORDER, METRICS
 
 __all__ = [
+    "gated",
     "GATE_OPTIONS",
     "gate_options",
     "scenario_options",
@@ -135,3 +136,16 @@ def parse_weights(value: str | None, option: str) -> dict[str, float] | None:
             raise InvalidParameterError(f"{option}: weight {name!r} given twice")
         out[name] = weight
     return out
+
+
+def gated(call: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], ThresholdExceeded | None]:
+    """``(report, None)`` from ``call()``, or ``(report, failure)`` when a gate failed after
+    the reports were written: the command prints its output and summary, then raises the
+    failure (its exit code). A failure without a report is raised at once."""
+    try:
+        return call(), None
+    except ThresholdExceeded as exc:
+        rep = getattr(exc, "report", None)
+        if rep is None:
+            raise
+        return rep, exc

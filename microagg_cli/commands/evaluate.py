@@ -6,9 +6,10 @@ import click
 
 from .. import api, progress, threads
 from .. import report as render
-from ..errors import InvalidParameterError, ThresholdExceeded
+from ..errors import InvalidParameterError
 from ._common_eval import (
     collect_gates,
+    gated,
     gate_options,
     input_options,
     parse_blocks,
@@ -167,18 +168,14 @@ def evaluate_command(original, protected, fmt, jobs, quiet, verbose, **options):
     if fmt == "json" and options["report"] == "-":
         raise InvalidParameterError("--format json and --report - would both write JSON to stdout; use one")
     request = build_request(E, options, PARSE)
-    failure: ThresholdExceeded | None = None
     # progress: a bar on a terminal; a heartbeat line every 10 s in logs (-v) otherwise
     mode = "off" if quiet else ("bar" if not plain_output() else ("heartbeat" if verbose else "off"))
-    try:
-        with progress.tracking(progress.Tracker(mode, console=stderr_console())), \
-                threads.limited(jobs or None):
-            rep = api.evaluate_request(original, protected, request)
-    except ThresholdExceeded as exc:
-        rep = getattr(exc, "report", None)
-        if rep is None:
-            raise
-        failure = exc
+
+    def run() -> dict:
+        with progress.tracking(progress.Tracker(mode, console=stderr_console())), threads.limited(jobs or None):
+            return api.evaluate_request(original, protected, request)
+
+    rep, failure = gated(run)
     if fmt == "json":
         click.echo(render.to_json(rep), nl=False)
     if not quiet:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
-from ..errors import InvalidParameterError, ThresholdExceeded
+from ..errors import InvalidParameterError
 from ..request import RISK_METHODS
 from ..request import RiskRequest as R
 from ..statfiles import INPUT_FORMATS
+from ._common_eval import gated
 from ._options import (
     build_request,
     check_delimiter,
@@ -104,14 +105,7 @@ def risk_command(input, fmt, quiet, verbose, **options):
     if fmt == "json" and options["report"] == "-":
         raise InvalidParameterError("--format json and --report - would both write JSON to stdout; use one")
     request = build_request(R, options, PARSE)
-    failure: ThresholdExceeded | None = None
-    try:
-        rep = api.risk_request(input, request)
-    except ThresholdExceeded as exc:
-        rep = getattr(exc, "report", None)
-        if rep is None:
-            raise
-        failure = exc
+    rep, failure = gated(lambda: api.risk_request(input, request))
     if fmt == "json":
         click.echo(render.to_json(rep), nl=False)
     if not quiet:
