@@ -109,6 +109,62 @@ def _group_cost(members, size, W, KN, wn, KO, co, cnt, cnt_o, mean):
 
 
 @njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _best_change(i, ia, a, b, best_gain, best_b, best_j, best_ca, best_cb, members, sizes, cost, W, KN, wn, KO, co,
+                 k, a_buf, b_buf, cnt, cnt_o, mean):
+    """The best of (the best change so far; a move of record ``i`` (``members[a, ia]``)
+    into group ``b``; its swaps with each member of ``b``): ``(gain, b, j, cost of a,
+    cost of b)``, ``j`` -1 for a move. A move keeps both groups within k..2k-1.
+
+    A numba kernel: its arrays and scratch buffers come one by one (no allocation inside)."""
+    if sizes[a] > k and sizes[b] < 2 * k - 1:
+        na = np.int64(0)  # int64, not a literal: _group_cost compiled once
+        for t in range(sizes[a]):
+            if t != ia:
+                a_buf[na] = members[a, t]
+                na += 1
+        for t in range(sizes[b]):
+            b_buf[t] = members[b, t]
+        b_buf[sizes[b]] = i
+        ca = _group_cost(a_buf, na, W, KN, wn, KO, co, cnt, cnt_o, mean)
+        cb = _group_cost(b_buf, sizes[b] + 1, W, KN, wn, KO, co, cnt, cnt_o, mean)
+        gain = cost[a] + cost[b] - ca - cb
+        if gain > best_gain:
+            best_gain, best_b, best_j, best_ca, best_cb = gain, b, -1, ca, cb
+    for tb in range(sizes[b]):
+        for t in range(sizes[a]):
+            a_buf[t] = members[a, t]
+        a_buf[ia] = members[b, tb]
+        for t in range(sizes[b]):
+            b_buf[t] = members[b, t]
+        b_buf[tb] = i
+        ca = _group_cost(a_buf, sizes[a], W, KN, wn, KO, co, cnt, cnt_o, mean)
+        cb = _group_cost(b_buf, sizes[b], W, KN, wn, KO, co, cnt, cnt_o, mean)
+        gain = cost[a] + cost[b] - ca - cb
+        if gain > best_gain:
+            best_gain, best_b, best_j, best_ca, best_cb = gain, b, tb, ca, cb
+    return best_gain, best_b, best_j, best_ca, best_cb
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _apply_change(i, ia, a, b, j, ca, cb, members, sizes, cost, labels):
+    """Move record ``i`` (``members[a, ia]``) into group ``b`` (``j`` -1), or swap it with
+    ``members[b, j]``; the groups' costs become ``ca`` and ``cb``."""
+    if j < 0:  # move
+        members[a, ia] = members[a, sizes[a] - 1]
+        sizes[a] -= 1
+        members[b, sizes[b]] = i
+        sizes[b] += 1
+    else:  # swap
+        j2 = members[b, j]
+        members[a, ia] = j2
+        members[b, j] = i
+        labels[j2] = a
+    labels[i] = b
+    cost[a] = ca
+    cost[b] = cb
+
+
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _centre(g, members, sizes, W, KN, cen, modes, cnt):
     """Group ``g``'s mean (``cen[g]``) and modes (``modes[g]``, smallest code on ties)."""
     for j in range(W.shape[1]):
@@ -189,51 +245,12 @@ def _search(W, KN, wn, KO, co, labels, k, n_groups, neighbours, max_passes,
             best_ca = 0.0
             best_cb = 0.0
             for u in range(nb):
-                b = near[u]
-                # a move of i into b
-                if sizes[a] > k and sizes[b] < 2 * k - 1:
-                    na = np.int64(0)  # int64, not a literal: _group_cost compiled once
-                    for t in range(sizes[a]):
-                        if t != ia:
-                            a_buf[na] = members[a, t]
-                            na += 1
-                    for t in range(sizes[b]):
-                        b_buf[t] = members[b, t]
-                    b_buf[sizes[b]] = i
-                    ca = _group_cost(a_buf, na, W, KN, wn, KO, co, cnt, cnt_o, mean)
-                    cb = _group_cost(b_buf, sizes[b] + 1, W, KN, wn, KO, co, cnt, cnt_o, mean)
-                    gain = cost[a] + cost[b] - ca - cb
-                    if gain > best_gain:
-                        best_gain, best_b, best_j, best_ca, best_cb = gain, b, -1, ca, cb
-                # swaps of i with each member of b
-                for tb in range(sizes[b]):
-                    for t in range(sizes[a]):
-                        a_buf[t] = members[a, t]
-                    a_buf[ia] = members[b, tb]
-                    for t in range(sizes[b]):
-                        b_buf[t] = members[b, t]
-                    b_buf[tb] = i
-                    ca = _group_cost(a_buf, sizes[a], W, KN, wn, KO, co, cnt, cnt_o, mean)
-                    cb = _group_cost(b_buf, sizes[b], W, KN, wn, KO, co, cnt, cnt_o, mean)
-                    gain = cost[a] + cost[b] - ca - cb
-                    if gain > best_gain:
-                        best_gain, best_b, best_j, best_ca, best_cb = gain, b, tb, ca, cb
+                best_gain, best_b, best_j, best_ca, best_cb = _best_change(
+                    i, ia, a, near[u], best_gain, best_b, best_j, best_ca, best_cb, members, sizes, cost, W, KN, wn,
+                    KO, co, k, a_buf, b_buf, cnt, cnt_o, mean)
             if best_b < 0:
                 continue
-            b = best_b
-            if best_j < 0:  # move
-                members[a, ia] = members[a, sizes[a] - 1]
-                sizes[a] -= 1
-                members[b, sizes[b]] = i
-                sizes[b] += 1
-            else:  # swap
-                j2 = members[b, best_j]
-                members[a, ia] = j2
-                members[b, best_j] = i
-                labels[j2] = a
-            labels[i] = b
-            cost[a] = best_ca
-            cost[b] = best_cb
+            _apply_change(i, ia, a, best_b, best_j, best_ca, best_cb, members, sizes, cost, labels)
             changed += 1
         if changed == 0:
             break
@@ -260,53 +277,16 @@ def _pool_descent(pool, npool, members, sizes, cost, labels, W, KN, wn, KO, co, 
                 best_ca = 0.0
                 best_cb = 0.0
                 for ub in range(npool):
-                    b = pool[ub]
-                    if b == a:
-                        continue
-                    if sizes[a] > k and sizes[b] < 2 * k - 1:
-                        na = np.int64(0)
-                        for t in range(sizes[a]):
-                            if t != ia:
-                                a_buf[na] = members[a, t]
-                                na += 1
-                        for t in range(sizes[b]):
-                            b_buf[t] = members[b, t]
-                        b_buf[sizes[b]] = i
-                        ca = _group_cost(a_buf, na, W, KN, wn, KO, co, cnt, cnt_o, mean)
-                        cb = _group_cost(b_buf, sizes[b] + 1, W, KN, wn, KO, co, cnt, cnt_o, mean)
-                        gain = cost[a] + cost[b] - ca - cb
-                        if gain > best_gain:
-                            best_gain, best_b, best_j, best_ca, best_cb = gain, b, -1, ca, cb
-                    for tb in range(sizes[b]):
-                        for t in range(sizes[a]):
-                            a_buf[t] = members[a, t]
-                        a_buf[ia] = members[b, tb]
-                        for t in range(sizes[b]):
-                            b_buf[t] = members[b, t]
-                        b_buf[tb] = i
-                        ca = _group_cost(a_buf, sizes[a], W, KN, wn, KO, co, cnt, cnt_o, mean)
-                        cb = _group_cost(b_buf, sizes[b], W, KN, wn, KO, co, cnt, cnt_o, mean)
-                        gain = cost[a] + cost[b] - ca - cb
-                        if gain > best_gain:
-                            best_gain, best_b, best_j, best_ca, best_cb = gain, b, tb, ca, cb
+                    if pool[ub] != a:
+                        best_gain, best_b, best_j, best_ca, best_cb = _best_change(
+                            i, ia, a, pool[ub], best_gain, best_b, best_j, best_ca, best_cb, members, sizes, cost, W,
+                            KN, wn, KO, co, k, a_buf, b_buf, cnt, cnt_o, mean)
                 if best_b < 0:
                     ia += 1
                     continue
-                b = best_b
-                if best_j < 0:
-                    members[a, ia] = members[a, sizes[a] - 1]
-                    sizes[a] -= 1
-                    members[b, sizes[b]] = i
-                    sizes[b] += 1
-                else:
-                    j2 = members[b, best_j]
-                    members[a, ia] = j2
-                    members[b, best_j] = i
-                    labels[j2] = a
+                _apply_change(i, ia, a, best_b, best_j, best_ca, best_cb, members, sizes, cost, labels)
+                if best_j >= 0:  # a swap leaves a record at ia that was judged in b: the next one
                     ia += 1
-                labels[i] = b
-                cost[a] = best_ca
-                cost[b] = best_cb
                 changed += 1
         if changed == 0:
             return
