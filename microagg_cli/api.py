@@ -53,32 +53,6 @@ __all__ = ["protect", "protect_request", "evaluate", "evaluate_request", "compar
            "roles_request", "risk", "risk_request", "REPORT_SCHEMA_VERSION"]
 
 
-#: Every ISO 8601 date or date-time cell holds this: a CSV column with no such cell holds
-#: none of the dates :func:`microagg_cli.roles.prepare_dates` protects.
-DATE_PART = r"\d{4}-\d{2}-\d{2}"
-
-
-def date_candidates(table: Any, columns: Any) -> list[str]:
-    """The columns among ``columns`` that can hold dates: every one, but for a CSV file
-    the text columns with a cell holding YYYY-MM-DD only (one regular-expression pass
-    over each; the full test, which reads the column's missing cells, runs on those
-    alone: a column of numbers costs no more than that pass)."""
-    if table.fmt != "csv":
-        return list(columns)
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    out = []
-    for name in columns:
-        if name in table.columns:
-            col = table.column(name)
-            if (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) and \
-                    not pc.any(pc.match_substring_regex(col, DATE_PART)).as_py():
-                continue
-        out.append(name)
-    return out
-
-
 def protect(input: str | Path, output: str | Path, **options: Any) -> dict[str, Any]:
     """Protect a file: read, microaggregate each block, check, write atomically.
 
@@ -190,7 +164,7 @@ def protect_request(input: str | Path, output: str | Path, request: ProtectReque
         check_declared_missing(coded, plan.columns, run.missing, rda.name)
     check_id_column(table.columns, plan, req.id_column)
     check_keys(table.columns, plan, run.keys, run.strata)
-    table, dates = prepare_dates(table, date_candidates(table, plan.columns))  # protected dates: numbers of their unit
+    table, dates = prepare_dates(table, plan.columns)  # protected dates: numbers of their unit
 
     result, rep = protect_run(
         table, plan, req, output=None if out_path is None else out_path.name, started=t0,

@@ -126,7 +126,7 @@ log = logging.getLogger("microagg_cli")
 
 #: Engines that run the parts of a block.
 from .request import ENGINES, ProtectRequest, ReadOptions  # noqa: E402  (defined once there)
-from .roles import RoleContext, check_roles, column_evidence, explicit_roles, file_declarations  # noqa: E402
+from .roles import RoleContext, check_roles, column_evidence, declared_roles, explicit_roles  # noqa: E402
 
 #: Rows per batch of the second pass (and per row group of the output).
 BATCH_ROWS = 65_536
@@ -721,13 +721,10 @@ def protect_streaming(
     check_options(src.columns, plan, run)  # a bad option is exit 2 before the roles are judged
     # every column held against its evidence, as in memory (one column read at a time)
     fmt, delim, dec = ("csv", src.delimiter, src.decimal) if is_csv else ("parquet", ",", ".")
-    declared = {c: (r, by) for c, (r, by, _strong) in file_declarations(stand_in).items()}
-    check_roles(stand_in, request, plan, RoleContext(explicit_roles(request, request.plan), declared),
-                evidence_of=lambda name: column_evidence(Table(src.read_column(name), fmt, src.path, delim, dec), name,
-                                                         None))
+    context = RoleContext(explicit_roles(request, request.plan), declared_roles(stand_in, None))
+    check_roles(stand_in, request, plan, context,
+                evidence_of=lambda name: column_evidence(Table(src.read_column(name), fmt, src.path, delim, dec), name))
     if not default_selection:  # nothing released in clear unless named (the default selection checked its own)
-        fmt = "csv" if is_csv else "parquet"
-        delim, dec = (src.delimiter, src.decimal) if is_csv else (",", ".")
         for name in src.columns:
             if name not in plan.columns and name not in plan.drop and name not in plan.passthrough \
                     and name not in roles:

@@ -101,8 +101,14 @@ def _columns(
     plan: BlockPlan | None,
     unshared: dict[str, list[str]] | None = None,
     exclude: Sequence[str] = (),
+    detect_keys: bool = False,
 ) -> tuple[list[str], list[tuple[str, list[str], int | None]], dict[str, Any]]:
-    """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice."""
+    """Evaluated columns, blocks ``(name, columns, k)`` and a description of the choice.
+
+    ``detect_keys``: in the default selection, a changed column that is code-like in the
+    original (:func:`microagg_cli.roles.column_evidence`) and released as codes of the
+    original only (a group's mode, never a mean) is a key, not a continuous attribute:
+    it is left out of the columns and listed in ``info["detected_keys"]``."""
     info: dict[str, Any] = {}
     if plan is not None:  # without --columns/--blocks (the request says so)
         names = list(plan.columns)
@@ -120,7 +126,7 @@ def _columns(
         return list(columns), [("block1", list(columns), None)], info
     # default: numeric columns of both files whose values differ between them
     prot_numeric = set(numeric_columns(prot))
-    names, unchanged, skipped = [], [], []
+    names, unchanged, skipped, keys = [], [], [], []
     for name in numeric_columns(orig):
         if name in key or name not in prot.columns or name in exclude:  # not in both files: named by unshared_columns
             continue
@@ -128,8 +134,12 @@ def _columns(
             skipped.append(name)
             continue
         a, b = _paired_values(orig, prot, order, name)
-        same = (a == b) | (np.isnan(a) & np.isnan(b))
-        (unchanged if same.all() else names).append(name)
+        if ((a == b) | (np.isnan(a) & np.isnan(b))).all():
+            unchanged.append(name)
+        elif detect_keys and _released_codes(orig, name, a, b):
+            keys.append(name)
+        else:
+            names.append(name)
     if not names:
         apart = "; ".join(f"{what}: {', '.join(repr(c) for c in cols)}" for what, cols in (
             ("only in the original", (unshared or {}).get("only_in_original")),
@@ -141,6 +151,8 @@ def _columns(
         )
     info.update(selection="numeric columns whose values differ", unchanged=unchanged,
                 not_numeric_in_protected=skipped)
+    if keys:
+        info["detected_keys"] = keys
     return names, [("block1", names, None)], info
 
 
@@ -151,25 +163,12 @@ def _paired_values(orig: Table, prot: Table, order: np.ndarray | None, name: str
     return a, (b if order is None else b[order])
 
 
-def released_codes(orig: Table, prot: Table, order: np.ndarray | None, *, exclude: Sequence[str] = ()) -> list[str]:
-    """Columns of a default evaluation that are keys, not continuous attributes: code-like in
-    the original (:func:`microagg_cli.roles.column_evidence`), changed, and released as codes
-    of the original only (a group's mode, never a mean)."""
+def _released_codes(orig: Table, name: str, a: np.ndarray, b: np.ndarray) -> bool:
+    """Column ``name`` (original values ``a``, released ``b``) is a code column of the
+    original released as its codes only."""
     from .roles import column_evidence
 
-    out = []
-    prot_numeric = set(numeric_columns(prot))
-    for name in numeric_columns(orig):
-        if name in exclude or name not in prot_numeric:
-            continue
-        if column_evidence(orig, name).suspect != "code":
-            continue
-        a, b = _paired_values(orig, prot, order, name)
-        if ((a == b) | (np.isnan(a) & np.isnan(b))).all():
-            continue
-        if np.isin(b[~np.isnan(b)], a[~np.isnan(a)]).all():
-            out.append(name)
-    return out
+    return column_evidence(orig, name).suspect == "code" and bool(np.isin(b[~np.isnan(b)], a[~np.isnan(a)]).all())
 
 
 def _partition_based(Xp: np.ndarray, block_pos: list[list[int]], k: int) -> bool:
@@ -552,15 +551,14 @@ def evaluate_tables(
         raise DataError(f"evaluation needs at least 2 records and 1 column, got {n} record{'' if n == 1 else 's'} "
                         f"and {p} column{'' if p == 1 else 's'}")
     order, matching = pair_records(orig, prot, key=key, pairing_file=request.pairing_file)
-    detected_keys: list[str] = []
-    if columns is None and blocks is None and plan is None and request.categorical is None:
-        # the role evidence of sdc protect: a released code column is a key, scored as one
-        detected_keys = released_codes(orig, prot, order, exclude=key)
-        if detected_keys:
-            request = request.replace(categorical=detected_keys)
     unshared = unshared_columns(orig, prot, exclude=key)
+    # without --categorical, the role evidence of sdc protect: a released code column is a key, scored as one
     names, blist, selection = _columns(orig, prot, order, columns=columns, key=key, blocks=blocks, plan=plan,
-                                       unshared=unshared, exclude=request.categorical or ())
+                                       unshared=unshared, exclude=request.categorical or (),
+                                       detect_keys=request.categorical is None)
+    detected_keys = selection.pop("detected_keys", [])
+    if detected_keys:
+        request = request.replace(categorical=detected_keys)
     X = numeric_matrix(orig, names, allow_missing=True)
     Xp = numeric_matrix(prot, names, allow_missing=True)
     if order is not None:

@@ -95,6 +95,13 @@ class Table:
         #: name, size and SHA-256 of the bytes this table was parsed from (set by :func:`read_table`)
         self.fingerprint: dict[str, Any] | None = None
 
+    def with_data(self, data: Any) -> "Table":
+        """The same table (format, dialect, reading options, fingerprint) holding ``data``
+        instead: a column replaced before protection keeps what the input was."""
+        out = Table(data, self.fmt, self.path, self.delimiter, self.decimal, self.thousands, self.na_values)
+        out.fingerprint = self.fingerprint
+        return out
+
     def __repr__(self) -> str:
         return (f"Table(<{self.n_rows} x {len(self.columns)}>, fmt={self.fmt!r}, path={self.path!r}, "
                 f"delimiter={self.delimiter!r}, decimal={self.decimal!r})")

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import DataError
 from ..readings import option_list
-from .evidence import MIN_VALUES, Evidence, column_evidence, release_suspect
+from .evidence import MIN_VALUES, Evidence, column_evidence, numeric_why, release_suspect
 
 __all__ = ["RoleContext", "Finding", "check_roles", "finish_roles", "findings_message", "shown_path"]
 
@@ -78,14 +78,6 @@ def shown_path(table: Any) -> str:
     return shlex.quote(str(table.path)) if table.path is not None else "INPUT"
 
 
-def _numeric_why(ev: Evidence) -> str:
-    why = "; ".join(ev.reasons) if ev.reasons else str(ev.suspect)
-    why = why.removeprefix("but the values suggest: ")
-    if ev.distinct is not None and ev.suspect not in ("identifier",) and "distinct" not in why:
-        why += f", {ev.distinct} distinct value{'s' if ev.distinct != 1 else ''}"
-    return why
-
-
 def findings_message(findings: list[Finding], table: Any, metadata: str | None, *, available: bool = False) -> str:
     """One line: the columns grouped by what would happen to them, each group with the
     option that settles it (every column of the group in one option)."""
@@ -114,8 +106,8 @@ def check_roles(table: Any, request: Any, plan: Any, context: RoleContext, *,
     """Hold every column of ``table`` against its evidence before ``plan`` runs.
 
     Returns the coverage of the k check for the report: ``{"covered": [...],
-    "not_covered": [...], "named_passthrough": [...]}`` (protected columns, keys and
-    strata are covered; columns released unchanged are not).
+    "not_covered": [...]}`` (protected columns, keys and strata are covered; columns
+    released unchanged are not).
 
     Raises
     ------
@@ -154,7 +146,7 @@ def check_roles(table: Any, request: Any, plan: Any, context: RoleContext, *,
         ev = evidence(c)
         if ev.suspect not in ("code", "identifier", "weight", "date"):
             continue
-        why = f"a date, {ev.date_format or ev.storage}" if ev.suspect == "date" else _numeric_why(ev)
+        why = f"a date, {ev.date_format or ev.storage}" if ev.suspect == "date" else numeric_why(ev)
         declared = context.declared.get(c)
         if declared is not None and declared[0] == "continuous":
             why = f"{declared[1]} says continuous, but the values suggest {ev.suspect}: {why}"
@@ -187,13 +179,12 @@ def check_roles(table: Any, request: Any, plan: Any, context: RoleContext, *,
         declared = context.declared.get(c)
         if declared is not None and ev.suspect in ("identifier", "weight"):
             findings.append(Finding(c, "key", str(ev.suspect), f"{declared[1]} says {declared[0]}, but the values "
-                                                               f"suggest {ev.suspect}: {_numeric_why(ev)}"))
+                                                               f"suggest {ev.suspect}: {numeric_why(ev)}"))
     if findings:
         raise DataError(findings_message(findings, table, context.metadata, available=run.missing == "available"))
     covered = averaged + keys + list(run.strata or []) + list(run.keys or [])
     not_covered = list(released) + [c for c in (run.weights, request.id_column) if c]
-    return {"covered": covered, "not_covered": not_covered,
-            "named_passthrough": [c for c in released if named.get(c, ("",))[0] == "passthrough"]}
+    return {"covered": covered, "not_covered": not_covered}
 
 
 def finish_roles(table: Any, request: Any, plan: Any, context: RoleContext,
@@ -207,11 +198,7 @@ def finish_roles(table: Any, request: Any, plan: Any, context: RoleContext,
     restore = [c for c in coverage["not_covered"] if c in counts and c != request.run.weights]
     if original is None or original is table or not restore:
         return table, dict(counts), coverage
-    from ..io import Table
-
     data = table.data
     for c in restore:
         data = data.set_column(data.column_names.index(c), original.data.schema.field(c), original.data.column(c))
-    out = Table(data, table.fmt, table.path, table.delimiter, table.decimal, table.thousands, table.na_values)
-    out.fingerprint = table.fingerprint
-    return out, {c: v for c, v in counts.items() if c not in restore}, coverage
+    return table.with_data(data), {c: v for c, v in counts.items() if c not in restore}, coverage

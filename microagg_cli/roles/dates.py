@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import DataError
 from .evidence import date_format, family_of, iso_dates
 
-__all__ = ["DateColumn", "prepare_dates", "release_dates"]
+__all__ = ["DateColumn", "DATE_PART", "date_candidates", "prepare_dates", "release_dates"]
 
 
 #: seconds per step of a date format's unit, per statistical package (SPSS dates are
@@ -31,6 +31,32 @@ class DateColumn:
     separator: str = "T"
 
 
+#: Every ISO 8601 date or date-time cell holds this: a CSV column with no such cell holds
+#: none of the dates :func:`prepare_dates` protects.
+DATE_PART = r"\d{4}-\d{2}-\d{2}"
+
+
+def date_candidates(table: Any, columns: Sequence[str]) -> list[str]:
+    """The columns among ``columns`` that can hold dates: every one, but for a CSV file
+    the text columns with a cell holding YYYY-MM-DD only (one regular-expression pass
+    over each; the full test, which reads the column's missing cells, runs on those
+    alone: a column of numbers costs no more than that pass)."""
+    if table.fmt != "csv":
+        return list(columns)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = []
+    for name in columns:
+        if name in table.columns:
+            col = table.column(name)
+            if (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) and \
+                    not pc.any(pc.match_substring_regex(col, DATE_PART)).as_py():
+                continue
+        out.append(name)
+    return out
+
+
 def prepare_dates(table: Any, columns: Sequence[str]) -> tuple[Any, list[DateColumn]]:
     """The protected date and time columns among ``columns`` as numbers of their unit.
 
@@ -42,14 +68,14 @@ def prepare_dates(table: Any, columns: Sequence[str]) -> tuple[Any, list[DateCol
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..io import Table, missing_mask
+    from ..io import missing_mask
     from ..statfiles import stat_meta
 
     dates: list[DateColumn] = []
     data = table.data
     family = family_of(table.fmt)
     cols_meta = (stat_meta(data) or {}).get("columns", {}) if family else {}
-    for name in columns:
+    for name in date_candidates(table, columns):
         if name not in table.columns:
             continue
         if family:
@@ -100,9 +126,7 @@ def prepare_dates(table: Any, columns: Sequence[str]) -> tuple[Any, list[DateCol
             dates.append(DateColumn(name, "iso", numpy_unit=unit, separator=sep))
     if not dates or all(d.kind == "stat" for d in dates):
         return table, dates
-    out = Table(data, table.fmt, table.path, table.delimiter, table.decimal, table.thousands, table.na_values)
-    out.fingerprint = table.fingerprint
-    return out, dates
+    return table.with_data(data), dates
 
 
 def release_dates(data: Any, dates: Sequence[DateColumn]) -> Any:

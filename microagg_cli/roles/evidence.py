@@ -13,7 +13,7 @@ from .rda import RdaMetadata, match_names
 
 __all__ = ["ROLES", "MIN_VALUES", "CODE_MAX_DISTINCT", "CODE_MIN_REPEATS", "Evidence", "date_format", "name_hint",
            "family_of", "is_temporal", "iso_dates", "file_declarations", "declared_roles", "column_evidence",
-           "strong_name_hint", "release_suspect", "NEAR_UNIQUE"]
+           "strong_name_hint", "release_suspect", "numeric_why", "NEAR_UNIQUE"]
 
 #: The roles, in the order a roles file lists them.
 ROLES = ("continuous", "categorical", "ordinal", "weight", "stratum", "identifier", "passthrough")
@@ -94,10 +94,17 @@ def name_hint(name: str) -> str | None:
     agency spellings (``HHWGT``, ``PERSONID``, ``HHNR``, ``OCCUCODE``, ``REG``). A hint
     found only inside a word is weak: :func:`column_evidence` needs the values to agree
     (:func:`strong_name_hint` tells which)."""
-    strong = strong_name_hint(name)
-    if strong is not None:
-        return strong
+    return _name_hints(name)[0]
+
+
+def _name_hints(name: str) -> tuple[str | None, bool]:
+    """(:func:`name_hint`, whether it is weak: found inside a word only)."""
     toks = _tokens_of(name)
+    strong = _whole_word_hint(toks)
+    return (strong, False) if strong is not None else (_inside_word_hint(toks), True)
+
+
+def _inside_word_hint(toks: list[str]) -> str | None:
     if any(("wgt" in t or "wght" in t or "weight" in t) for t in toks):
         return "weight"
     if any(t.endswith(_ID_ENDINGS) and t not in _NOT_ID_WORDS and len(t) > 3
@@ -110,7 +117,10 @@ def name_hint(name: str) -> str | None:
 
 def strong_name_hint(name: str) -> str | None:
     """The hint of a column's whole words only (``sampling_weight``, ``hh_id``, ``sex``)."""
-    toks = _tokens_of(name)
+    return _whole_word_hint(_tokens_of(name))
+
+
+def _whole_word_hint(toks: list[str]) -> str | None:
     if any(t in _WEIGHT_TOKENS or t.endswith(("weight", "weights")) for t in toks):
         return "weight"
     if any(t in _ID_TOKENS for t in toks):
@@ -305,9 +315,8 @@ def column_evidence(table: Any, name: str, declared: tuple[str, str, bool] | Non
     from ..statfiles import stat_meta
 
     n = table.n_rows
-    hint = name_hint(name)
-    ev = Evidence(name, "other", _storage(table, name), n, name_hint=hint,
-                  weak_hint=hint is not None and strong_name_hint(name) is None)
+    hint, weak = _name_hints(name)
+    ev = Evidence(name, "other", _storage(table, name), n, name_hint=hint, weak_hint=hint is not None and weak)
     if declared is not None:
         ev.declared, ev.declared_by = declared[0], declared[1]
     info: Mapping[str, Any] = {}
@@ -362,8 +371,9 @@ def _text_levels(ev: Evidence, col: Any) -> None:
     ev.distinct = int(pc.count_distinct(col, mode="only_valid").as_py())
     present = ev.rows - int(col.null_count)
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        present -= int(pc.sum(pc.equal(pc.utf8_trim_whitespace(col), "")).as_py() or 0)
-        if ev.distinct and int(pc.sum(pc.equal(pc.utf8_trim_whitespace(col), "")).as_py() or 0):
+        blank = int(pc.sum(pc.equal(pc.utf8_trim_whitespace(col), "")).as_py() or 0)
+        present -= blank
+        if ev.distinct and blank:
             ev.distinct -= 1  # the empty cell is missing, not a level
     ev.unique = ev.distinct == present and present > 1
 
@@ -392,9 +402,9 @@ def release_suspect(ev: Evidence) -> tuple[str, str] | None:
         return None
     if ev.kind == "numeric":
         if ev.suspect == "identifier":
-            return "identifier", _why_numeric(ev)
+            return "identifier", numeric_why(ev)
         if ev.suspect == "code":
-            return "key", _why_numeric(ev)
+            return "key", numeric_why(ev)
         return None
     what = "text" if ev.kind == "text" else "dates"
     if ev.unique or ev.distinct >= NEAR_UNIQUE * present:
@@ -408,10 +418,14 @@ def release_suspect(ev: Evidence) -> tuple[str, str] | None:
     return None
 
 
-def _why_numeric(ev: Evidence) -> str:
+def numeric_why(ev: Evidence) -> str:
+    """What makes a numeric column suspect, in one phrase: its reasons (without the
+    declaration's "but the values suggest" lead) and, but for an identifier, its count of
+    distinct values."""
     why = "; ".join(ev.reasons) if ev.reasons else str(ev.suspect)
+    why = why.removeprefix("but the values suggest: ")
     if ev.distinct is not None and ev.suspect != "identifier" and "distinct" not in why:
-        why += f", {ev.distinct} distinct values"
+        why += f", {ev.distinct} distinct value{'s' if ev.distinct != 1 else ''}"
     return why
 
 

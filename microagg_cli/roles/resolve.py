@@ -90,7 +90,8 @@ def explicit_roles(request: Any, plan: Any = None) -> dict[str, tuple[str, str]]
 
 
 
-def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) -> dict[str, Any]:
+def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None,
+                    declared: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """The roles the file and ``rda`` declare, filling what the command line left open
     (a run without ``--columns`` or a plan: the file then says which columns are keys
     and which is the weight).
@@ -100,12 +101,15 @@ def resolve_default(table: Any, request: Any, rda: RdaMetadata | None = None) ->
     exactly as before). What the values say is checked later, on every run, by
     :func:`microagg_cli.roles.check.check_roles`.
 
+    ``declared``: :func:`declared_roles` of ``table`` and ``rda``, when the caller has them.
+
     Raises
     ------
     InvalidParameterError : two weights declared and none chosen with ``--weights``.
     """
     explicit = explicit_roles(request)
-    declared = {c: rd for c, rd in declared_roles(table, rda).items() if c not in explicit}
+    declared = {c: rd for c, rd in (declared_roles(table, rda) if declared is None else declared).items()
+                if c not in explicit}
     run = request.run
     changes: dict[str, Any] = {}
     cats = [c for c in table.columns if declared.get(c, ("",))[0] == "categorical"]
@@ -137,7 +141,7 @@ def apply_missing_codes(table: Any, rda: RdaMetadata, columns: Sequence[str]) ->
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..io import Table, column_values
+    from ..io import column_values
 
     matched = match_names(rda, table.columns)
     data = table.data
@@ -177,9 +181,7 @@ def apply_missing_codes(table: Any, rda: RdaMetadata, columns: Sequence[str]) ->
         data = data.set_column(data.column_names.index(c), data.schema.field(c), new)
     if not counts:
         return table, {}
-    out = Table(data, table.fmt, table.path, table.delimiter, table.decimal, table.thousands, table.na_values)
-    out.fingerprint = table.fingerprint
-    return out, counts
+    return table.with_data(data), counts
 
 
 def _merge_plan_roles(request: Any, plan: Any) -> Any:
@@ -225,10 +227,11 @@ def resolve_request(table: Any, request: Any, rda: RdaMetadata | None = None,
     declared = declared_roles(table, rda)
     request = _merge_plan_roles(request, plan)
     if plan is None and request.columns is None:
-        changes = resolve_default(table, request, rda)
+        changes = resolve_default(table, request, rda, declared)
         if changes:
             request = request.replace(**changes)
     counts: dict[str, Any] = {}
+    original = table
     if rda is not None:
         run = request.run
         keep = set(request.passthrough or []) | set(request.drop or []) | set(run.keys or [])
@@ -236,12 +239,8 @@ def resolve_request(table: Any, request: Any, rda: RdaMetadata | None = None,
             keep |= set(plan.passthrough) | set(plan.drop)
         if request.id_column:
             keep.add(request.id_column)
-        original = table
         table, counts = apply_missing_codes(table, rda, [c for c in table.columns if c not in keep])
-    else:
-        original = table
-    return table, request, counts, RoleContext(named, {c: (r, by) for c, (r, by) in declared.items()},
-                                               None if metadata is None else str(metadata), original)
+    return table, request, counts, RoleContext(named, declared, None if metadata is None else str(metadata), original)
 
 
 def check_declared_missing(counts: Mapping[str, Any], protected: Sequence[str], missing: str, source: str) -> None:

@@ -126,4 +126,4 @@ def test_date_detection_reads_only_columns_that_can_hold_dates(tmp_path, monkeyp
     from microagg_cli.io import read_table
 
     table = read_table(path)
-    assert api.date_candidates(table, ["x", "y", "when", "absent"]) == ["when", "absent"]
+    assert dates_module.date_candidates(table, ["x", "y", "when", "absent"]) == ["when", "absent"]
